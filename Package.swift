@@ -1,0 +1,33 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "LuaHierarchy",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "LuaHierarchy", targets: ["LuaHierarchy"]),
+        .executable(name: "luahier", targets: ["luahier"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // Debian's liblua5.4-dev, found through pkg-config. Only the Lua bridge imports it.
+        .systemLibrary(
+            name: "CLua",
+            pkgConfig: "lua5.4",
+            providers: [.apt(["liblua5.4-dev"]), .brew(["lua"])]
+        ),
+        .target(name: "LuaHierarchy", dependencies: ["CLua"]),
+        .executableTarget(
+            name: "luahier",
+            dependencies: [
+                "LuaHierarchy",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "LuaHierarchyTests", dependencies: ["LuaHierarchy"]),
+        // Depends on the executable so `swift test` builds the binary these tests run.
+        .testTarget(name: "luahierTests", dependencies: ["luahier"]),
+    ]
+)

@@ -1,0 +1,153 @@
+/// How much a dispatch records about itself.
+public enum TraceLevel: String, Sendable, CaseIterable {
+    case off
+    /// Every responder call: node, responder, input type, result.
+    case path
+    /// As `path`, plus the value before and after each replacement.
+    case full
+}
+
+/// How a dispatch ended, with the final value as the scripting side holds it.
+struct DispatchResult {
+    var status: Outcome.Status
+    var message: Message
+    var handledBy: Node?
+    var responder: ResponderInfo?
+    var trace: [TraceStep]?
+    var origin: Node
+
+    var outcome: Outcome {
+        Outcome(
+            status: status, kind: message.domain, value: message.describedValue(),
+            by: handledBy?.path, responder: responder, trace: trace, at: origin.path)
+    }
+}
+
+/// Walks a value up the chain (SPEC §4–5). Knows nodes and responders, nothing of Lua.
+///
+/// The rules, in the order the code applies them:
+/// - the chain (each node up to the top, with its responders) is snapshotted at the start:
+///   responders added meanwhile wait for the next dispatch, removed ones are skipped;
+/// - a responder sees a value of its domain whose type passes its filter;
+/// - whatever it produces (replacement, caught event, raised or contract error) continues at
+///   the next responder of the same node: the position rule;
+/// - an error that replaces an error gets `cause`; any produced error gets `where`.
+final class Dispatcher {
+    let root: Node
+    var depthLimit = 100
+    var traceLevel = TraceLevel.off
+    /// Receives errors that pass the root unhandled.
+    var presenter: ((PresentedError) -> Void)?
+    /// Sees every finished dispatch (nested ones too), e.g. to print traces.
+    var observer: ((DispatchResult, _ depth: Int) -> Void)?
+    private(set) var depth = 0
+
+    init(root: Node) {
+        self.root = root
+    }
+
+    func dispatch(_ initial: Message, at origin: Node) throws(DispatchDepthExceeded) -> DispatchResult {
+        guard depth < depthLimit else { throw DispatchDepthExceeded(limit: depthLimit) }
+        depth += 1
+        defer { depth -= 1 }
+
+        var chain: [(node: Node, responders: [Responder])] = []
+        var top = origin
+        while true {
+            chain.append((top, top.responders))
+            guard let parent = top.parent else { break }
+            top = parent
+        }
+        let detached = top !== root
+        let level = traceLevel
+        var trace: [TraceStep]? = level == .off ? nil : []
+        var current = initial
+
+        for (node, responders) in chain {
+            for (offset, responder) in responders.enumerated() {
+                let kind = responder.kind
+                guard !responder.isRemoved, kind.domain == current.domain,
+                    responder.filter.matches(current.type)
+                else { continue }
+                let inputType = current.type
+                let before = level == .full ? current.describedValue() : nil
+                let reply = responder.body.call(with: &current, returning: kind.replacementDomain)
+
+                var produced: Message
+                var stepResult: TraceStep.Result
+                switch (kind, reply) {
+                case (_, .raised(let error)):
+                    produced = error
+                    stepResult = .raised(type: error.type)
+                case (.handleEvent, _), (.handleError, _), (.receiveEvent, .handled), (.receiveError, .handled):
+                    trace?.append(step(node, offset, responder, inputType, .handled, before, nil))
+                    let info = ResponderInfo(index: offset + 1, location: responder.location, kind: kind)
+                    let result = DispatchResult(
+                        status: .handled, message: current, handledBy: node, responder: info,
+                        trace: trace, origin: origin)
+                    observer?(result, depth)
+                    return result
+                case (.receiveEvent, .notHandled), (.receiveError, .notHandled):
+                    trace?.append(step(node, offset, responder, inputType, .notHandled, before, nil))
+                    continue
+                case (.receiveEvent, .value(let value)), (.receiveError, .value(let value)),
+                    (.transformEvent, .value(let value)), (.transformError, .value(let value)),
+                    (.catchError, .value(let value)):
+                    produced = value
+                    stepResult = .replaced(value.domain, type: value.type)
+                default:
+                    produced = Message.contractError(responder, reply)
+                    stepResult = .raised(type: produced.type)
+                }
+                if produced.domain == .error {
+                    produced.setIfAbsent("where", to: responder.location)
+                    if current.domain == .error && !produced.isSameObject(as: current) {
+                        produced.setIfAbsent("cause", to: current)
+                    }
+                }
+                current = produced
+                let after = level == .full ? current.describedValue() : nil
+                trace?.append(step(node, offset, responder, inputType, stepResult, before, after))
+            }
+        }
+
+        let result = DispatchResult(
+            status: detached ? .detached : .unhandled, message: current, handledBy: nil,
+            responder: nil, trace: trace, origin: origin)
+        if !detached, current.domain == .error {
+            presenter?(PresentedError(error: current.describedValue(), reportedAt: origin.path))
+        }
+        observer?(result, depth)
+        return result
+    }
+
+    private func step(
+        _ node: Node, _ offset: Int, _ responder: Responder, _ input: String,
+        _ result: TraceStep.Result, _ before: Value?, _ after: Value?
+    ) -> TraceStep {
+        TraceStep(
+            node: node.path,
+            responder: ResponderInfo(index: offset + 1, location: responder.location, kind: responder.kind),
+            input: input, result: result, before: before, after: after)
+    }
+}
+
+extension Message {
+    /// A `ResponderContractError` for a return the responder's kind does not accept.
+    static func contractError(_ responder: Responder, _ reply: ResponderReply) -> Message {
+        let got: String
+        switch reply {
+        case .handled: got = "\"handled\""
+        case .notHandled: got = "\"notHandled\""
+        case .value(let message): got = "\(message.domain == .event ? "an event" : "an error") (\(message.type))"
+        case .unusable(let description): got = description
+        case .raised(let message): got = "an error (\(message.type))"
+        }
+        let kind = responder.kind
+        return .hostError(
+            "ResponderContractError",
+            "\(kind.rawValue) responder at \(responder.location) returned \(got); expected \(kind.expectedReturn)",
+            where: responder.location,
+            ["responder": .string(kind.rawValue)])
+    }
+}

@@ -1,0 +1,130 @@
+/// The two kinds of value that travel the chain.
+public enum Domain: String, Sendable, Hashable {
+    case event
+    case error
+}
+
+/// A value held by a scripting side (a Lua table) that the dispatcher passes along without
+/// converting it, so responders on that side see one object and the hot path copies nothing.
+protocol ForeignPayload: AnyObject {
+    /// A strict copy as plain data; throws a `PayloadError` on functions, cycles, odd keys.
+    func toValue() throws -> Value
+    /// A total, lossy copy for messages and presenters: what cannot be converted is described.
+    func describedValue() -> Value
+    /// Sets `key` unless the value already has it. `value` may itself be a message.
+    func setIfAbsent(_ key: String, to value: Message)
+    /// Sets `key` unless the value already has it.
+    func setIfAbsent(_ key: String, to text: String)
+    /// Whether `other` is the very same object (not merely an equal one).
+    func isSame(as other: any ForeignPayload) -> Bool
+}
+
+/// What a message is made of: plain data, or a value a scripting side owns.
+enum Payload {
+    case value(Value)
+    case foreign(any ForeignPayload)
+}
+
+/// One event or error on its way up the chain. `type` is read once, when it is made.
+struct Message {
+    var domain: Domain
+    var type: String
+    var payload: Payload
+
+    /// Normalizes a plain value into a message of `domain` following SPEC §3: a string is
+    /// shorthand (`{type = s}` for events, `{type = "Error", message = s}` for errors); an
+    /// error's `type` defaults to "Error"; an event needs a string `type`. Nil when not valid.
+    init?(_ value: Value, as domain: Domain) {
+        switch (value, domain) {
+        case (.string(let type), .event):
+            self.init(domain: .event, type: type, payload: .value(.event(type)))
+        case (.string(let text), .error):
+            self.init(domain: .error, type: "Error", payload: .value(.error(message: text)))
+        case (.map(var map), _):
+            if let type = map["type"]?.stringValue {
+                self.init(domain: domain, type: type, payload: .value(.map(map)))
+            } else if domain == .error, map["type"] == nil {
+                map["type"] = "Error"
+                self.init(domain: .error, type: "Error", payload: .value(.map(map)))
+            } else {
+                return nil
+            }
+        default:
+            return nil
+        }
+    }
+
+    init(domain: Domain, type: String, payload: Payload) {
+        self.domain = domain
+        self.type = type
+        self.payload = payload
+    }
+
+    /// A host-made error: `{type, message, where}` plus fields.
+    static func hostError(_ type: String, _ message: String, where location: String?, _ fields: [String: Value] = [:]) -> Message {
+        var map = fields
+        map["type"] = .string(type)
+        map["message"] = .string(message)
+        if let location { map["where"] = .string(location) }
+        return Message(domain: .error, type: type, payload: .value(.map(map)))
+    }
+
+    /// A strict plain-data copy (see `ForeignPayload.toValue`).
+    func toValue() throws -> Value {
+        switch payload {
+        case .value(let value): return value
+        case .foreign(let foreign): return try foreign.toValue()
+        }
+    }
+
+    /// A total plain-data copy for messages and presenters.
+    func describedValue() -> Value {
+        switch payload {
+        case .value(let value): return value
+        case .foreign(let foreign): return foreign.describedValue()
+        }
+    }
+
+    /// Whether both messages hold the same scripting-side object (a responder that returned
+    /// its input): such a value replaces nothing, so it gets no `cause`.
+    func isSameObject(as other: Message) -> Bool {
+        guard case .foreign(let mine) = payload, case .foreign(let theirs) = other.payload else { return false }
+        return mine.isSame(as: theirs)
+    }
+
+    mutating func setIfAbsent(_ key: String, to value: Message) {
+        switch payload {
+        case .value(.map(var map)) where map[key] == nil:
+            map[key] = value.describedValue()
+            payload = .value(.map(map))
+        case .foreign(let foreign):
+            foreign.setIfAbsent(key, to: value)
+        default:
+            break
+        }
+    }
+
+    mutating func setIfAbsent(_ key: String, to text: String) {
+        switch payload {
+        case .value(.map(var map)) where map[key] == nil:
+            map[key] = .string(text)
+            payload = .value(.map(map))
+        case .foreign(let foreign):
+            foreign.setIfAbsent(key, to: text)
+        default:
+            break
+        }
+    }
+}
+
+/// Why a value could not be copied as plain data.
+public struct PayloadError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Where in the value, e.g. `.user.tags[3]`; empty for the value itself.
+    public var path: String
+    public var reason: String
+    public init(path: String, reason: String) {
+        self.path = path
+        self.reason = reason
+    }
+    public var description: String { path.isEmpty ? reason : "\(reason) at \(path)" }
+}

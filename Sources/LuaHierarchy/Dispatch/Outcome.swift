@@ -1,0 +1,74 @@
+/// Which responder did something: its 1-based position on its node, where its code is, its kind.
+public struct ResponderInfo: Hashable, Sendable {
+    public var index: Int
+    public var location: String
+    public var kind: ResponderKind
+}
+
+/// One responder call, recorded when tracing is on.
+public struct TraceStep: Hashable, Sendable, CustomStringConvertible {
+    /// What the responder's call came to.
+    public enum Result: Hashable, Sendable {
+        case handled
+        case notHandled
+        /// The value was replaced (receive, transform) or caught into an event (catchError).
+        case replaced(Domain, type: String)
+        /// An error was raised inside the responder, or its return broke the contract.
+        case raised(type: String)
+    }
+
+    public var node: String
+    public var responder: ResponderInfo
+    /// The type of the value the responder was called with.
+    public var input: String
+    public var result: Result
+    /// With full tracing: the value before and after a replacement.
+    public var before: Value?
+    public var after: Value?
+
+    public var resultDescription: String {
+        switch result {
+        case .handled: return "handled"
+        case .notHandled: return "notHandled"
+        case .replaced(let domain, let type): return "\(domain == .event ? "event" : "error") \(type)"
+        case .raised(let type): return "raised \(type)"
+        }
+    }
+
+    public var description: String {
+        "\(node) #\(responder.index) \(responder.kind.rawValue) (\(responder.location)): \(input) -> \(resultDescription)"
+    }
+}
+
+/// How a dispatch ended (SPEC §5).
+public struct Outcome {
+    public enum Status: String, Sendable {
+        /// A responder handled the value.
+        case handled
+        /// The value passed the root: an unhandled error went to the presenter.
+        case unhandled
+        /// The value reached the top of a detached subtree: nothing reached the root.
+        case detached
+    }
+
+    public var status: Status
+    /// The domain of the final value: an event can end as an error and an error as an event.
+    public var kind: Domain
+    /// The final value, as plain data (functions and cycles described, never lost silently).
+    public var value: Value
+    /// The path of the node whose responder handled it.
+    public var by: String?
+    public var responder: ResponderInfo?
+    /// Every responder call, when tracing is on.
+    public var trace: [TraceStep]?
+    /// The path of the node the value was triggered or reported at.
+    public var at: String
+}
+
+/// An error that reached a presenter: it passed the root unhandled.
+public struct PresentedError {
+    /// The error, as plain data (`type`, `message`, `where`, `cause`, ...).
+    public var error: Value
+    /// The path of the node it was reported (or raised) at.
+    public var reportedAt: String
+}

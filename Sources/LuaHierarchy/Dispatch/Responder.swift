@@ -1,0 +1,98 @@
+/// The seven responder kinds of SPEC §4, named as in Lua.
+public enum ResponderKind: String, Sendable, CaseIterable {
+    case receiveEvent, handleEvent, transformEvent
+    case receiveError, handleError, transformError, catchError
+
+    /// The domain of the values this kind is called with.
+    public var domain: Domain {
+        switch self {
+        case .receiveEvent, .handleEvent, .transformEvent: return .event
+        default: return .error
+        }
+    }
+
+    /// The domain of a value this kind returns in place of its input.
+    var replacementDomain: Domain { self == .catchError ? .event : domain }
+
+    /// What a responder of this kind must return, for contract errors.
+    var expectedReturn: String {
+        switch self {
+        case .receiveEvent: return "\"handled\", \"notHandled\" or an event"
+        case .receiveError: return "\"handled\", \"notHandled\" or an error"
+        case .handleEvent, .handleError: return "anything"
+        case .transformEvent, .catchError: return "an event"
+        case .transformError: return "an error"
+        }
+    }
+}
+
+/// Which values a responder sees; the others pass it untouched.
+public enum TypeFilter: Hashable, Sendable {
+    case any
+    case types(Set<String>)
+
+    public static func type(_ name: String) -> TypeFilter { .types([name]) }
+
+    @inline(__always)
+    func matches(_ type: String) -> Bool {
+        switch self {
+        case .any: return true
+        case .types(let names): return names.contains(type)
+        }
+    }
+}
+
+/// What a responder body gave back, before the dispatcher reads it by the responder's kind.
+enum ResponderReply {
+    case handled
+    case notHandled
+    /// A value, already normalized into the domain the dispatcher asked for.
+    case value(Message)
+    /// A return no kind accepts as a value (nil, a number, a table without `type`, ...).
+    case unusable(description: String)
+    /// An error raised inside the body, as an error message.
+    case raised(Message)
+}
+
+/// The code behind a responder: a Lua function or a Swift closure.
+protocol ResponderBody: AnyObject {
+    /// Calls the body with `input`. A returned value is read in `domain`. The body may
+    /// replace `input.payload` with an equivalent it can pass more cheaply next time.
+    func call(with input: inout Message, returning domain: Domain) -> ResponderReply
+}
+
+/// One registration on one node.
+final class Responder {
+    let kind: ResponderKind
+    let filter: TypeFilter
+    let body: any ResponderBody
+    /// Where the code was written, `file:line`: a Lua function's definition, a Swift call site.
+    let location: String
+    /// Set by `remove()`: a removed responder is skipped even by dispatches already running.
+    var isRemoved = false
+    weak var node: Node?
+
+    init(kind: ResponderKind, filter: TypeFilter, body: any ResponderBody, location: String) {
+        self.kind = kind
+        self.filter = filter
+        self.body = body
+        self.location = location
+    }
+
+    /// Takes the responder off its node. Idempotent.
+    func remove() {
+        guard !isRemoved else { return }
+        isRemoved = true
+        node?.detachResponder(self)
+    }
+}
+
+/// The handle a registration returns; `remove()` unregisters, and may be called any number
+/// of times.
+public struct ResponderHandle {
+    let responder: Responder
+    public func remove() { responder.remove() }
+    public var kind: ResponderKind { responder.kind }
+    public var location: String { responder.location }
+    public var isRemoved: Bool { responder.isRemoved }
+}

@@ -1,0 +1,106 @@
+/// What a Swift `receive` responder returns.
+public enum ReceiveResult {
+    case handled
+    case notHandled
+    /// Continue with this value in place of the original (same domain; a string is shorthand).
+    case replace(Value)
+}
+
+/// A Swift closure as a responder body. It sees values as plain data.
+final class SwiftResponderBody: ResponderBody {
+    private let closure: (Value) throws -> ReceiveResult
+    private let location: String
+
+    init(location: String, _ closure: @escaping (Value) throws -> ReceiveResult) {
+        self.closure = closure
+        self.location = location
+    }
+
+    func call(with input: inout Message, returning domain: Domain) -> ResponderReply {
+        do {
+            switch try closure(try input.toValue()) {
+            case .handled: return .handled
+            case .notHandled: return .notHandled
+            case .replace(let value):
+                guard let message = Message(value, as: domain) else {
+                    return .unusable(description: "\(value)")
+                }
+                return .value(message)
+            }
+        } catch {
+            return .raised(Message(swiftError: error, where: location))
+        }
+    }
+}
+
+/// Swift closures as responders (SPEC §4): the same kinds, filters and rules as Lua's.
+/// A thrown error is a reported error that continues at the next responder.
+extension Node {
+    @discardableResult
+    public func receiveEvent(
+        _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
+        _ body: @escaping (Value) throws -> ReceiveResult
+    ) -> ResponderHandle {
+        register(.receiveEvent, filter, file, line, body)
+    }
+
+    @discardableResult
+    public func handleEvent(
+        _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
+        _ body: @escaping (Value) throws -> Void
+    ) -> ResponderHandle {
+        register(.handleEvent, filter, file, line) { try body($0); return .handled }
+    }
+
+    @discardableResult
+    public func transformEvent(
+        _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
+        _ body: @escaping (Value) throws -> Value
+    ) -> ResponderHandle {
+        register(.transformEvent, filter, file, line) { .replace(try body($0)) }
+    }
+
+    @discardableResult
+    public func receiveError(
+        _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
+        _ body: @escaping (Value) throws -> ReceiveResult
+    ) -> ResponderHandle {
+        register(.receiveError, filter, file, line, body)
+    }
+
+    @discardableResult
+    public func handleError(
+        _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
+        _ body: @escaping (Value) throws -> Void
+    ) -> ResponderHandle {
+        register(.handleError, filter, file, line) { try body($0); return .handled }
+    }
+
+    @discardableResult
+    public func transformError(
+        _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
+        _ body: @escaping (Value) throws -> Value
+    ) -> ResponderHandle {
+        register(.transformError, filter, file, line) { .replace(try body($0)) }
+    }
+
+    /// `body` turns the error into an event, which continues up the chain as an event.
+    @discardableResult
+    public func catchError(
+        _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
+        _ body: @escaping (Value) throws -> Value
+    ) -> ResponderHandle {
+        register(.catchError, filter, file, line) { .replace(try body($0)) }
+    }
+
+    private func register(
+        _ kind: ResponderKind, _ filter: TypeFilter, _ file: StaticString, _ line: UInt,
+        _ body: @escaping (Value) throws -> ReceiveResult
+    ) -> ResponderHandle {
+        let location = "\(file):\(line)"
+        let responder = Responder(
+            kind: kind, filter: filter, body: SwiftResponderBody(location: location, body), location: location)
+        appendResponder(responder)
+        return ResponderHandle(responder: responder)
+    }
+}

@@ -1,0 +1,219 @@
+import CLua
+
+/// A responder tree with its Lua host: the embedding API.
+///
+/// ```swift
+/// let hierarchy = try Hierarchy()
+/// try hierarchy.run(file: "rules.lua")
+/// let outcome = try hierarchy.trigger(.event("Tap"), at: "/app/feed")
+/// ```
+///
+/// One hierarchy is one Lua state: use it from one thread at a time.
+public final class Hierarchy {
+    public struct Options: Sendable {
+        public var traceLevel: TraceLevel = .off
+        /// How deep triggers and reports may nest inside responders (SPEC §4).
+        public var depthLimit = 100
+        /// Folders `require` searches after the running script's own folder.
+        public var modulePaths: [String] = []
+        public init() {}
+    }
+
+    /// The root, `/`. Its name is "root".
+    public let root: Node
+    let dispatcher: Dispatcher
+    private let host: LuaHost
+    private var bridge: LuaBridge!
+    private let modulePaths: [String]
+
+    /// Receives errors that pass the root unhandled (AppKit's `presentError:`).
+    public var presenter: ((PresentedError) -> Void)?
+    /// Where Lua's `print` writes, one call per line (without the newline).
+    public var output: (String) -> Void = { print($0) }
+    /// Sees every finished dispatch, nested ones included, with its nesting depth (1 = top).
+    public var onDispatch: ((Outcome, _ depth: Int) -> Void)? {
+        didSet {
+            dispatcher.observer = onDispatch.map { observe in { result, depth in observe(result.outcome, depth) } }
+        }
+    }
+
+    public var traceLevel: TraceLevel {
+        get { dispatcher.traceLevel }
+        set { dispatcher.traceLevel = newValue }
+    }
+
+    public var depthLimit: Int {
+        get { dispatcher.depthLimit }
+        set { dispatcher.depthLimit = max(1, newValue) }
+    }
+
+    public init(options: Options = Options()) throws {
+        root = Node(name: "root", tree: TreeToken(), isRoot: true)
+        dispatcher = Dispatcher(root: root)
+        modulePaths = options.modulePaths
+        host = try LuaHost()
+        dispatcher.traceLevel = options.traceLevel
+        dispatcher.depthLimit = max(1, options.depthLimit)
+        dispatcher.presenter = { [unowned self] in self.presenter?($0) }
+        bridge = try LuaBridge(host: host, hierarchy: self)
+        setModuleFolders(nil)
+    }
+
+    deinit { host.close() }
+
+    // MARK: Tree
+
+    /// The node at `path` (`/` or `/a/b`), or nil. Throws on a malformed path.
+    public func node(at path: String) throws(TreeError) -> Node? {
+        guard path.first == "/" else { throw .invalidPath(path) }
+        if path == "/" { return root }
+        var node = root
+        for name in path.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
+            guard !name.isEmpty else { throw .invalidPath(path) }
+            guard let child = node.existingChild(String(name)) else { return nil }
+            node = child
+        }
+        return node
+    }
+
+    /// The node at `path`, created with its missing ancestors.
+    public func makeNode(at path: String) throws(TreeError) -> Node {
+        guard path.first == "/" else { throw .invalidPath(path) }
+        var node = root
+        for name in path.dropFirst().split(separator: "/", omittingEmptySubsequences: false) where path != "/" {
+            guard !name.isEmpty else { throw .invalidPath(path) }
+            node = try node.child(String(name))
+        }
+        return node
+    }
+
+    // MARK: Dispatch
+
+    /// Triggers `event` (a string or a map with a string `type`) at `path`.
+    public func trigger(_ event: Value, at path: String) throws -> Outcome {
+        try trigger(event, at: existingNode(path))
+    }
+
+    public func trigger(_ event: Value, at node: Node) throws -> Outcome {
+        guard let message = Message(event, as: .event) else { throw HierarchyError.invalidEvent("\(event)") }
+        return try dispatch(message, at: node)
+    }
+
+    /// Reports `error` (a string, or a map whose `type` is a string or absent) at `path`.
+    /// Its `where` defaults to the Swift call site.
+    public func report(_ error: Value, at path: String, file: StaticString = #fileID, line: UInt = #line) throws -> Outcome {
+        try report(error, at: existingNode(path), file: file, line: line)
+    }
+
+    public func report(_ error: Value, at node: Node, file: StaticString = #fileID, line: UInt = #line) throws -> Outcome {
+        guard var message = Message(error, as: .error) else { throw HierarchyError.invalidError("\(error)") }
+        message.setIfAbsent("where", to: "\(file):\(line)")
+        return try dispatch(message, at: node)
+    }
+
+    private func dispatch(_ message: Message, at node: Node) throws -> Outcome {
+        guard node.tree === root.tree else { throw HierarchyError.foreignNode }
+        return try dispatcher.dispatch(message, at: node).outcome
+    }
+
+    private func existingNode(_ path: String) throws -> Node {
+        guard let node = try node(at: path) else { throw HierarchyError.noSuchNode(path) }
+        return node
+    }
+
+    // MARK: Scripts
+
+    /// Runs the Lua file at `path` (text only) with `arguments` as `...` and in `arg`.
+    /// `require` looks in the file's folder first.
+    public func run(file path: String, arguments: [String] = []) throws(ScriptError) {
+        let folder = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        setModuleFolders(folder)
+        try runChunk(name: path, arguments: arguments) { L in luaL_loadfilex(L, path, "t") }
+    }
+
+    /// Runs Lua `source`; `chunkName` is how messages name it (`rules.lua` reads `rules.lua:3:`).
+    public func run(source: String, chunkName: String = "source", arguments: [String] = []) throws(ScriptError) {
+        try runChunk(name: chunkName, arguments: arguments) { L in
+            luaL_loadbufferx(L, source, source.utf8.count, "@" + chunkName, "t")
+        }
+    }
+
+    /// Makes `body` callable from Lua as the global function `name`. Its arguments arrive as
+    /// plain values; a thrown error is raised in Lua (and so becomes a reported error).
+    public func register(function name: String, _ body: @escaping ([Value]) throws -> Value) {
+        let L = host.thread
+        luahier_pushglobaltable(L)
+        host.pushFunction { call in
+            var arguments: [Value] = []
+            for index in 1...max(call.top, 1) where index <= call.top {
+                arguments.append(try call.host.value(at: index, strict: true))
+            }
+            try call.host.push(try body(arguments))
+            return 1
+        }
+        host.setRawField(of: -2, name)
+        luahier_pop(L, 1)
+    }
+
+    private func runChunk(name: String, arguments: [String], load: (LuaState) -> Int32) throws(ScriptError) {
+        let L = host.thread
+        let status = load(L)
+        guard status == LUA_OK else {
+            let text = host.string(at: -1) ?? "cannot load \(name)"
+            luahier_pop(L, 1)
+            throw ScriptError(syntaxError: text)
+        }
+        luahier_pushglobaltable(L)
+        lua_createtable(L, Int32(clamping: arguments.count), 1)
+        host.push(name)
+        lua_rawseti(L, -2, 0)
+        for (offset, argument) in arguments.enumerated() {
+            host.push(argument)
+            lua_rawseti(L, -2, lua_Integer(offset + 1))
+        }
+        host.setRawField(of: -2, "arg")
+        luahier_pop(L, 1)
+        lua_checkstack(L, Int32(clamping: arguments.count + 2))
+        for argument in arguments { host.push(argument) }
+        if let error = host.callProtected(nargs: Int32(arguments.count), nresults: 0) {
+            throw ScriptError(error)
+        }
+    }
+
+    /// Points `package.path` at `folder` (if any) and the configured module paths.
+    private func setModuleFolders(_ folder: String?) {
+        let folders = (folder.map { [$0] } ?? []) + modulePaths
+        let path = folders.flatMap { ["\($0)/?.lua", "\($0)/?/init.lua"] }.joined(separator: ";")
+        let L = host.thread
+        luahier_pushglobaltable(L)
+        if host.pushRawField(of: -1, "package") == LUA_TTABLE {
+            host.push(path)
+            host.setRawField(of: -2, "path")
+            host.push("")
+            host.setRawField(of: -2, "cpath")
+        }
+        luahier_pop(L, 2)
+    }
+
+    // MARK: For tests
+
+    /// The Lua stack height of the running thread: 0 between calls.
+    var luaStackTop: Int32 { lua_gettop(host.thread) }
+}
+
+extension ScriptError {
+    /// A load failure: `chunk:line: message` from Lua's parser, or a file error.
+    init(syntaxError text: String) {
+        var map: [String: Value] = ["type": "SyntaxError", "message": .string(text)]
+        var bytes = Array(text.utf8)
+        var whereLength = 0
+        let skip = bytes.withUnsafeMutableBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { luahier_locationprefix($0.baseAddress, $0.count, &whereLength) }
+        }
+        if skip > 0 {
+            map["where"] = .string(String(decoding: bytes[..<whereLength], as: UTF8.self))
+            map["message"] = .string(String(decoding: bytes[skip...], as: UTF8.self))
+        }
+        self.init(Message(domain: .error, type: "SyntaxError", payload: .value(.map(map))))
+    }
+}

@@ -1,0 +1,51 @@
+/// Why a `Hierarchy` call failed before any dispatch ran.
+public enum HierarchyError: Error, Hashable, Sendable, CustomStringConvertible {
+    case luaStateUnavailable
+    case preludeFailed(String)
+    case noSuchNode(String)
+    case foreignNode
+    case invalidEvent(String)
+    case invalidError(String)
+    case tree(TreeError)
+
+    public var description: String {
+        switch self {
+        case .luaStateUnavailable: return "could not create a Lua state (out of memory?)"
+        case .preludeFailed(let message): return "could not set up the Lua host: \(message)"
+        case .noSuchNode(let path): return "no node at \(path)"
+        case .foreignNode: return "that node belongs to another hierarchy"
+        case .invalidEvent(let value):
+            return "not an event: \(value) (an event is a string or a table with a string 'type')"
+        case .invalidError(let value):
+            return "not an error: \(value) (an error is a string or a table whose 'type' is a string)"
+        case .tree(let error): return error.description
+        }
+    }
+}
+
+/// A script that failed to load or run: a syntax error, or an error raised at its top level.
+public struct ScriptError: Error, CustomStringConvertible {
+    /// `SyntaxError`, `LuaError`, or the `type` of the error table the script raised.
+    public var type: String
+    public var message: String
+    /// `file:line`, when known.
+    public var location: String?
+    public var traceback: String?
+    /// The whole error value (with `cause`, payload fields, ...).
+    public var value: Value
+
+    init(_ message: Message) {
+        let value = message.describedValue()
+        self.type = message.type
+        self.message = value["message"]?.stringValue ?? String(describing: value["message"] ?? .null)
+        self.location = value["where"]?.stringValue
+        self.traceback = value["traceback"]?.stringValue
+        self.value = value
+    }
+
+    /// `file:line: message` (type first when it is not a plain Lua error).
+    public var description: String {
+        let text = (type == "LuaError" || type == "SyntaxError") ? message : "\(type): \(message)"
+        return location.map { "\($0): \(text)" } ?? text
+    }
+}

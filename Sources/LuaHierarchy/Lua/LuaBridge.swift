@@ -1,0 +1,425 @@
+import CLua
+
+/// Binds one hierarchy's tree and dispatcher into its Lua host: the `hier` table, node
+/// objects (one userdata per node, cached), responder handles, `print`.
+final class LuaBridge {
+    let host: LuaHost
+    unowned let hierarchy: Hierarchy
+    private var nodeMetatable: Int32 = 0
+    private var handleMetatable: Int32 = 0
+    /// node address -> userdata, weak-valued: a node's userdata lives while Lua holds it,
+    /// and the same node always reads as the same Lua object.
+    private var nodeCache: Int32 = 0
+
+    init(host: LuaHost, hierarchy: Hierarchy) throws(HierarchyError) {
+        self.host = host
+        self.hierarchy = hierarchy
+        try install()
+    }
+
+    // MARK: Nodes as Lua values
+
+    /// [-0, +1, m] Pushes the one userdata of `node`.
+    func push(_ node: Node) {
+        let L = host.thread
+        let key = Unmanaged.passUnretained(node).toOpaque()
+        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(nodeCache))
+        if lua_rawgetp(L, -1, key) != LUA_TNIL {
+            luahier_remove(L, -2)
+            return
+        }
+        luahier_pop(L, 1)
+        host.pushRetainingUserdata(node, metatableRef: nodeMetatable)
+        lua_pushvalue(L, -1)
+        lua_rawsetp(L, -3, key)
+        luahier_remove(L, -2)
+    }
+
+    /// [-0, +0, -] The node whose userdata is at `index`.
+    func node(at index: Int32) -> Node? {
+        host.retainedObject(at: index, metatableRef: nodeMetatable) as? Node
+    }
+
+    // MARK: Installation
+
+    private func install() throws(HierarchyError) {
+        let L = host.thread
+        nodeMetatable = newTableRef()
+        handleMetatable = newTableRef()
+        nodeCache = newTableRef()
+        withTable(nodeCache) {
+            host.push("v")
+            host.setRawField(of: -2, "__mode")
+            lua_pushvalue(L, -1)
+            lua_setmetatable(L, -2)
+        }
+        let finalize: HostFunction = { call in call.host.finalizeRetainingUserdata(at: 1); return 0 }
+        withTable(nodeMetatable) {
+            host.pushFunction(finalize)
+            host.setRawField(of: -2, "__gc")
+            host.pushFunction { [unowned self] call in
+                host.push(node(at: 1).map { "node \($0.path)" } ?? "node (finalized)")
+                return 1
+            }
+            host.setRawField(of: -2, "__tostring")
+        }
+        withTable(handleMetatable) {
+            host.pushFunction(finalize)
+            host.setRawField(of: -2, "__gc")
+            host.pushFunction { [unowned self] call in
+                let text = responder(at: 1).map { "responder \($0.kind.rawValue) (\($0.location))" }
+                host.push(text ?? "responder (finalized)")
+                return 1
+            }
+            host.setRawField(of: -2, "__tostring")
+        }
+
+        // The prelude's arguments, in order.
+        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(nodeMetatable))
+        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(handleMetatable))
+        pushFunctionTable(nodeMethods())
+        pushFunctionTable(nodeGetters())
+        pushFunctionTable(["remove": { [unowned self] call in
+            guard let responder = responder(at: 1) else { throw call.argumentError(1, "remove", "responder handle expected") }
+            responder.remove()
+            return 0
+        }])
+        pushFunctionTable(hierFunctions())
+        push(hierarchy.root)
+        host.setRawField(of: -2, "root")
+        pushFunctionTable(settingsFunctions())
+        host.pushFunction { [unowned self] call in
+            hierarchy.output(try call.string(1, "print"))
+            return 0
+        }
+
+        guard luaL_loadbufferx(L, luaPrelude, luaPrelude.utf8.count, "=[luahier]", "t") == LUA_OK else {
+            let message = host.string(at: -1) ?? "?"
+            luahier_pop(L, 1 + 8)
+            throw .preludeFailed(message)
+        }
+        luahier_insert(L, -9)
+        if let error = host.callProtected(nargs: 8, nresults: 0) {
+            throw .preludeFailed(error.describedValue()["message"]?.stringValue ?? error.type)
+        }
+    }
+
+    /// [-0, +1, m] A new table, also held by the returned registry reference.
+    private func newTableRef() -> Int32 {
+        luahier_newtable(host.thread)
+        lua_pushvalue(host.thread, -1)
+        let ref = host.ref()
+        luahier_pop(host.thread, 1)
+        return ref
+    }
+
+    /// Runs `body` with the table at `ref` pushed, popping it after.
+    private func withTable(_ ref: Int32, _ body: () -> Void) {
+        lua_rawgeti(host.thread, luahier_REGISTRYINDEX, lua_Integer(ref))
+        body()
+        luahier_pop(host.thread, 1)
+    }
+
+    /// [-0, +1, m] A table of host functions.
+    private func pushFunctionTable(_ functions: [String: HostFunction]) {
+        lua_createtable(host.thread, 0, Int32(functions.count))
+        for (name, function) in functions.sorted(by: { $0.key < $1.key }) {
+            host.pushFunction(function)
+            host.setRawField(of: -2, name)
+        }
+    }
+
+    /// The node argument at `index`, or an argument error.
+    private func requireNode(_ call: HostCall, _ index: Int32, _ function: String) throws -> Node {
+        guard let node = node(at: index) else { throw call.argumentError(index, function, "node expected") }
+        return node
+    }
+
+    private func responder(at index: Int32) -> Responder? {
+        host.retainedObject(at: index, metatableRef: handleMetatable) as? Responder
+    }
+
+    // MARK: The API (SPEC §2, §4, §5)
+
+    private func nodeGetters() -> [String: HostFunction] {
+        [
+            "name": { [unowned self] call in host.push(try requireNode(call, 1, "name").name); return 1 },
+            "path": { [unowned self] call in host.push(try requireNode(call, 1, "path").path); return 1 },
+            "parent": { [unowned self] call in
+                if let parent = try requireNode(call, 1, "parent").parent { push(parent) } else { lua_pushnil(call.L) }
+                return 1
+            },
+        ]
+    }
+
+    private func nodeMethods() -> [String: HostFunction] {
+        var methods: [String: HostFunction] = [
+            "child": { [unowned self] call in
+                let node = try requireNode(call, 1, "child")
+                do { push(try node.child(try call.string(2, "child"))) } catch let error as TreeError {
+                    throw LuaArgumentError("\(error)")
+                }
+                return 1
+            },
+            "children": { [unowned self] call in
+                let children = try requireNode(call, 1, "children").children
+                lua_createtable(call.L, Int32(clamping: children.count), 0)
+                for (offset, child) in children.enumerated() {
+                    push(child)
+                    lua_rawseti(call.L, -2, lua_Integer(offset + 1))
+                }
+                return 1
+            },
+            "remove": { [unowned self] call in
+                let node = try requireNode(call, 1, "remove")
+                if node.isRoot { throw LuaArgumentError("the root cannot be removed") }
+                node.remove()
+                return 0
+            },
+            "moveTo": { [unowned self] call in
+                let node = try requireNode(call, 1, "moveTo")
+                guard let parent = self.node(at: 2) else { throw call.argumentError(2, "moveTo", "node expected") }
+                do { try node.move(to: parent) } catch { throw LuaArgumentError("\(error)") }
+                return 0
+            },
+            "triggerEvent": { [unowned self] call in
+                let node = try requireNode(call, 1, "triggerEvent")
+                guard let event = host.message(at: 2, as: .event) else {
+                    throw call.argumentError(2, "triggerEvent", "event expected: a string or a table with a string 'type'")
+                }
+                return try dispatch(event, at: node, call)
+            },
+            "reportError": { [unowned self] call in
+                let node = try requireNode(call, 1, "reportError")
+                guard var error = host.message(at: 2, as: .error) else {
+                    throw call.argumentError(2, "reportError", "error expected: a string or a table whose 'type' is a string")
+                }
+                if let location = call.callerLocation { error.setIfAbsent("where", to: location) }
+                return try dispatch(error, at: node, call)
+            },
+        ]
+        for kind in ResponderKind.allCases {
+            methods[kind.rawValue] = { [unowned self] call in try register(kind, call) }
+        }
+        return methods
+    }
+
+    private func hierFunctions() -> [String: HostFunction] {
+        [
+            "node": { [unowned self] call in
+                let path = try call.string(1, "node")
+                do {
+                    if let node = try hierarchy.node(at: path) { push(node) } else { lua_pushnil(call.L) }
+                } catch {
+                    throw LuaArgumentError("\(error)")
+                }
+                return 1
+            }
+        ]
+    }
+
+    /// `get(key)` returns a setting; `set(key, value)` returns true, or false and a message
+    /// that the prelude raises at the caller's line.
+    private func settingsFunctions() -> [String: HostFunction] {
+        [
+            "get": { [unowned self] call in
+                switch host.string(at: 1) {
+                case "tracing": host.push(hierarchy.traceLevel.rawValue)
+                case "depthLimit": lua_pushinteger(call.L, lua_Integer(hierarchy.depthLimit))
+                default: lua_pushnil(call.L)
+                }
+                return 1
+            },
+            "set": { [unowned self] call in
+                let L = call.L
+                var problem: String?
+                switch host.string(at: 1) {
+                case "tracing":
+                    if lua_type(L, 2) == LUA_TBOOLEAN {
+                        hierarchy.traceLevel = lua_toboolean(L, 2) != 0 ? .path : .off
+                    } else if let text = host.string(at: 2), let level = TraceLevel(rawValue: text) {
+                        hierarchy.traceLevel = level
+                    } else {
+                        problem = "hier.tracing takes true, false, \"off\", \"path\" or \"full\""
+                    }
+                case "depthLimit":
+                    if lua_isinteger(L, 2) != 0, luahier_tointeger(L, 2) >= 1, luahier_tointeger(L, 2) <= 10_000 {
+                        hierarchy.depthLimit = Int(luahier_tointeger(L, 2))
+                    } else {
+                        problem = "hier.depthLimit takes an integer from 1 to 10000"
+                    }
+                default:
+                    problem = "hier has no setting \(host.string(at: 1).map { "'\($0)'" } ?? "of that key") (settings: tracing, depthLimit)"
+                }
+                lua_pushboolean(L, problem == nil ? 1 : 0)
+                host.push(optional: problem)
+                return 2
+            },
+        ]
+    }
+
+    /// `node:receiveEvent([filter,] fn)` and the six other kinds.
+    private func register(_ kind: ResponderKind, _ call: HostCall) throws -> Int32 {
+        let name = kind.rawValue
+        let node = try requireNode(call, 1, name)
+        let filter: TypeFilter
+        let function: Int32
+        switch call.top {
+        case 2:
+            filter = .any
+            function = 2
+        case 3:
+            filter = try self.filter(at: 2, call, name)
+            function = 3
+        default:
+            throw LuaArgumentError("\(name) takes ([filter,] function), got \(call.top - 1) arguments")
+        }
+        guard lua_type(call.L, function) == LUA_TFUNCTION else {
+            throw call.argumentError(function, name, "function expected")
+        }
+        let location = host.definitionLocation(ofFunctionAt: function) ?? call.callerLocation ?? "?"
+        let responder = Responder(
+            kind: kind, filter: filter, body: LuaResponderBody(host: host, functionAt: function), location: location)
+        node.appendResponder(responder)
+        host.pushRetainingUserdata(responder, metatableRef: handleMetatable)
+        return 1
+    }
+
+    /// A filter: nil (any), a type name, or a list of type names.
+    private func filter(at index: Int32, _ call: HostCall, _ function: String) throws -> TypeFilter {
+        let L = call.L
+        switch lua_type(L, index) {
+        case LUA_TNIL:
+            return .any
+        case LUA_TSTRING:
+            return .type(host.string(at: index)!)
+        case LUA_TTABLE:
+            var names = Set<String>()
+            let count = lua_rawlen(L, index)
+            for position in 0..<count {
+                lua_rawgeti(L, index, lua_Integer(position + 1))
+                defer { luahier_pop(L, 1) }
+                guard let name = host.string(at: -1) else {
+                    throw call.argumentError(index, function, "filter list must hold type names (strings)")
+                }
+                names.insert(name)
+            }
+            guard !names.isEmpty else { throw call.argumentError(index, function, "filter list is empty") }
+            return .types(names)
+        default:
+            throw call.argumentError(index, function, "filter expected: a type name or a list of type names")
+        }
+    }
+
+    private func dispatch(_ message: Message, at node: Node, _ call: HostCall) throws -> Int32 {
+        let result: DispatchResult
+        do {
+            result = try hierarchy.dispatcher.dispatch(message, at: node)
+        } catch {
+            throw RaisedMessage(message: Message(swiftError: error, where: call.callerLocation ?? "?"))
+        }
+        pushOutcome(result)
+        return 1
+    }
+
+    /// [-0, +1, m] An outcome table: status, kind, value, by, responder, trace, at.
+    private func pushOutcome(_ result: DispatchResult) {
+        let L = host.thread
+        lua_checkstack(L, 6)
+        lua_createtable(L, 0, 7)
+        host.push(result.status.rawValue)
+        host.setRawField(of: -2, "status")
+        host.push(result.message.domain.rawValue)
+        host.setRawField(of: -2, "kind")
+        var message = result.message
+        host.pushPayload(of: &message)
+        host.setRawField(of: -2, "value")
+        host.push(result.origin.path)
+        host.setRawField(of: -2, "at")
+        if let by = result.handledBy {
+            host.push(by.path)
+            host.setRawField(of: -2, "by")
+        }
+        if let responder = result.responder {
+            pushResponderInfo(responder)
+            host.setRawField(of: -2, "responder")
+        }
+        if let trace = result.trace {
+            lua_createtable(L, Int32(clamping: trace.count), 0)
+            for (offset, step) in trace.enumerated() {
+                pushTraceStep(step)
+                lua_rawseti(L, -2, lua_Integer(offset + 1))
+            }
+            host.setRawField(of: -2, "trace")
+        }
+    }
+
+    private func pushResponderInfo(_ info: ResponderInfo) {
+        lua_createtable(host.thread, 0, 3)
+        lua_pushinteger(host.thread, lua_Integer(info.index))
+        host.setRawField(of: -2, "index")
+        host.push(info.location)
+        host.setRawField(of: -2, "where")
+        host.push(info.kind.rawValue)
+        host.setRawField(of: -2, "kind")
+    }
+
+    private func pushTraceStep(_ step: TraceStep) {
+        pushResponderInfo(step.responder)
+        host.push(step.node)
+        host.setRawField(of: -2, "node")
+        host.push(step.input)
+        host.setRawField(of: -2, "input")
+        host.push(step.resultDescription)
+        host.setRawField(of: -2, "result")
+        for (key, value) in [("before", step.before), ("after", step.after)] {
+            guard let value else { continue }
+            do { try host.push(value) } catch { host.push("<\(error)>") }
+            host.setRawField(of: -2, key)
+        }
+    }
+}
+
+/// Lua-side glue: method lookup stays in Lua (no host call to find a method), `print`
+/// writes through the host, `hier` settings go through checked accessors.
+private let luaPrelude = """
+    local nodeMeta, handleMeta, methods, getters, handleMethods, hier, settings, write = ...
+    local select, tostring, concat, error = select, tostring, table.concat, error
+    local get, set = settings.get, settings.set
+
+    nodeMeta.__index = function(self, key)
+        local method = methods[key]
+        if method ~= nil then return method end
+        local getter = getters[key]
+        if getter ~= nil then return getter(self) end
+        return nil
+    end
+    nodeMeta.__newindex = function(_, key)
+        error("cannot set field '" .. tostring(key) .. "' of a node", 2)
+    end
+    nodeMeta.__metatable = "node"
+
+    handleMeta.__index = handleMethods
+    handleMeta.__newindex = function() error("responder handles are read-only", 2) end
+    handleMeta.__metatable = "responder handle"
+
+    setmetatable(hier, {
+        __index = function(_, key) return get(key) end,
+        __newindex = function(_, key, value)
+            local ok, problem = set(key, value)
+            if not ok then error(problem, 2) end
+        end,
+        __metatable = "hier",
+    })
+
+    print = function(...)
+        local parts = {}
+        for i = 1, select("#", ...) do parts[i] = tostring((select(i, ...))) end
+        write(concat(parts, "\\t"))
+    end
+
+    _G.hier = hier
+    if package and package.preload then
+        package.preload.hier = function() return hier end
+    end
+    """

@@ -1,0 +1,203 @@
+import CLua
+
+typealias LuaState = OpaquePointer
+
+/// A Swift function callable from Lua. It reads its arguments from `call`, pushes its
+/// results and returns how many; it throws to raise a Lua error.
+typealias HostFunction = (_ call: HostCall) throws -> Int32
+
+/// The one owner of a `lua_State` (Redis's rule): every call into Lua goes through
+/// `callProtected`, every call out of Lua through `hostEntry` and the C trampoline.
+///
+/// Nothing here may let a Lua error cross a Swift frame: Swift code only calls Lua API
+/// functions that cannot raise (raw access, pushes of plain values) or protected calls.
+final class LuaHost {
+    /// The main thread. Valid until `close()`.
+    let mainThread: LuaState
+    /// The Lua thread now running: the main thread, or the coroutine that called the
+    /// innermost host function. Every push and call goes to it.
+    private(set) var thread: LuaState
+    private(set) var isClosed = false
+    private var functions: [HostFunction] = []
+    /// Objects whose Lua userdata was collected. Released at the next safe point, never
+    /// inside a finalizer: a `deinit` may call back into Lua.
+    private var pendingReleases: [Unmanaged<AnyObject>] = []
+    private var protectedDepth = 0
+    /// Set by the `__gc` host function so that its own exit does not drain releases (it runs
+    /// inside a collection); the next host function or protected call does.
+    private var finalizing = false
+
+    init() throws(HierarchyError) {
+        guard let state = luaL_newstate() else { throw .luaStateUnavailable }
+        mainThread = state
+        thread = state
+        luaL_openlibs(state)
+        // Coroutines copy the main thread's extra space, so `from(_:)` works on any thread.
+        luahier_getextraspace(state)!.storeBytes(
+            of: Unmanaged.passUnretained(self).toOpaque(), as: UnsafeRawPointer.self)
+    }
+
+    /// Closes the state: finalizers run, held userdata release their Swift objects.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        lua_close(mainThread)
+        drainReleases()
+    }
+
+    deinit { close() }
+
+    /// The host that owns `L`.
+    static func from(_ L: LuaState) -> LuaHost {
+        let raw = luahier_getextraspace(L)!.load(as: UnsafeRawPointer.self)
+        return Unmanaged<LuaHost>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    // MARK: Host functions
+
+    /// [-0, +1, -] Pushes `body` as a Lua function.
+    func pushFunction(_ body: @escaping HostFunction) {
+        functions.append(body)
+        lua_pushinteger(thread, lua_Integer(functions.count - 1))
+        luahier_pushhostfunction(thread, hostEntry, 1)
+    }
+
+    /// Runs host function `index` for the C trampoline. Returns its result count, or -1
+    /// with the error value pushed for the trampoline to raise.
+    fileprivate func runFunction(_ index: Int, on L: LuaState) -> Int32 {
+        let caller = thread
+        thread = L
+        defer { thread = caller }
+        let call = HostCall(host: self, L: L)
+        defer {
+            if finalizing {
+                finalizing = false
+            } else if !pendingReleases.isEmpty {
+                drainReleases()
+            }
+        }
+        do {
+            return try functions[index](call)
+        } catch let error as LuaArgumentError {
+            lua_settop(L, call.top)
+            pushBytes(Array(error.message.utf8))
+            return -1
+        } catch let raised as RaisedMessage {
+            lua_settop(L, call.top)
+            var message = raised.message
+            pushPayload(of: &message)
+            return -1
+        } catch {
+            lua_settop(L, call.top)
+            var message = Message(swiftError: error, where: call.callerLocation ?? "?")
+            pushPayload(of: &message)
+            return -1
+        }
+    }
+
+    // MARK: Calling Lua
+
+    /// [-(nargs+1), +nresults, -] Calls the function below the `nargs` arguments on the
+    /// running thread, protected, with the message handler. On failure the stack loses the
+    /// function and arguments, and the error comes back as an error message.
+    func callProtected(nargs: Int32, nresults: Int32) -> Message? {
+        let L = thread
+        let base = lua_gettop(L) - nargs
+        luahier_pushcfunction(L, luahier_msgh)
+        luahier_insert(L, base)
+        protectedDepth += 1
+        let status = luahier_pcall(L, nargs, nresults, base)
+        protectedDepth -= 1
+        luahier_remove(L, base)
+        if protectedDepth == 0 && !pendingReleases.isEmpty { drainReleases() }
+        guard status != LUA_OK else { return nil }
+        defer { luahier_pop(L, 1) }
+        return errorMessage(at: -1, status: status)
+    }
+
+    /// [-0, +0, -] The error value at `index` (after a failed protected call) as a message.
+    private func errorMessage(at index: Int32, status: Int32) -> Message {
+        if lua_type(thread, index) == LUA_TTABLE, let message = message(at: index, as: .error) {
+            return message
+        }
+        let text = string(at: index) ?? "(error object is not a string)"
+        switch status {
+        case LUA_ERRMEM: return .hostError("MemoryError", text, where: nil)
+        case LUA_ERRERR: return .hostError("LuaError", "error while handling an error: \(text)", where: nil)
+        default: return .hostError("LuaError", text, where: nil)
+        }
+    }
+
+    // MARK: Lifetimes
+
+    /// [-0, +1, -] A full userdata that keeps `object` alive until Lua collects it, with the
+    /// metatable held in the registry at `metatableRef` (which must release it in `__gc`).
+    func pushRetainingUserdata(_ object: AnyObject, metatableRef: Int32) {
+        let L = thread
+        let block = lua_newuserdatauv(L, MemoryLayout<UnsafeRawPointer>.size, 0)!
+        block.storeBytes(of: Unmanaged.passRetained(object).toOpaque(), as: UnsafeRawPointer?.self)
+        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(metatableRef))
+        lua_setmetatable(L, -2)
+    }
+
+    /// [-0, +0, -] The object a retaining userdata at `index` holds, if it has the
+    /// metatable at `metatableRef` and was not finalized.
+    func retainedObject(at index: Int32, metatableRef: Int32) -> AnyObject? {
+        let L = thread
+        guard lua_type(L, index) == LUA_TUSERDATA, lua_getmetatable(L, index) != 0 else { return nil }
+        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(metatableRef))
+        let matches = lua_rawequal(L, -1, -2) != 0
+        luahier_pop(L, 2)
+        guard matches, let block = lua_touserdata(L, index),
+            let raw = block.load(as: UnsafeRawPointer?.self)
+        else { return nil }
+        return Unmanaged<AnyObject>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    /// The `__gc` of retaining userdata: forgets the object (a resurrected userdata then
+    /// reads as finalized) and queues its release.
+    func finalizeRetainingUserdata(at index: Int32) {
+        finalizing = true
+        guard let block = lua_touserdata(thread, index),
+            let raw = block.load(as: UnsafeRawPointer?.self)
+        else { return }
+        block.storeBytes(of: nil, as: UnsafeRawPointer?.self)
+        pendingReleases.append(Unmanaged<AnyObject>.fromOpaque(raw))
+    }
+
+    /// Releases what finalizers queued. Called where no Lua call is under way in Swift.
+    private func drainReleases() {
+        while let object = pendingReleases.popLast() { object.release() }
+    }
+
+    /// [-0, +0, -] Releases a registry reference, once (callers own exactly one).
+    func unref(_ ref: Int32) {
+        guard !isClosed, ref > 0 else { return }
+        luaL_unref(thread, luahier_REGISTRYINDEX, ref)
+    }
+
+    /// [-1, +0, m] Pops the top value into a new registry reference.
+    func ref() -> Int32 {
+        luaL_ref(thread, luahier_REGISTRYINDEX)
+    }
+}
+
+/// The single Swift entry behind every host function; upvalue 2 is the function's index.
+private let hostEntry: luahier_HostFunction = { L in
+    guard let L else { return 0 }
+    let index = Int(luahier_tointeger(L, luahier_upvalueindex(2)))
+    return LuaHost.from(L).runFunction(index, on: L)
+}
+
+/// Thrown by a host function to raise a plain-string argument error; the trampoline puts
+/// the caller's `file:line:` in front.
+struct LuaArgumentError: Error {
+    var message: String
+    init(_ message: String) { self.message = message }
+}
+
+/// Thrown by a host function to raise an error value as it is (a table, keeping `type`).
+/// Unchecked: it lives only between a host function's throw and its catch, on one thread.
+struct RaisedMessage: Error, @unchecked Sendable {
+    var message: Message
+}

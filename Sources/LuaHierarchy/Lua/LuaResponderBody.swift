@@ -1,0 +1,41 @@
+import CLua
+
+/// A Lua function as a responder body, held by one registry reference.
+final class LuaResponderBody: ResponderBody {
+    let host: LuaHost
+    let ref: Int32
+
+    /// [-0, +0, m] References the function at `index`.
+    init(host: LuaHost, functionAt index: Int32) {
+        self.host = host
+        lua_pushvalue(host.thread, index)
+        self.ref = host.ref()
+    }
+
+    deinit { host.unref(ref) }
+
+    func call(with input: inout Message, returning domain: Domain) -> ResponderReply {
+        guard !host.isClosed else { return .raised(.hostError("LuaError", "the Lua state is closed", where: nil)) }
+        let L = host.thread
+        guard lua_checkstack(L, 3) != 0 else {
+            return .raised(.hostError("LuaError", "the Lua stack is full", where: nil))
+        }
+        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(ref))
+        host.pushPayload(of: &input)
+        if let error = host.callProtected(nargs: 1, nresults: 1) { return .raised(error) }
+        defer { luahier_pop(L, 1) }
+        switch lua_type(L, -1) {
+        case LUA_TSTRING:
+            if host.isString(at: -1, equalTo: "handled") { return .handled }
+            if host.isString(at: -1, equalTo: "notHandled") { return .notHandled }
+            return host.message(at: -1, as: domain).map(ResponderReply.value) ?? .unusable(description: "a string")
+        case LUA_TTABLE:
+            if let message = host.message(at: -1, as: domain) { return .value(message) }
+            return .unusable(description: "a table without a string 'type'")
+        case LUA_TNIL:
+            return .unusable(description: "nil")
+        default:
+            return .unusable(description: "a \(host.typeName(at: -1))")
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import CLua
+
+/// Small stack helpers. None of them can raise: they use raw access and plain pushes only.
+extension LuaHost {
+    /// [-0, +0, -] The bytes of the string at `index` (never converts a number in place).
+    func bytes(at index: Int32) -> [UInt8]? {
+        guard lua_type(thread, index) == LUA_TSTRING else { return nil }
+        var length = 0
+        guard let pointer = lua_tolstring(thread, index, &length) else { return nil }
+        return pointer.withMemoryRebound(to: UInt8.self, capacity: length) {
+            Array(UnsafeBufferPointer(start: $0, count: length))
+        }
+    }
+
+    /// [-0, +0, -] The string at `index`, decoded as UTF-8 (invalid sequences replaced).
+    func string(at index: Int32) -> String? {
+        guard lua_type(thread, index) == LUA_TSTRING else { return nil }
+        var length = 0
+        guard let pointer = lua_tolstring(thread, index, &length) else { return nil }
+        return pointer.withMemoryRebound(to: UInt8.self, capacity: length) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+        }
+    }
+
+    /// [-0, +0, -] Whether the value at `index` is the string `literal` (bytes compared).
+    func isString(at index: Int32, equalTo literal: StaticString) -> Bool {
+        var length = 0
+        guard let pointer = lua_tolstring(thread, index, &length), length == literal.utf8CodeUnitCount else {
+            return false
+        }
+        return memcmp(pointer, literal.utf8Start, length) == 0
+    }
+
+    /// [-0, +1, m] Pushes `text` with all its bytes (NUL included).
+    func push(_ text: String) {
+        var text = text
+        text.withUTF8 { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { _ = lua_pushlstring(thread, $0.baseAddress, $0.count) }
+        }
+    }
+
+    /// [-0, +1, m] Pushes `bytes` as a Lua string.
+    func pushBytes(_ bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { _ = lua_pushlstring(thread, $0.baseAddress, $0.count) }
+        }
+    }
+
+    /// [-0, +1, m] Pushes `text`, or nil.
+    func push(optional text: String?) {
+        if let text { push(text) } else { lua_pushnil(thread) }
+    }
+
+    /// [-0, +1, -] Pushes `table[key]` without metamethods; returns its type.
+    @discardableResult
+    func pushRawField(of table: Int32, _ key: String) -> Int32 {
+        let table = lua_absindex(thread, table)
+        push(key)
+        return lua_rawget(thread, table)
+    }
+
+    /// [-1, +0, m] Pops the top value into `table[key]` without metamethods.
+    func setRawField(of table: Int32, _ key: String) {
+        let table = lua_absindex(thread, table)
+        push(key)
+        luahier_insert(thread, -2)
+        lua_rawset(thread, table)
+    }
+
+    /// [-0, +0, -] "chunk:line" of the innermost Lua function at `level` or above.
+    func location(level: Int32) -> String? {
+        guard luahier_pushwhere(thread, level) != 0 else { return nil }
+        defer { luahier_pop(thread, 1) }
+        return string(at: -1)
+    }
+
+    /// [-0, +0, -] "chunk:line" where the function at `index` was defined, if it is Lua.
+    func definitionLocation(ofFunctionAt index: Int32) -> String? {
+        var debug = lua_Debug()
+        lua_pushvalue(thread, index)
+        guard lua_getinfo(thread, ">S", &debug) != 0, debug.linedefined > 0 else { return nil }
+        let source = withUnsafeBytes(of: debug.short_src) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        return "\(source):\(debug.linedefined)"
+    }
+
+    /// [-0, +0, -] The type name of the value at `index`.
+    func typeName(at index: Int32) -> String {
+        String(cString: lua_typename(thread, lua_type(thread, index)))
+    }
+}
+
+/// The arguments of one host-function call and what it needs to answer.
+struct HostCall {
+    let host: LuaHost
+    let L: LuaState
+    /// The argument count at entry; the stack is reset to it when the function throws.
+    let top: Int32
+
+    init(host: LuaHost, L: LuaState) {
+        self.host = host
+        self.L = L
+        self.top = lua_gettop(L)
+    }
+
+    /// Where the Lua code that called this function is, `file:line`.
+    var callerLocation: String? { host.location(level: 1) }
+
+    func string(_ index: Int32, _ function: String) throws -> String {
+        guard let text = host.string(at: index) else { throw argumentError(index, function, "string expected") }
+        return text
+    }
+
+    func argumentError(_ index: Int32, _ function: String, _ problem: String) -> LuaArgumentError {
+        let got = index <= top ? host.typeName(at: index) : "no value"
+        return LuaArgumentError("bad argument #\(index) to '\(function)' (\(problem), got \(got))")
+    }
+}

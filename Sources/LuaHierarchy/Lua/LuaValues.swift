@@ -1,0 +1,242 @@
+import CLua
+
+/// Lua values as plain `Value`s and back. Raw access only, so no metamethod runs and
+/// nothing raises; cycles, functions and odd keys are a `PayloadError`, never a hang.
+extension LuaHost {
+    /// Nesting beyond this is refused both ways, so neither C nor Swift recursion runs deep.
+    static let maxPayloadDepth = 200
+
+    /// [-0, +0, -] The value at `index` as plain data. `strict` throws on what plain data
+    /// cannot hold; otherwise such parts are described in strings (for messages).
+    func value(at index: Int32, strict: Bool) throws(PayloadError) -> Value {
+        let top = lua_gettop(thread)
+        var visiting = Set<UnsafeRawPointer>()
+        do {
+            return try value(at: lua_absindex(thread, index), path: "", depth: 0, visiting: &visiting, strict: strict)
+        } catch {
+            lua_settop(thread, top)
+            throw error
+        }
+    }
+
+    private func value(
+        at index: Int32, path: String, depth: Int, visiting: inout Set<UnsafeRawPointer>, strict: Bool
+    ) throws(PayloadError) -> Value {
+        let L = thread
+        switch lua_type(L, index) {
+        case LUA_TNIL: return .null
+        case LUA_TBOOLEAN: return .bool(lua_toboolean(L, index) != 0)
+        case LUA_TNUMBER:
+            return lua_isinteger(L, index) != 0 ? .int(luahier_tointeger(L, index)) : .double(luahier_tonumber(L, index))
+        case LUA_TSTRING:
+            let bytes = bytes(at: index)!
+            if let text = String(validating: bytes, as: UTF8.self) { return .string(text) }
+            return .bytes(bytes)
+        case LUA_TTABLE:
+            return try tableValue(at: index, path: path, depth: depth, visiting: &visiting, strict: strict)
+        default:
+            let kind = typeName(at: index)
+            if strict { throw PayloadError(path: path, reason: "a \(kind) cannot be copied as plain data") }
+            return .string("<\(kind)>")
+        }
+    }
+
+    private func tableValue(
+        at table: Int32, path: String, depth: Int, visiting: inout Set<UnsafeRawPointer>, strict: Bool
+    ) throws(PayloadError) -> Value {
+        let L = thread
+        let identity = lua_topointer(L, table)!
+        if visiting.contains(identity) {
+            if strict { throw PayloadError(path: path, reason: "a table that contains itself (a cycle)") }
+            return .string("<cycle>")
+        }
+        guard depth < Self.maxPayloadDepth else {
+            throw PayloadError(path: path, reason: "tables nested deeper than \(Self.maxPayloadDepth)")
+        }
+        guard lua_checkstack(L, 4) != 0 else { throw PayloadError(path: path, reason: "the Lua stack is full") }
+        visiting.insert(identity)
+        defer { visiting.remove(identity) }
+
+        var fields: [String: Value] = [:]
+        var items: [(key: Int64, value: Value)] = []
+        lua_pushnil(L)
+        while lua_next(L, table) != 0 {
+            // key at -2, value at -1
+            switch lua_type(L, -2) {
+            case LUA_TSTRING:
+                let keyBytes = bytes(at: -2)!
+                guard let key = String(validating: keyBytes, as: UTF8.self) else {
+                    if strict { throw PayloadError(path: path, reason: "a key that is not valid UTF-8") }
+                    fields[String(decoding: keyBytes, as: UTF8.self)] = .string("<bytes key>")
+                    break
+                }
+                fields[key] = try value(at: lua_gettop(L), path: path + "." + key, depth: depth + 1, visiting: &visiting, strict: strict)
+            case LUA_TNUMBER where lua_isinteger(L, -2) != 0:
+                let key = luahier_tointeger(L, -2)
+                items.append((key, try value(at: lua_gettop(L), path: "\(path)[\(key)]", depth: depth + 1, visiting: &visiting, strict: strict)))
+            default:
+                if strict {
+                    throw PayloadError(path: path, reason: "a key of type \(typeName(at: -2)) (keys are strings, or 1...n for arrays)")
+                }
+            }
+            luahier_pop(L, 1)
+        }
+
+        if items.isEmpty { return .map(fields) }
+        items.sort { $0.key < $1.key }
+        let isSequence = items.enumerated().allSatisfy { Int64($0.offset + 1) == $0.element.key }
+        if fields.isEmpty && isSequence { return .array(items.map(\.value)) }
+        if strict {
+            let reason = fields.isEmpty
+                ? "an array with holes or keys not starting at 1"
+                : "a table that mixes string keys and integer keys"
+            throw PayloadError(path: path, reason: reason)
+        }
+        for item in items { fields[String(item.key)] = item.value }
+        return .map(fields)
+    }
+
+    /// [-0, +1, m] Pushes `value` as a new Lua value (tables are fresh tables).
+    func push(_ value: Value, depth: Int = 0) throws(PayloadError) {
+        let L = thread
+        switch value {
+        case .null: lua_pushnil(L)
+        case .bool(let flag): lua_pushboolean(L, flag ? 1 : 0)
+        case .int(let number): lua_pushinteger(L, number)
+        case .double(let number): lua_pushnumber(L, number)
+        case .string(let text): push(text)
+        case .bytes(let bytes): pushBytes(bytes)
+        case .array(let items):
+            guard depth < Self.maxPayloadDepth, lua_checkstack(L, 3) != 0 else {
+                throw PayloadError(path: "", reason: "values nested deeper than \(Self.maxPayloadDepth)")
+            }
+            lua_createtable(L, Int32(clamping: items.count), 0)
+            for (offset, item) in items.enumerated() {
+                try push(item, depth: depth + 1)
+                lua_rawseti(L, -2, lua_Integer(offset + 1))
+            }
+        case .map(let fields):
+            guard depth < Self.maxPayloadDepth, lua_checkstack(L, 3) != 0 else {
+                throw PayloadError(path: "", reason: "values nested deeper than \(Self.maxPayloadDepth)")
+            }
+            lua_createtable(L, 0, Int32(clamping: fields.count))
+            for (key, field) in fields {
+                push(key)
+                try push(field, depth: depth + 1)
+                lua_rawset(L, -3)
+            }
+        }
+    }
+
+    // MARK: Messages
+
+    /// [-0, +0, m] The value at `index` as a message of `domain` (SPEC §3): a string is
+    /// shorthand; a table keeps its identity, and an error table without `type` gets
+    /// `type = "Error"`. Nil for anything else, or a table whose `type` is not a string.
+    func message(at index: Int32, as domain: Domain) -> Message? {
+        let L = thread
+        switch lua_type(L, index) {
+        case LUA_TSTRING:
+            return Message(.string(string(at: index)!), as: domain)
+        case LUA_TTABLE:
+            let table = lua_absindex(L, index)
+            let type: String
+            switch pushRawField(of: table, "type") {
+            case LUA_TSTRING:
+                type = string(at: -1)!
+                luahier_pop(L, 1)
+            case LUA_TNIL where domain == .error:
+                luahier_pop(L, 1)
+                type = "Error"
+                push(type)
+                setRawField(of: table, "type")
+            default:
+                luahier_pop(L, 1)
+                return nil
+            }
+            lua_pushvalue(L, table)
+            return Message(domain: domain, type: type, payload: .foreign(LuaPayload(host: self, ref: ref(), identity: lua_topointer(L, table))))
+        default:
+            return nil
+        }
+    }
+
+    /// [-0, +1, m] Pushes a message's value. A plain value becomes a Lua table once, and the
+    /// message keeps that table, so later Lua responders see the same object.
+    func pushPayload(of message: inout Message) {
+        let L = thread
+        if case .foreign(let foreign) = message.payload, let payload = foreign as? LuaPayload, payload.host === self {
+            lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(payload.ref))
+            return
+        }
+        do {
+            try push(message.describedValue())
+        } catch {
+            push(optional: "<\(error)>")
+            return
+        }
+        if lua_type(L, -1) == LUA_TTABLE {
+            lua_pushvalue(L, -1)
+            message.payload = .foreign(LuaPayload(host: self, ref: ref(), identity: lua_topointer(L, -1)))
+        }
+    }
+}
+
+/// A Lua table on its way up the chain, held by one registry reference.
+final class LuaPayload: ForeignPayload {
+    let host: LuaHost
+    let ref: Int32
+    /// The table's address, to tell "the same table" from "an equal table".
+    let identity: UnsafeRawPointer?
+
+    init(host: LuaHost, ref: Int32, identity: UnsafeRawPointer?) {
+        self.host = host
+        self.ref = ref
+        self.identity = identity
+    }
+
+    deinit { host.unref(ref) }
+
+    func toValue() throws -> Value {
+        guard !host.isClosed else { throw PayloadError(path: "", reason: "the Lua state is closed") }
+        return try withPushed { () throws(PayloadError) in try host.value(at: -1, strict: true) }
+    }
+
+    func describedValue() -> Value {
+        guard !host.isClosed else { return .string("<closed Lua state>") }
+        return withPushed { (try? host.value(at: -1, strict: false)) ?? .string("<unconvertible>") }
+    }
+
+    func isSame(as other: any ForeignPayload) -> Bool {
+        guard let other = other as? LuaPayload else { return false }
+        return other.host === host && other.identity == identity
+    }
+
+    func setIfAbsent(_ key: String, to value: Message) {
+        setIfAbsent(key) { var value = value; host.pushPayload(of: &value) }
+    }
+
+    func setIfAbsent(_ key: String, to text: String) {
+        setIfAbsent(key) { host.push(text) }
+    }
+
+    private func setIfAbsent(_ key: String, pushValue: () -> Void) {
+        guard !host.isClosed else { return }
+        withPushed {
+            if host.pushRawField(of: -1, key) == LUA_TNIL {
+                luahier_pop(host.thread, 1)
+                pushValue()
+                host.setRawField(of: -2, key)
+            } else {
+                luahier_pop(host.thread, 1)
+            }
+        }
+    }
+
+    /// Runs `body` with the table pushed, and pops it after.
+    private func withPushed<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        lua_rawgeti(host.thread, luahier_REGISTRYINDEX, lua_Integer(ref))
+        defer { luahier_pop(host.thread, 1) }
+        return try body()
+    }
+}

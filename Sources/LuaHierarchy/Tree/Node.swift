@@ -1,0 +1,155 @@
+/// Marks which tree a node belongs to, so nodes of two hierarchies are never mixed.
+final class TreeToken {}
+
+/// One node of the responder tree. The tree owns its nodes downward (a parent holds its
+/// children); a removed subtree lives on for as long as something (a Lua variable, a Swift
+/// reference) still holds it, and can be re-attached with `move(to:)`.
+public final class Node {
+    /// Non-empty, without "/". Unique among its siblings.
+    public let name: String
+    /// Nil for the root and for the top of a detached subtree. Unowned because a parent
+    /// always outlives its attached children; `deinit` clears it in the children it leaves.
+    public private(set) unowned(unsafe) var parent: Node?
+    /// In order of creation (or of arrival, for moved nodes).
+    public private(set) var children: [Node] = []
+    /// Built once a node has many children, so `child(_:)` stays O(1) in wide trees.
+    private var childIndex: [String: Node]?
+    /// In registration order. Dispatch snapshots this array (copy-on-write makes it O(1)).
+    var responders: [Responder] = []
+    let tree: TreeToken
+
+    init(name: String, tree: TreeToken, isRoot: Bool = false) {
+        self.name = name
+        self.tree = tree
+        self.isRoot = isRoot
+    }
+
+    deinit {
+        for child in children { child.parent = nil }
+    }
+
+    /// `/` for the root, `/a/b` below it. A node in a detached subtree has a relative path
+    /// that starts with its detached top's name (`feed/cell-1`), so it never passes for a
+    /// rooted one.
+    public var path: String {
+        var names: [String] = []
+        var node = self
+        while let parent = node.parent {
+            names.append(node.name)
+            node = parent
+        }
+        if node.isRoot { return "/" + names.reversed().joined(separator: "/") }
+        names.append(node.name)
+        return names.reversed().joined(separator: "/")
+    }
+
+    /// Whether this node is its tree's root.
+    public let isRoot: Bool
+
+    /// The topmost node above this one (itself when it has no parent).
+    public var top: Node {
+        var node = self
+        while let parent = node.parent { node = parent }
+        return node
+    }
+
+    /// The child called `name`, created at the end of `children` if absent.
+    public func child(_ name: String) throws(TreeError) -> Node {
+        if let existing = existingChild(name) { return existing }
+        try Node.validate(name: name)
+        let node = Node(name: name, tree: tree)
+        attach(node)
+        return node
+    }
+
+    /// The child called `name`, or nil.
+    public func existingChild(_ name: String) -> Node? {
+        if let childIndex { return childIndex[name] }
+        return children.first { $0.name == name }
+    }
+
+    /// Detaches this subtree from its parent. Dispatch inside it stops at its top with
+    /// status `detached`. Removing a detached top or the root does nothing.
+    public func remove() {
+        guard let parent else { return }
+        parent.children.removeAll { $0 === self }
+        parent.childIndex?[name] = nil
+        self.parent = nil
+    }
+
+    /// Moves this subtree under `newParent`, at the end of its children. Refused when it
+    /// would make a cycle, when `newParent` already has a child of this name, or across trees.
+    public func move(to newParent: Node) throws(TreeError) {
+        guard newParent.tree === tree else { throw .differentTree }
+        if isRoot { throw .rootCannotMove }
+        var ancestor: Node? = newParent
+        while let node = ancestor {
+            if node === self { throw .cycle(moving: path, under: newParent.path) }
+            ancestor = node.parent
+        }
+        if newParent === parent { return }
+        if newParent.existingChild(name) != nil { throw .nameTaken(name: name, parent: newParent.path) }
+        remove()
+        newParent.attach(self)
+    }
+
+    /// Whether `node` is this node or below it.
+    public func isAncestor(of node: Node) -> Bool {
+        var current: Node? = node
+        while let candidate = current {
+            if candidate === self { return true }
+            current = candidate.parent
+        }
+        return false
+    }
+
+    private func attach(_ node: Node) {
+        node.parent = self
+        children.append(node)
+        if childIndex != nil {
+            childIndex![node.name] = node
+        } else if children.count > 16 {
+            childIndex = Dictionary(uniqueKeysWithValues: children.map { ($0.name, $0) })
+        }
+    }
+
+    func appendResponder(_ responder: Responder) {
+        responder.node = self
+        responders.append(responder)
+    }
+
+    func detachResponder(_ responder: Responder) {
+        responders.removeAll { $0 === responder }
+    }
+
+    static func validate(name: String) throws(TreeError) {
+        if name.isEmpty || name.contains("/") { throw .invalidName(name) }
+    }
+}
+
+/// Why a tree operation was refused.
+public enum TreeError: Error, Hashable, Sendable, CustomStringConvertible {
+    case invalidName(String)
+    case invalidPath(String)
+    case cycle(moving: String, under: String)
+    case nameTaken(name: String, parent: String)
+    case differentTree
+    case rootCannotMove
+
+    public var description: String {
+        switch self {
+        case .invalidName(let name):
+            return "invalid node name \(String(reflecting: name)): a name is non-empty and has no '/'"
+        case .invalidPath(let path):
+            return "invalid path \(String(reflecting: path)): a path is '/' or '/name/name...'"
+        case .cycle(let moving, let under):
+            return "cannot move \(moving) under \(under): it would make a cycle"
+        case .nameTaken(let name, let parent):
+            return "cannot move: \(parent) already has a child named \(String(reflecting: name))"
+        case .differentTree:
+            return "cannot move a node into another hierarchy"
+        case .rootCannotMove:
+            return "the root cannot be moved"
+        }
+    }
+}

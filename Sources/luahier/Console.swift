@@ -1,0 +1,62 @@
+import Foundation
+import LuaHierarchy
+
+/// stdout for results, stderr for everything else; every stderr line is whole.
+enum Console {
+    static func out(_ line: String) {
+        print(line)
+    }
+
+    static func error(_ text: String) {
+        FileHandle.standardError.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+    }
+
+    /// The CLI's presenter: an error that passed the root, with type, message, where, the
+    /// node it was reported at, its cause chain and, for Lua errors, the traceback.
+    static func present(_ presented: PresentedError) {
+        var lines = ["luahier: unhandled error reported at \(presented.reportedAt)"]
+        var error: Value? = presented.error
+        var depth = 0
+        while let current = error, depth < 16 {
+            lines.append("  " + (depth == 0 ? "" : "caused by ") + summary(of: current))
+            if depth == 0, current["type"]?.stringValue == "LuaError", let traceback = current["traceback"]?.stringValue {
+                lines += traceback.split(separator: "\n").map { "    " + $0 }
+            }
+            error = current["cause"]
+            depth += 1
+        }
+        if error != nil { lines.append("  (cause chain cut at \(depth))") }
+        Console.error(lines.joined(separator: "\n"))
+    }
+
+    /// `Type: message (file:line)`.
+    static func summary(of error: Value) -> String {
+        let type = error["type"]?.stringValue ?? "Error"
+        var text = type
+        if let message = error["message"] { text += ": " + (message.stringValue ?? message.description) }
+        if let location = error["where"]?.stringValue { text += " (\(location))" }
+        return text
+    }
+
+    /// A dispatch's trace, printed when it finishes; nested dispatches are indented.
+    static func printTrace(_ outcome: Outcome, depth: Int) {
+        let indent = String(repeating: "  ", count: depth - 1)
+        let type = outcome.value["type"]?.stringValue ?? "?"
+        var head = "\(indent)trace: \(outcome.kind.rawValue) \(type) at \(outcome.at) -> \(outcome.status.rawValue)"
+        if let by = outcome.by, let responder = outcome.responder {
+            head += " by \(by) #\(responder.index) \(responder.kind.rawValue) (\(responder.location))"
+        }
+        var lines = [head]
+        for step in outcome.trace ?? [] {
+            lines.append("\(indent)  \(step)")
+        }
+        Console.error(lines.joined(separator: "\n"))
+    }
+
+    /// A script failure: `luahier: file:line: message`, then the traceback.
+    static func scriptFailed(_ error: ScriptError) {
+        var text = "luahier: \(error)"
+        if let traceback = error.traceback { text += "\n" + traceback }
+        Console.error(text)
+    }
+}

@@ -1,0 +1,58 @@
+import ArgumentParser
+import Foundation
+import LuaHierarchy
+
+/// `luahier run FILE [--trace] [--fail-on-unhandled] [-- ARGS...]`
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run a Lua script with `hier` (the tree's root and API) ready.",
+        discussion: """
+            The script's arguments (after --) are in `arg` and in `...`. Unhandled errors that
+            pass the root are printed to stderr. Exit 0 on success, 1 if the script fails,
+            2 on usage errors, 3 with --fail-on-unhandled when an error reached the root.
+            """
+    )
+
+    @Argument(help: "The Lua script to run.")
+    var file: String
+
+    @Flag(help: "Print every dispatch's trace (node, responder, input, result) to stderr.")
+    var trace = false
+
+    @Flag(help: "Exit with status 3 if an error reached the root unhandled.")
+    var failOnUnhandled = false
+
+    @Argument(parsing: .postTerminator, help: "Arguments for the script, after --.")
+    var arguments: [String] = []
+
+    func validate() throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            throw ValidationError("no such file: \(file)")
+        }
+    }
+
+    func run() throws {
+        let hierarchy = try Hierarchy()
+        var unhandledErrors = 0
+        hierarchy.output = Console.out
+        hierarchy.presenter = { presented in
+            unhandledErrors += 1
+            Console.present(presented)
+        }
+        if trace {
+            hierarchy.traceLevel = .path
+            hierarchy.onDispatch = Console.printTrace
+        }
+        do {
+            try hierarchy.run(file: file, arguments: arguments)
+        } catch {
+            Console.scriptFailed(error)
+            throw ExitCode(ExitStatus.scriptFailed)
+        }
+        if failOnUnhandled && unhandledErrors > 0 {
+            Console.error("luahier: \(unhandledErrors) error(s) reached the root unhandled")
+            throw ExitCode(ExitStatus.unhandledError)
+        }
+    }
+}
