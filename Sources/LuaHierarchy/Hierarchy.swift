@@ -65,12 +65,9 @@ public final class Hierarchy {
 
     /// The node at `path` (`/` or `/a/b`), or nil. Throws on a malformed path.
     public func node(at path: String) throws(TreeError) -> Node? {
-        guard path.first == "/" else { throw .invalidPath(path) }
-        if path == "/" { return root }
         var node = root
-        for name in path.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
-            guard !name.isEmpty else { throw .invalidPath(path) }
-            guard let child = node.existingChild(String(name)) else { return nil }
+        for name in try Hierarchy.names(in: path) {
+            guard let child = node.existingChild(name) else { return nil }
             node = child
         }
         return node
@@ -78,13 +75,19 @@ public final class Hierarchy {
 
     /// The node at `path`, created with its missing ancestors.
     public func makeNode(at path: String) throws(TreeError) -> Node {
-        guard path.first == "/" else { throw .invalidPath(path) }
         var node = root
-        for name in path.dropFirst().split(separator: "/", omittingEmptySubsequences: false) where path != "/" {
-            guard !name.isEmpty else { throw .invalidPath(path) }
-            node = try node.child(String(name))
-        }
+        for name in try Hierarchy.names(in: path) { node = try node.child(name) }
         return node
+    }
+
+    /// The names along `path`: none for `/`; refuses a path without the leading `/`, with an
+    /// empty name (`//`, a trailing `/`) or a name Node refuses.
+    static func names(in path: String) throws(TreeError) -> [String] {
+        guard path.first == "/" else { throw .invalidPath(path) }
+        if path == "/" { return [] }
+        let names = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard !names.contains(where: \.isEmpty) else { throw .invalidPath(path) }
+        return names
     }
 
     // MARK: Dispatch

@@ -46,13 +46,7 @@ final class LuaBridge {
         let L = host.thread
         nodeMetatable = newTableRef()
         handleMetatable = newTableRef()
-        nodeCache = newTableRef()
-        withTable(nodeCache) {
-            host.push("v")
-            host.setRawField(of: -2, "__mode")
-            lua_pushvalue(L, -1)
-            lua_setmetatable(L, -2)
-        }
+        nodeCache = host.makeWeakTable(mode: "v")
         let finalize: HostFunction = { call in call.host.finalizeRetainingUserdata(at: 1); return 0 }
         withTable(nodeMetatable) {
             host.pushFunction(finalize)
@@ -156,8 +150,9 @@ final class LuaBridge {
         var methods: [String: HostFunction] = [
             "child": { [unowned self] call in
                 let node = try requireNode(call, 1, "child")
-                do { push(try node.child(try call.string(2, "child"))) } catch let error as TreeError {
-                    throw LuaArgumentError("\(error)")
+                let name = try call.string(2, "child")
+                do { push(try node.child(name)) } catch {
+                    throw LuaArgumentError("bad argument #1 to 'child' (\(error))")
                 }
                 return 1
             },
@@ -184,15 +179,17 @@ final class LuaBridge {
             },
             "triggerEvent": { [unowned self] call in
                 let node = try requireNode(call, 1, "triggerEvent")
-                guard let event = host.message(at: 2, as: .event) else {
-                    throw call.argumentError(2, "triggerEvent", "event expected: a string or a table with a string 'type'")
+                let event: Message
+                do { event = try host.message(at: 2, as: .event) } catch {
+                    throw call.argumentError(2, "triggerEvent", "event expected, got \(error)")
                 }
                 return try dispatch(event, at: node, call)
             },
             "reportError": { [unowned self] call in
                 let node = try requireNode(call, 1, "reportError")
-                guard var error = host.message(at: 2, as: .error) else {
-                    throw call.argumentError(2, "reportError", "error expected: a string or a table whose 'type' is a string")
+                var error: Message
+                do { error = try host.message(at: 2, as: .error) } catch {
+                    throw call.argumentError(2, "reportError", "error expected, got \(error)")
                 }
                 if let location = call.callerLocation { error.setIfAbsent("where", to: location) }
                 return try dispatch(error, at: node, call)

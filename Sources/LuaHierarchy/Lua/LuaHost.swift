@@ -23,6 +23,8 @@ final class LuaHost {
     /// inside a finalizer: a `deinit` may call back into Lua.
     private var pendingReleases: [Unmanaged<AnyObject>] = []
     private var protectedDepth = 0
+    /// Registry reference to a weak-keyed table: table -> true (event) / false (error).
+    private(set) var domainTags: Int32 = 0
     /// Set by the `__gc` host function so that its own exit does not drain releases (it runs
     /// inside a collection); the next host function or protected call does.
     private var finalizing = false
@@ -32,6 +34,7 @@ final class LuaHost {
         mainThread = state
         thread = state
         luaL_openlibs(state)
+        domainTags = makeWeakTable(mode: "k")
         // Coroutines copy the main thread's extra space, so `from(_:)` works on any thread.
         luahier_getextraspace(state)!.storeBytes(
             of: Unmanaged.passUnretained(self).toOpaque(), as: UnsafeRawPointer.self)
@@ -115,9 +118,19 @@ final class LuaHost {
         return errorMessage(at: -1, status: status)
     }
 
+    /// [-0, +0, m] A new table with weak `mode` ("k" or "v"), held by a registry reference.
+    func makeWeakTable(mode: String) -> Int32 {
+        luahier_newtable(thread)
+        push(mode)
+        setRawField(of: -2, "__mode")
+        lua_pushvalue(thread, -1)
+        lua_setmetatable(thread, -2)
+        return ref()
+    }
+
     /// [-0, +0, -] The error value at `index` (after a failed protected call) as a message.
     private func errorMessage(at index: Int32, status: Int32) -> Message {
-        if lua_type(thread, index) == LUA_TTABLE, let message = message(at: index, as: .error) {
+        if lua_type(thread, index) == LUA_TTABLE, let message = try? message(at: index, as: .error) {
             return message
         }
         let text = string(at: index) ?? "(error object is not a string)"

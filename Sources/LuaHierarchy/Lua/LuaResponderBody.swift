@@ -24,18 +24,12 @@ final class LuaResponderBody: ResponderBody {
         host.pushPayload(of: &input)
         if let error = host.callProtected(nargs: 1, nresults: 1) { return .raised(error) }
         defer { luahier_pop(L, 1) }
-        switch lua_type(L, -1) {
-        case LUA_TSTRING:
-            if host.isString(at: -1, equalTo: "handled") { return .handled }
-            if host.isString(at: -1, equalTo: "notHandled") { return .notHandled }
-            return host.message(at: -1, as: domain).map(ResponderReply.value) ?? .unusable(description: "a string")
-        case LUA_TTABLE:
-            if let message = host.message(at: -1, as: domain) { return .value(message) }
-            return .unusable(description: "a table without a string 'type'")
-        case LUA_TNIL:
-            return .unusable(description: "nil")
-        default:
-            return .unusable(description: "a \(host.typeName(at: -1))")
+        if host.isString(at: -1, equalTo: "handled") { return .handled }
+        if host.isString(at: -1, equalTo: "notHandled") { return .notHandled }
+        do {
+            return .value(try host.message(at: -1, as: domain))
+        } catch {
+            return .unusable(description: error.description)
         }
     }
 }

@@ -23,7 +23,9 @@ extension LuaHost {
     }
 
     /// [-0, +0, -] Whether the value at `index` is the string `literal` (bytes compared).
+    /// Checks the type first: `lua_tolstring` would turn a number into a string in place.
     func isString(at index: Int32, equalTo literal: StaticString) -> Bool {
+        guard lua_type(thread, index) == LUA_TSTRING else { return false }
         var length = 0
         guard let pointer = lua_tolstring(thread, index, &length), length == literal.utf8CodeUnitCount else {
             return false
@@ -112,8 +114,13 @@ struct HostCall {
         return text
     }
 
+    /// Lua's wording: `bad argument #n to 'f' (problem, got type)`. For a method (a node
+    /// or handle as argument 1) arguments are counted after `self`, as `luaL_argerror` does.
     func argumentError(_ index: Int32, _ function: String, _ problem: String) -> LuaArgumentError {
-        let got = index <= top ? host.typeName(at: index) : "no value"
-        return LuaArgumentError("bad argument #\(index) to '\(function)' (\(problem), got \(got))")
+        let isMethod = top >= 1 && lua_type(L, 1) == LUA_TUSERDATA
+        if isMethod && index == 1 { return LuaArgumentError("calling '\(function)' on bad self (\(problem))") }
+        let shown = isMethod ? index - 1 : index
+        let got = problem.contains(", got ") ? "" : ", got \(index <= top ? host.typeName(at: index) : "no value")"
+        return LuaArgumentError("bad argument #\(shown) to '\(function)' (\(problem)\(got))")
     }
 }

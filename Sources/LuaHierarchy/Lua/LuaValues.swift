@@ -132,12 +132,13 @@ extension LuaHost {
 
     /// [-0, +0, m] The value at `index` as a message of `domain` (SPEC §3): a string is
     /// shorthand; a table keeps its identity, and an error table without `type` gets
-    /// `type = "Error"`. Nil for anything else, or a table whose `type` is not a string.
-    func message(at index: Int32, as domain: Domain) -> Message? {
+    /// `type = "Error"`. A table that already travelled as the other domain is refused, so
+    /// an event cannot come back from an error responder as an error, nor the reverse.
+    func message(at index: Int32, as domain: Domain) throws(ShapeError) -> Message {
         let L = thread
         switch lua_type(L, index) {
         case LUA_TSTRING:
-            return Message(.string(string(at: index)!), as: domain)
+            return Message(.string(string(at: index)!), as: domain)!
         case LUA_TTABLE:
             let table = lua_absindex(L, index)
             let type: String
@@ -148,17 +149,48 @@ extension LuaHost {
             case LUA_TNIL where domain == .error:
                 luahier_pop(L, 1)
                 type = "Error"
+            case LUA_TNIL:
+                luahier_pop(L, 1)
+                throw ShapeError("a table without a string 'type'")
+            default:
+                let wrongType = typeName(at: -1)
+                luahier_pop(L, 1)
+                throw ShapeError("a table whose 'type' is a \(wrongType) (it must be a string)")
+            }
+            if let tagged = domainTag(ofTableAt: table), tagged != domain {
+                throw ShapeError("\(tagged == .event ? "an event" : "an error") (\(type))")
+            }
+            if type == "Error", domain == .error {
                 push(type)
                 setRawField(of: table, "type")
-            default:
-                luahier_pop(L, 1)
-                return nil
             }
+            tag(tableAt: table, as: domain)
             lua_pushvalue(L, table)
             return Message(domain: domain, type: type, payload: .foreign(LuaPayload(host: self, ref: ref(), identity: lua_topointer(L, table))))
         default:
-            return nil
+            throw ShapeError(lua_type(L, index) == LUA_TNIL ? "nil" : "a \(typeName(at: index))")
         }
+    }
+
+    /// [-0, +0, -] The domain a table travelled as, if any.
+    private func domainTag(ofTableAt table: Int32) -> Domain? {
+        let L = thread
+        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(domainTags))
+        lua_pushvalue(L, table)
+        let tagged: Domain? = lua_rawget(L, -2) == LUA_TBOOLEAN ? (lua_toboolean(L, -1) != 0 ? .event : .error) : nil
+        luahier_pop(L, 2)
+        return tagged
+    }
+
+    /// [-0, +0, m] Remembers (weakly) that a table travels as `domain`.
+    private func tag(tableAt index: Int32, as domain: Domain) {
+        let L = thread
+        let table = lua_absindex(L, index)
+        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(domainTags))
+        lua_pushvalue(L, table)
+        lua_pushboolean(L, domain == .event ? 1 : 0)
+        lua_rawset(L, -3)
+        luahier_pop(L, 1)
     }
 
     /// [-0, +1, m] Pushes a message's value. A plain value becomes a Lua table once, and the
@@ -176,10 +208,17 @@ extension LuaHost {
             return
         }
         if lua_type(L, -1) == LUA_TTABLE {
+            tag(tableAt: -1, as: message.domain)
             lua_pushvalue(L, -1)
             message.payload = .foreign(LuaPayload(host: self, ref: ref(), identity: lua_topointer(L, -1)))
         }
     }
+}
+
+/// Why a Lua value is not an event or an error: a description of what it is instead.
+struct ShapeError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
 }
 
 /// A Lua table on its way up the chain, held by one registry reference.

@@ -1,0 +1,256 @@
+import Testing
+@testable import LuaHierarchy
+
+/// Each row of SPEC §4's table, filters, order, and the position rule for every kind.
+@Suite("Responders (SPEC §4)")
+struct ResponderTests {
+    /// A chain /a/b with a log of which responders ran.
+    static let prelude = """
+        local a = hier.root:child("a")
+        local b = a:child("b")
+        local log = {}
+        local function mark(name) log[#log + 1] = name end
+        local function show(o)
+          print(o.status, o.kind, o.value.type, o.by, o.responder and o.responder.index, table.concat(log, ","))
+        end
+
+        """
+
+    func run(_ body: String) throws -> [String] {
+        try Fixture().output(Self.prelude + body)
+    }
+
+    // MARK: receive
+
+    @Test func receiveHandledStops() throws {
+        #expect(try run("""
+            b:receiveEvent(function() mark("b1") return "handled" end)
+            b:receiveEvent(function() mark("b2") return "handled" end)
+            a:receiveEvent(function() mark("a1") return "handled" end)
+            show(b:triggerEvent("Tap"))
+            """) == ["handled\tevent\tTap\t/a/b\t1\tb1"])
+    }
+
+    @Test func receiveNotHandledContinuesInOrderThenParent() throws {
+        #expect(try run("""
+            b:receiveEvent(function() mark("b1") return "notHandled" end)
+            b:receiveEvent(function() mark("b2") return "notHandled" end)
+            a:receiveEvent(function() mark("a1") return "notHandled" end)
+            hier.root:receiveEvent(function() mark("root") return "notHandled" end)
+            show(b:triggerEvent("Tap"))
+            """) == ["unhandled\tevent\tTap\tnil\tnil\tb1,b2,a1,root"])
+    }
+
+    @Test func receiveReplacementContinuesInPlaceOfTheOriginal() throws {
+        #expect(try run("""
+            b:receiveEvent(function(e) mark("b1:" .. e.type) return {type = "Swipe", from = e.type} end)
+            b:receiveEvent(function(e) mark("b2:" .. e.type .. "<" .. e.from) return "notHandled" end)
+            a:receiveEvent(function(e) mark("a1:" .. e.type) return "Pinch" end)
+            hier.root:receiveEvent(function(e) mark("root:" .. e.type) return "notHandled" end)
+            show(b:triggerEvent("Tap"))
+            """) == ["unhandled\tevent\tPinch\tnil\tnil\tb1:Tap,b2:Swipe<Tap,a1:Swipe,root:Pinch"])
+    }
+
+    @Test func receiveErrorRowsMirrorEvents() throws {
+        #expect(try run("""
+            b:receiveError(function(e) mark("b1:" .. e.message) return "notHandled" end)
+            b:receiveError(function(e) mark("b2") return {type = "Wrapped", message = "w"} end)
+            a:receiveError(function(e) mark("a1:" .. e.type .. "<" .. e.cause.type) return "handled" end)
+            show(b:reportError("disk full"))
+            """) == ["handled\terror\tWrapped\t/a\t1\tb1:disk full,b2,a1:Wrapped<Error"])
+    }
+
+    // MARK: handle
+
+    @Test func handleConsumesWhateverItReturns() throws {
+        #expect(try run("""
+            b:handleEvent(function() mark("b1") return "notHandled" end)
+            a:handleEvent(function() mark("a1") end)
+            show(b:triggerEvent("Tap"))
+            a:handleError(function() mark("a-err") return 42 end)
+            show(b:reportError("x"))
+            """) == ["handled\tevent\tTap\t/a/b\t1\tb1", "handled\terror\tError\t/a\t2\tb1,a-err"])
+    }
+
+    // MARK: transform
+
+    @Test func transformReplacementContinues() throws {
+        #expect(try run("""
+            b:transformEvent(function(e) mark("b1") return {type = "Big" .. e.type} end)
+            b:receiveEvent(function(e) mark("b2:" .. e.type) return "notHandled" end)
+            a:transformError(function(e) mark("a1") return {type = "Fatal", message = "from " .. e.message} end)
+            a:receiveError(function(e) mark("a2:" .. e.type .. "<" .. e.cause.message) return "handled" end)
+            show(b:triggerEvent("Tap"))
+            show(b:reportError("x"))
+            """) == [
+                "unhandled\tevent\tBigTap\tnil\tnil\tb1,b2:BigTap",
+                "handled\terror\tFatal\t/a\t2\tb1,b2:BigTap,a1,a2:Fatal<x",
+            ])
+    }
+
+    // MARK: catch
+
+    @Test func catchTurnsTheErrorIntoAnEventThatContinuesAsAnEvent() throws {
+        #expect(try run("""
+            b:catchError("Unauthenticated", function(e) mark("catch") return {type = "ShowSignIn", reason = e.message} end)
+            b:receiveError(function() mark("never: error responders no longer see it") return "handled" end)
+            a:receiveEvent(function(e) mark("a:" .. e.type .. ":" .. e.reason) return "handled" end)
+            show(b:reportError({type = "Unauthenticated", message = "expired"}))
+            """) == ["handled\tevent\tShowSignIn\t/a\t1\tcatch,a:ShowSignIn:expired"])
+    }
+
+    // MARK: filters
+
+    @Test func filtersByNameAndByListAndNonMatchingPassesUntouched() throws {
+        #expect(try run("""
+            b:receiveEvent("Swipe", function() mark("swipe-only") return "handled" end)
+            b:receiveEvent({"Tap", "Pinch"}, function(e) mark("list:" .. e.type) return "notHandled" end)
+            a:handleEvent(function(e) mark("a:" .. e.type) end)
+            show(b:triggerEvent("Tap"))
+            log = {}
+            show(b:triggerEvent("Swipe"))
+            log = {}
+            show(b:triggerEvent("Other"))
+            """) == [
+                "handled\tevent\tTap\t/a\t1\tlist:Tap,a:Tap",
+                "handled\tevent\tSwipe\t/a/b\t1\tswipe-only",
+                "handled\tevent\tOther\t/a\t1\ta:Other",
+            ])
+    }
+
+    @Test func badFiltersAndFunctionsAreArgumentErrors() throws {
+        let lines = try run("""
+            print(pcall(b.receiveEvent, b, 42, function() end))
+            print(pcall(b.receiveEvent, b, {}, function() end))
+            print(pcall(b.receiveEvent, b, {1}, function() end))
+            print(pcall(b.receiveEvent, b, "Tap"))
+            print(pcall(b.receiveEvent, b, "Tap", "not a function"))
+            print(pcall(b.handleError, b))
+            """)
+        #expect(lines.count == 6)
+        #expect(lines.allSatisfy { $0.hasPrefix("false\t") })
+        #expect(lines[0].contains("filter expected"))
+        #expect(lines[1].contains("filter list is empty"))
+        #expect(lines[4].contains("function expected"))
+    }
+
+    @Test func domainsAreSeparate() throws {
+        #expect(try run("""
+            b:receiveError(function() mark("error-responder") return "handled" end)
+            b:receiveEvent(function() mark("event-responder") return "notHandled" end)
+            show(b:triggerEvent("Tap"))
+            """) == ["unhandled\tevent\tTap\tnil\tnil\tevent-responder"])
+    }
+
+    // MARK: contract violations
+
+    @Test(arguments: [
+        ("receiveEvent", "return nil", "returned nil"),
+        ("receiveEvent", "return 42", "returned a number"),
+        ("receiveEvent", "return {}", "returned a table without a string 'type'"),
+        ("receiveEvent", "return {type = 1}", "returned a table whose 'type' is a number"),
+        ("transformEvent", "return 'handled'", "returned \"handled\""),
+        ("transformEvent", "return true", "returned a boolean"),
+        ("catchError", "return 'notHandled'", "returned \"notHandled\""),
+        ("catchError", "return e", "returned an error (Error)"),
+        ("transformError", "return evt", "returned an event (Tap)"),
+        ("receiveError", "return function() end", "returned a function"),
+    ])
+    func contractViolationsBecomeResponderContractErrors(_ kind: String, _ body: String, _ expected: String) throws {
+        let domainSetup = kind.hasSuffix("Event") ? "b:triggerEvent(evt)" : "b:reportError('boom')"
+        let f = try Fixture()
+        let lines = try f.output(Self.prelude + """
+            local evt = {type = "Tap"}
+            b:triggerEvent(evt)
+            b:\(kind)(function(e)
+              \(body)
+            end)
+            local o = \(domainSetup)
+            print(o.kind, o.value.type, o.value.where, o.value.responder)
+            print(o.value.message)
+            """)
+        #expect(lines.first == "error\tResponderContractError\ttest.lua:10\t\(kind)")
+        #expect(lines.last?.contains("\(kind) responder at test.lua:10 \(expected)") == true, "\(lines)")
+        #expect(f.presented.last?.error["type"] == "ResponderContractError")
+    }
+
+    @Test func contractErrorOnAnErrorKeepsTheErrorAsCause() throws {
+        #expect(try run("""
+            b:receiveError(function() return nil end)
+            local o = b:reportError({type = "Original", message = "m"})
+            print(o.value.type, o.value.cause.type, o.value.cause.message)
+            """) == ["ResponderContractError\tOriginal\tm"])
+    }
+
+    // MARK: the position rule, for every kind
+
+    @Test func positionRuleReceiveReplacementContinuesAtTheNextResponderOfTheSameNode() throws {
+        #expect(try run("""
+            b:receiveEvent("Tap", function() mark("k") return "Swipe" end)
+            b:receiveEvent("Swipe", function() mark("k+1") return "handled" end)
+            a:receiveEvent(function() mark("parent") return "handled" end)
+            show(b:triggerEvent("Tap"))
+            """) == ["handled\tevent\tSwipe\t/a/b\t2\tk,k+1"])
+    }
+
+    @Test func positionRuleTransformContinuesAtTheNextResponder() throws {
+        #expect(try run("""
+            b:transformError(function() mark("k") return {type = "Replaced", message = "r"} end)
+            b:handleError("Replaced", function() mark("k+1") end)
+            show(b:reportError("x"))
+            """) == ["handled\terror\tReplaced\t/a/b\t2\tk,k+1"])
+    }
+
+    @Test func positionRuleCaughtEventContinuesAtTheNextResponder() throws {
+        #expect(try run("""
+            b:catchError(function() mark("k") return "Recovered" end)
+            b:handleEvent("Recovered", function() mark("k+1") end)
+            show(b:reportError("x"))
+            """) == ["handled\tevent\tRecovered\t/a/b\t2\tk,k+1"])
+    }
+
+    @Test func positionRuleErrorRaisedInAnEventResponderContinuesAtTheNextResponder() throws {
+        #expect(try run("""
+            b:receiveError(function() mark("k-1: before the raise, not called") return "handled" end)
+            b:receiveEvent(function() mark("k") error({type = "Broken", message = "b"}) end)
+            b:receiveError(function(e) mark("k+1:" .. e.type .. "@" .. e.where) return "handled" end)
+            show(b:triggerEvent("Tap"))
+            """) == ["handled\terror\tBroken\t/a/b\t3\tk,k+1:Broken@test.lua:9"])
+    }
+
+    @Test func positionRuleErrorRaisedInAnErrorResponderReplacesItWithCause() throws {
+        #expect(try run("""
+            b:handleError(function(e) mark("k") error("while handling " .. e.message) end)
+            b:receiveError(function(e) mark("k+1:" .. e.type .. ":" .. e.message .. "<" .. e.cause.message) return "handled" end)
+            show(b:reportError("first"))
+            """) == ["handled\terror\tLuaError\t/a/b\t2\tk,k+1:LuaError:while handling first<first"])
+    }
+
+    @Test func positionRuleForTransformEventAndHandleEventRaises() throws {
+        #expect(try run("""
+            b:transformEvent(function() mark("t") error("bad transform") end)
+            b:handleEvent(function() mark("never: the value is an error now") end)
+            b:catchError(function(e) mark("catch:" .. e.message) return "Back" end)
+            a:handleEvent(function(e) mark("a:" .. e.type) error("in handle") end)
+            a:receiveError(function(e) mark("a2:" .. e.message) return "handled" end)
+            show(b:triggerEvent("Tap"))
+            """) == ["handled\terror\tLuaError\t/a\t2\tt,catch:bad transform,a:Back,a2:in handle"])
+    }
+
+    @Test func positionRuleForCatchErrorAndReceiveErrorRaises() throws {
+        #expect(try run("""
+            b:catchError(function(e) mark("c") error({type = "CatchFailed", message = "c"}) end)
+            b:receiveError(function(e) mark("r:" .. e.type .. "<" .. e.cause.type) error("r failed") end)
+            b:receiveError(function(e) mark("r2:" .. e.message .. "<" .. e.cause.type .. "<" .. e.cause.cause.type) return "handled" end)
+            show(b:reportError({type = "Root"}))
+            """) == ["handled\terror\tLuaError\t/a/b\t3\tc,r:CatchFailed<Root,r2:r failed<CatchFailed<Root"])
+    }
+
+    @Test func aResponderReturningItsOwnInputGetsNoCauseLoop() throws {
+        #expect(try run("""
+            b:transformError(function(e) e.seen = true return e end)
+            local o = b:reportError("x")
+            print(o.value.seen, o.value.cause)
+            """) == ["true\tnil"])
+    }
+}
