@@ -1,0 +1,243 @@
+import Testing
+@testable import LuaHierarchy
+
+@Suite("Dispatch: snapshot, nesting, detached chains, outcomes (SPEC §2, §4, §5)")
+struct DispatchTests {
+    // MARK: snapshot
+
+    @Test func aResponderRemovedDuringTheDispatchIsNotCalled() throws {
+        let f = try Fixture()
+        #expect(try f.output("""
+            local a = hier.root:child("a")
+            local b = a:child("b")
+            local later
+            b:receiveEvent(function() later:remove() return "notHandled" end)
+            later = a:receiveEvent(function() print("removed one called") return "handled" end)
+            print(b:triggerEvent("Tap").status)
+            """) == ["unhandled"])
+    }
+
+    @Test func aResponderAddedDuringTheDispatchWaitsForTheNextOne() throws {
+        let f = try Fixture()
+        #expect(try f.output("""
+            local a = hier.root:child("a")
+            local b = a:child("b")
+            local added = false
+            b:receiveEvent(function()
+              if not added then
+                added = true
+                a:receiveEvent(function() print("added one called") return "handled" end)
+              end
+              return "notHandled"
+            end)
+            print(b:triggerEvent("Tap").status)
+            print(b:triggerEvent("Tap").status)
+            """) == ["unhandled", "added one called", "handled"])
+    }
+
+    @Test func handleRemoveIsIdempotentAndOnlyRemovesItsOwnResponder() throws {
+        let f = try Fixture()
+        #expect(try f.output("""
+            local n = hier.root:child("n")
+            local h1 = n:receiveEvent(function() print("one") return "notHandled" end)
+            local h2 = n:receiveEvent(function() print("two") return "notHandled" end)
+            h1:remove(); h1:remove(); h1:remove()
+            n:triggerEvent("Tap")
+            print(tostring(h2):match("^responder receiveEvent %(test.lua:3%)$") ~= nil)
+            """) == ["two", "true"])
+    }
+
+    @Test func aRemovedNodeMidDispatchStillFinishesItsSnapshottedChain() throws {
+        let f = try Fixture()
+        #expect(try f.output("""
+            local a = hier.root:child("a")
+            local b = a:child("b")
+            b:receiveEvent(function() b:remove() return "notHandled" end)
+            a:receiveEvent(function() print("parent still called") return "handled" end)
+            print(b:triggerEvent("Tap").status, b:triggerEvent("Tap").status)
+            """) == ["parent still called", "handled\tdetached"])
+    }
+
+    // MARK: nesting
+
+    @Test func nestedDispatchFromInsideAResponder() throws {
+        let f = try Fixture()
+        #expect(try f.output("""
+            local a = hier.root:child("a")
+            local b = a:child("b")
+            hier.root:handleEvent("Inner", function(e) print("inner handled from " .. e.from) end)
+            b:receiveEvent("Outer", function(e)
+              local inner = b:triggerEvent({type = "Inner", from = e.type})
+              print("inner status " .. inner.status)
+              return "handled"
+            end)
+            print(b:triggerEvent("Outer").status)
+            """) == ["inner handled from Outer", "inner status handled", "handled"])
+    }
+
+    @Test func nestingDeeperThanTheLimitIsAReportedDispatchDepthExceeded() throws {
+        let f = try Fixture()
+        let lines = try f.output("""
+            local n = hier.root:child("loop")
+            local depth = 0
+            n:receiveEvent(function(e)
+              depth = depth + 1
+              n:triggerEvent(e)
+              return "handled"
+            end)
+            print(n:triggerEvent("Echo").status, depth)
+            hier.depthLimit = 5
+            depth = 0
+            print(n:triggerEvent("Echo").status, depth, hier.depthLimit)
+            """)
+        #expect(lines == ["handled\t100", "handled\t5\t5"])
+        let presented = try #require(f.presented.first)
+        #expect(presented.error["type"] == "DispatchDepthExceeded")
+        #expect(presented.error["where"] == "test.lua:5")
+        #expect(presented.error["limit"] == .int(100))
+        #expect(f.hierarchy.dispatcher.depth == 0)
+    }
+
+    @Test func errorsRecursingThroughReportAlsoStopAtTheLimit() throws {
+        let f = try Fixture()
+        f.hierarchy.depthLimit = 20
+        let lines = try f.output("""
+            local n = hier.root:child("n")
+            n:receiveError(function(e) return n:reportError({type = "Again", message = "x"}).status end)
+            print(n:reportError("start").kind)
+            """)
+        #expect(lines == ["error"])
+        #expect(f.presented.contains { $0.error["type"] == "DispatchDepthExceeded" })
+    }
+
+    // MARK: detached chains
+
+    @Test func aDetachedSubtreeIsACutChain() throws {
+        let f = try Fixture()
+        let lines = try f.output("""
+            local feed = hier.root:child("app"):child("feed")
+            local cell = feed:child("cell")
+            feed:receiveEvent(function() print("feed saw it") return "notHandled" end)
+            hier.root:receiveEvent(function() print("root saw it") return "handled" end)
+            hier.root:receiveError(function() print("root saw the error") return "notHandled" end)
+            feed:remove()
+            local o = cell:triggerEvent("Tap")
+            print(o.status, o.kind)
+            o = cell:reportError("lost")
+            print(o.status, o.kind, o.value.message)
+            feed:moveTo(hier.node("/app"))
+            print(cell:triggerEvent("Tap").status)
+            """)
+        #expect(lines == [
+            "feed saw it", "detached\tevent",
+            "detached\terror\tlost",
+            "feed saw it", "root saw it", "handled",
+        ])
+        #expect(f.presented.isEmpty, "a detached error never reaches the presenter")
+    }
+
+    @Test func aHandledValueInsideADetachedSubtreeIsHandled() throws {
+        let f = try Fixture()
+        #expect(try f.output("""
+            local top = hier.root:child("top")
+            local leaf = top:child("leaf")
+            top:handleEvent(function() end)
+            top:remove()
+            local o = leaf:triggerEvent("Tap")
+            print(o.status, o.by)
+            """) == ["handled\ttop"])
+    }
+
+    // MARK: outcomes
+
+    @Test func outcomeFields() throws {
+        let f = try Fixture()
+        #expect(try f.output("""
+            local a = hier.root:child("a")
+            local b = a:child("b")
+            a:receiveEvent(function() return "notHandled" end)
+            a:handleEvent(function() end)
+            local o = b:triggerEvent({type = "Tap", x = 1})
+            print(o.status, o.kind, o.value.type, o.value.x, o.by, o.at)
+            print(o.responder.index, o.responder.where, o.responder.kind, o.trace)
+            """) == ["handled\tevent\tTap\t1\t/a\t/a/b", "2\ttest.lua:4\thandleEvent\tnil"])
+    }
+
+    @Test func anEventCanEndAsAnErrorAndAnErrorAsAnEvent() throws {
+        let f = try Fixture()
+        #expect(try f.output("""
+            local n = hier.root:child("n")
+            n:receiveEvent("Fails", function() error("nope") end)
+            n:catchError("Recoverable", function() return "Recovered" end)
+            local o = n:triggerEvent("Fails")
+            print(o.status, o.kind, o.value.type)
+            o = n:reportError({type = "Recoverable"})
+            print(o.status, o.kind, o.value.type)
+            """) == ["unhandled\terror\tLuaError", "unhandled\tevent\tRecovered"])
+        #expect(f.presented.count == 1, "only the error that ended as an error is presented")
+    }
+
+    @Test func tracingRecordsEveryStep() throws {
+        let f = try Fixture()
+        #expect(try f.output("""
+            hier.tracing = true
+            local a = hier.root:child("a")
+            local b = a:child("b")
+            b:receiveEvent(function() return "notHandled" end)
+            b:transformEvent(function(e) return "Swipe" end)
+            a:receiveEvent("Swipe", function() error("bad") end)
+            a:catchError(function() return "Recovered" end)
+            hier.root:handleEvent(function() end)
+            local o = b:triggerEvent("Tap")
+            for i, s in ipairs(o.trace) do
+              print(i, s.node, s.index, s.kind, s.where, s.input, s.result)
+            end
+            hier.tracing = false
+            print(b:triggerEvent("Tap").trace, hier.tracing)
+            """) == [
+                "1\t/a/b\t1\treceiveEvent\ttest.lua:4\tTap\tnotHandled",
+                "2\t/a/b\t2\ttransformEvent\ttest.lua:5\tTap\tevent Swipe",
+                "3\t/a\t1\treceiveEvent\ttest.lua:6\tSwipe\traised LuaError",
+                "4\t/a\t2\tcatchError\ttest.lua:7\tLuaError\tevent Recovered",
+                "5\t/\t1\thandleEvent\ttest.lua:8\tRecovered\thandled",
+                "nil\toff",
+            ])
+    }
+
+    @Test func fullTracingKeepsValuesBeforeAndAfterReplacements() throws {
+        let f = try Fixture()
+        f.hierarchy.traceLevel = .full
+        try f.lua("hier.root:child('a'):transformEvent(function(e) return {type = 'Big', n = e.n * 10} end)")
+        let outcome = try f.hierarchy.trigger(.event("Small", ["n": 4]), at: "/a")
+        let step = try #require(outcome.trace?.first)
+        #expect(step.before == .event("Small", ["n": 4]))
+        #expect(step.after == .event("Big", ["n": 40]))
+        #expect(step.description == "/a #1 transformEvent (test.lua:1): Small -> event Big")
+    }
+
+    @Test func badSettingsAreErrorsAtTheCallersLine() throws {
+        let f = try Fixture()
+        let error = try #require(f.failure("\nhier.tracng = true"))
+        #expect(error.location == "test.lua:2")
+        #expect(error.message.contains("hier has no setting 'tracng'"))
+        #expect(f.failure("hier.depthLimit = 0")?.message.contains("from 1 to 10000") == true)
+        #expect(f.failure("hier.tracing = 'loud'")?.message.contains("hier.tracing takes") == true)
+    }
+
+    // MARK: the presenter
+
+    @Test func onlyErrorsPassingTheRootArePresented() throws {
+        let f = try Fixture()
+        try f.lua("""
+            local n = hier.root:child("n")
+            n:handleError("Handled", function() end)
+            n:reportError({type = "Handled"})
+            n:triggerEvent("Unhandled event")
+            n:reportError({type = "Unhandled", message = "m"})
+            """)
+        #expect(f.presented.count == 1)
+        #expect(f.presented.first?.error["type"] == "Unhandled")
+        #expect(f.presented.first?.reportedAt == "/n")
+        #expect(f.presented.first?.error["where"] == "test.lua:5")
+    }
+}

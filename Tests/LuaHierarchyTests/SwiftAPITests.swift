@@ -1,0 +1,267 @@
+import Foundation
+import Testing
+@testable import LuaHierarchy
+
+struct QuotaExceeded: ReportableError {
+    var errorType: String { "QuotaExceeded" }
+    var errorMessage: String { "over quota" }
+    var errorFields: [String: Value] { ["limit": 10] }
+}
+
+struct PlainSwiftError: Error, CustomStringConvertible {
+    var description: String { "plain failure" }
+}
+
+@Suite("Swift embedding API (SPEC §4, §5)")
+struct SwiftAPITests {
+    @Test func swiftClosuresOfEveryKindFollowTheSameRules() throws {
+        let f = try Fixture()
+        let a = try f.hierarchy.makeNode(at: "/a")
+        let b = try a.child("b")
+        var log: [String] = []
+        b.receiveEvent(.type("Tap")) { _ in log.append("receive"); return .replace(.event("Swipe")) }
+        b.transformEvent { event in log.append("transform \(event.typeName!)"); return .event("Big" + event.typeName!) }
+        b.receiveEvent { _ in log.append("notHandled"); return .notHandled }
+        a.handleEvent(.types(["BigSwipe"])) { _ in log.append("handle") }
+        let outcome = try f.hierarchy.trigger("Tap", at: "/a/b")
+        #expect(log == ["receive", "transform Swipe", "notHandled", "handle"])
+        #expect(outcome.status == .handled)
+        #expect(outcome.by == "/a")
+        #expect(outcome.responder?.kind == .handleEvent)
+        #expect(outcome.responder?.location.hasPrefix("LuaHierarchyTests/SwiftAPITests.swift:") == true)
+        #expect(outcome.value.typeName == "BigSwipe")
+    }
+
+    @Test func swiftErrorResponders() throws {
+        let f = try Fixture()
+        let n = try f.hierarchy.makeNode(at: "/n")
+        n.transformError(.type("Low")) { error in .error("High", message: "wrapped \(error["message"]!.stringValue!)") }
+        n.receiveError { error in error.typeName == "High" ? .notHandled : .handled }
+        n.catchError(.type("High")) { _ in "Recovered" }
+        n.handleError { _ in Issue.record("an event is not seen by error responders") }
+        let outcome = try f.hierarchy.report(.error("Low", message: "m"), at: "/n")
+        #expect(outcome.status == .unhandled)
+        #expect(outcome.kind == .event)
+        #expect(outcome.value == .event("Recovered"))
+    }
+
+    @Test func thrownSwiftErrorsAreReportedErrorsAtTheNextResponder() throws {
+        let f = try Fixture()
+        let n = try f.hierarchy.makeNode(at: "/n")
+        n.receiveEvent(.type("Quota")) { _ in throw QuotaExceeded() }
+        n.receiveEvent(.type("Plain")) { _ in throw PlainSwiftError() }
+        var seen: [Value] = []
+        n.receiveError { error in seen.append(error); return .handled }
+        _ = try f.hierarchy.trigger("Quota", at: "/n")
+        _ = try f.hierarchy.trigger("Plain", at: "/n")
+        #expect(seen.count == 2)
+        #expect(seen[0]["type"] == "QuotaExceeded")
+        #expect(seen[0]["message"] == "over quota")
+        #expect(seen[0]["limit"] == 10)
+        #expect(seen[0]["where"]?.stringValue?.hasPrefix("LuaHierarchyTests/SwiftAPITests.swift:") == true)
+        #expect(seen[1]["type"] == "PlainSwiftError")
+        #expect(seen[1]["message"] == "plain failure")
+    }
+
+    @Test func swiftAndLuaRespondersShareOneChainAndThePositionRule() throws {
+        let f = try Fixture()
+        try f.lua("""
+            local n = hier.root:child("n")
+            n:receiveEvent(function(e) e.lua = true return "notHandled" end)
+            """)
+        let n = try #require(try f.hierarchy.node(at: "/n"))
+        n.receiveEvent { event in
+            #expect(event["lua"] == true)
+            throw QuotaExceeded()
+        }
+        try f.lua("""
+            hier.node("/n"):receiveError(function(e) print("lua got " .. e.type .. " from swift") return "handled" end)
+            """)
+        let outcome = try f.hierarchy.trigger("Tap", at: n)
+        #expect(outcome.status == .handled)
+        #expect(outcome.responder?.index == 3)
+        #expect(f.printed == ["lua got QuotaExceeded from swift"])
+    }
+
+    @Test func swiftContractViolations() throws {
+        let f = try Fixture()
+        let n = try f.hierarchy.makeNode(at: "/n")
+        n.transformEvent { _ in 42 }
+        let outcome = try f.hierarchy.trigger("Tap", at: n)
+        #expect(outcome.value["type"] == "ResponderContractError")
+        #expect(outcome.value["message"]?.stringValue?.contains("returned 42; expected an event") == true)
+    }
+
+    @Test func handleRemovalFromSwift() throws {
+        let f = try Fixture()
+        let n = try f.hierarchy.makeNode(at: "/n")
+        let handle = n.handleEvent { _ in }
+        #expect(try f.hierarchy.trigger("Tap", at: n).status == .handled)
+        handle.remove()
+        handle.remove()
+        #expect(handle.isRemoved)
+        #expect(try f.hierarchy.trigger("Tap", at: n).status == .unhandled)
+    }
+
+    @Test func triggerAndReportRefuseBadInput() throws {
+        let f = try Fixture()
+        #expect(throws: HierarchyError.noSuchNode("/nope")) { try f.hierarchy.trigger("Tap", at: "/nope") }
+        #expect(throws: HierarchyError.self) { try f.hierarchy.trigger(42, at: "/") }
+        #expect(throws: HierarchyError.self) { try f.hierarchy.trigger(["no": "type"], at: "/") }
+        #expect(throws: HierarchyError.self) { try f.hierarchy.report(["type": 5], at: "/") }
+        #expect(throws: HierarchyError.foreignNode) { try f.hierarchy.trigger("Tap", at: try Hierarchy().root) }
+        #expect(throws: TreeError.invalidPath("x")) { try f.hierarchy.trigger("Tap", at: "x") }
+    }
+
+    @Test func reportFromSwiftCarriesTheCallSiteAndReachesThePresenter() throws {
+        let f = try Fixture()
+        let outcome = try f.hierarchy.report("boom", at: "/")
+        #expect(outcome.status == .unhandled)
+        #expect(outcome.value["where"]?.stringValue?.hasPrefix("LuaHierarchyTests/SwiftAPITests.swift:") == true)
+        #expect(f.presented.map(\.error) == [outcome.value])
+    }
+
+    @Test func nestedSwiftDispatchStopsAtTheDepthLimit() throws {
+        let f = try Fixture()
+        f.hierarchy.depthLimit = 10
+        let n = try f.hierarchy.makeNode(at: "/n")
+        let hierarchy = f.hierarchy
+        var calls = 0
+        n.receiveEvent { event in
+            calls += 1
+            _ = try hierarchy.trigger(event, at: n)
+            return .handled
+        }
+        #expect(try hierarchy.trigger("Echo", at: n).status == .handled)
+        #expect(calls == 10)
+        #expect(f.presented.first?.error["type"] == "DispatchDepthExceeded")
+        #expect(throws: DispatchDepthExceeded.self) {
+            f.hierarchy.depthLimit = 1
+            n.receiveEvent { _ in _ = try hierarchy.trigger("x", at: n); return .handled }
+            throw DispatchDepthExceeded(limit: 1)
+        }
+    }
+
+    @Test func hostFunctionsAreCallableFromLuaAndTheirErrorsAreLuaErrors() throws {
+        let f = try Fixture()
+        f.hierarchy.register(function: "lookup") { arguments in
+            guard case .string(let user)? = arguments.first else { throw QuotaExceeded() }
+            return ["user": .string(user), "score": .int(Int64(user.count)), "args": .int(Int64(arguments.count))]
+        }
+        let lines = try f.output("""
+            local r = lookup("ada", 2, nil)
+            print(r.user, r.score, math.type(r.score), r.args)
+            local ok, err = pcall(lookup, 1)
+            print(ok, err.type, err.message)
+            local n = hier.root:child("n")
+            n:receiveEvent(function() lookup({}) return "handled" end)
+            local o = n:triggerEvent("Tap")
+            print(o.value.type, o.value.where)
+            print(pcall(lookup, print))
+            """)
+        #expect(lines[0] == "ada\t3\tinteger\t3")
+        #expect(lines[1] == "false\tQuotaExceeded\tover quota")
+        #expect(lines[2] == "QuotaExceeded\ttest.lua:6")
+        #expect(lines[3].hasPrefix("false\t"))
+    }
+
+    @Test func onDispatchSeesNestedDispatchesWithTheirDepth() throws {
+        let f = try Fixture()
+        var seen: [(String, Int)] = []
+        f.hierarchy.onDispatch = { outcome, depth in seen.append((outcome.value.typeName ?? "?", depth)) }
+        try f.lua("""
+            local n = hier.root:child("n")
+            n:receiveEvent("Outer", function() n:triggerEvent("Inner") return "handled" end)
+            n:triggerEvent("Outer")
+            """)
+        #expect(seen.map(\.0) == ["Inner", "Outer"])
+        #expect(seen.map(\.1) == [2, 1])
+    }
+
+    @Test func nodesOutliveTheirHierarchySafely() throws {
+        var node: Node?
+        do {
+            let hierarchy = try Hierarchy()
+            try hierarchy.run(source: "hier.root:child('kept'):receiveEvent(function() return 'handled' end)")
+            node = try hierarchy.node(at: "/kept")
+        }
+        #expect(node?.path == "kept")
+    }
+}
+
+@Suite("Scripts: loading, errors, print, require (SPEC §7, §8)")
+struct ScriptTests {
+    @Test func syntaxErrorsNameFileAndLine() throws {
+        let f = try Fixture()
+        let error = try #require(f.failure("local x = 1\nlocal = 2"))
+        #expect(error.type == "SyntaxError")
+        #expect(error.location == "test.lua:2")
+        #expect(error.message.contains("near '='"))
+        #expect(error.description.hasPrefix("test.lua:2: "))
+    }
+
+    @Test func runtimeErrorsNameFileAndLineWithTraceback() throws {
+        let f = try Fixture()
+        let error = try #require(f.failure("local function f()\n  return nil .. 'x'\nend\nf()"))
+        #expect(error.type == "LuaError")
+        #expect(error.location == "test.lua:2")
+        #expect(error.message == "attempt to concatenate a nil value")
+        #expect(error.traceback?.contains("test.lua:4: in main chunk") == true)
+    }
+
+    @Test func tableErrorsAtTopLevelKeepTheirType() throws {
+        let f = try Fixture()
+        let error = try #require(f.failure("\nerror({type = 'Config', message = 'missing key', key = 'x'})"))
+        #expect(error.type == "Config")
+        #expect(error.location == "test.lua:2")
+        #expect(error.value["key"] == "x")
+        #expect(error.description == "test.lua:2: Config: missing key")
+    }
+
+    @Test func theStateStaysUsableAfterAFailure() throws {
+        let f = try Fixture()
+        _ = f.failure("hier.root:child('a'):receiveEvent(function() return 'handled' end); error('x')")
+        #expect(try f.output("print(hier.node('/a'):triggerEvent('Tap').status)") == ["handled"])
+    }
+
+    @Test func printJoinsWithTabsAndUsesTostring() throws {
+        let f = try Fixture()
+        #expect(try f.output("""
+            print(1, nil, true, 2.5, setmetatable({}, {__tostring = function() return "custom" end}))
+            print()
+            print(hier.root)
+            """) == ["1\tnil\ttrue\t2.5\tcustom", "", "node /"])
+    }
+
+    @Test func requireHierAndModulesFromTheScriptFolder() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("luahier-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try "return { greet = function(n) return 'hello ' .. n end }".write(
+            to: folder.appendingPathComponent("helper.lua"), atomically: true, encoding: .utf8)
+        try """
+            local h = require "hier"
+            local helper = require "helper"
+            print(h == hier, helper.greet(arg[1]), select("#", ...), arg[0]:match("main.lua$") ~= nil)
+            """.write(to: folder.appendingPathComponent("main.lua"), atomically: true, encoding: .utf8)
+        let f = try Fixture()
+        try f.hierarchy.run(file: folder.appendingPathComponent("main.lua").path, arguments: ["world", "2"])
+        #expect(f.printed == ["true\thello world\t2\ttrue"])
+    }
+
+    @Test func aMissingFileIsAClearError() throws {
+        let f = try Fixture()
+        do {
+            try f.hierarchy.run(file: "/no/such/file.lua")
+            Issue.record("expected a failure")
+        } catch {
+            #expect(error.message.contains("cannot open /no/such/file.lua"))
+        }
+    }
+
+    @Test func binaryChunksAreRefused() throws {
+        let f = try Fixture()
+        let error = try #require(f.failure("\u{1B}Lua"))
+        #expect(error.message.contains("binary"))
+    }
+}
