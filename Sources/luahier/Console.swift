@@ -38,14 +38,16 @@ enum Console {
         return text
     }
 
-    /// A dispatch's trace, printed when it finishes; nested dispatches are indented.
+    /// A dispatch's trace, printed when it finishes (so nested ones come first, indented):
+    /// `trace: at PATH -> STATUS [by NODE #i kind (file:line)], ends as KIND TYPE`, then a
+    /// line per responder called.
     static func printTrace(_ outcome: Outcome, depth: Int) {
         let indent = String(repeating: "  ", count: depth - 1)
-        let type = outcome.value["type"]?.stringValue ?? "?"
-        var head = "\(indent)trace: \(outcome.kind.rawValue) \(type) at \(outcome.at) -> \(outcome.status.rawValue)"
+        var head = "\(indent)trace: at \(outcome.at) -> \(outcome.status.rawValue)"
         if let by = outcome.by, let responder = outcome.responder {
             head += " by \(by) #\(responder.index) \(responder.kind.rawValue) (\(responder.location))"
         }
+        head += ", ends as \(outcome.kind.rawValue) \(outcome.value.typeName ?? "?")"
         var lines = [head]
         for step in outcome.trace ?? [] {
             lines.append("\(indent)  \(step)")
