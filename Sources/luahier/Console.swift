@@ -7,7 +7,10 @@ enum Console {
         print(line)
     }
 
+    /// Flushes stdout first (fflush(nil) flushes every stream), so that output sent to one
+    /// pipe keeps its order.
     static func error(_ text: String) {
+        fflush(nil)
         FileHandle.standardError.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
     }
 

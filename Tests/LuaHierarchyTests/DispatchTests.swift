@@ -241,3 +241,61 @@ struct DispatchTests {
         #expect(f.presented.first?.error["where"] == "test.lua:5")
     }
 }
+
+@Suite("Lifetimes and coroutines")
+struct LifetimeTests {
+    @Test func aRemovedNodeNothingHoldsIsFreedWithItsResponders() throws {
+        let f = try Fixture()
+        weak var removed: Node?
+        try f.lua("""
+            local gone = hier.root:child("gone")
+            gone:child("leaf"):receiveEvent(function() return "handled" end)
+            """)
+        removed = try f.hierarchy.node(at: "/gone")
+        #expect(removed != nil)
+        try f.lua("hier.node('/gone'):remove(); collectgarbage(); collectgarbage()")
+        try f.lua("collectgarbage()")
+        #expect(removed == nil)
+    }
+
+    @Test func aRemovedNodeLuaStillHoldsStaysUsable() throws {
+        let f = try Fixture()
+        #expect(try f.output("""
+            kept = hier.root:child("kept")
+            kept:handleEvent(function() end)
+            kept:remove()
+            collectgarbage(); collectgarbage()
+            print(kept:triggerEvent("Tap").status, kept.path)
+            """) == ["handled\tkept"])
+    }
+
+    @Test func churnDoesNotAccumulate() throws {
+        let f = try Fixture()
+        #expect(try f.output("""
+            for i = 1, 5000 do
+              local c = hier.root:child("tmp" .. i)
+              c:receiveEvent(function() return "handled" end)
+              c:triggerEvent("x")
+              c:remove()
+            end
+            collectgarbage(); collectgarbage()
+            print(#hier.root:children(), collectgarbage("count") < 2048)
+            """) == ["0\ttrue"])
+    }
+
+    @Test func yieldingAcrossTheHostIsAReportedErrorNotACrash() throws {
+        let f = try Fixture()
+        #expect(try f.output("""
+            local n = hier.root:child("n")
+            n:receiveEvent(function() coroutine.yield() return "handled" end)
+            local co = coroutine.wrap(function()
+              local o = n:triggerEvent("Tap")
+              print(o.value.type, o.value.message)
+              coroutine.yield()
+              print("dispatch inside a coroutine:", n:reportError("x").status)
+            end)
+            co()
+            co()
+            """) == ["LuaError\tattempt to yield across a C-call boundary", "dispatch inside a coroutine:\tunhandled"])
+    }
+}

@@ -9,8 +9,9 @@ final class Recorder {
 }
 
 /// A hierarchy with its output recorded. `lua` runs a chunk named `test.lua` and checks that
-/// the Lua stack is back to 0 afterwards, as every call into the host must leave it.
-struct Fixture {
+/// the Lua stack is back to 0 afterwards, as every call into the host must leave it; the
+/// fixture checks again when the test lets go of it (after Swift-side triggers too).
+final class Fixture {
     let hierarchy: Hierarchy
     let recorder = Recorder()
 
@@ -20,6 +21,10 @@ struct Fixture {
         hierarchy.output = { recorder.printed.append($0) }
         hierarchy.presenter = { recorder.presented.append($0) }
         if let source { try lua(source, sourceLocation: sourceLocation) }
+    }
+
+    deinit {
+        #expect(hierarchy.luaStackTop == 0, "Lua stack not balanced at the end of the test")
     }
 
     var printed: [String] { recorder.printed }
