@@ -20,7 +20,9 @@
 #include <lua.h>
 #include <lauxlib.h>
 #include <lualib.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- Constants ---------------------------------------------------------------------- */
 
@@ -56,6 +58,8 @@ static inline void *luahier_getextraspace(lua_State *L) { return lua_getextraspa
 static inline lua_Number luahier_tonumber(lua_State *L, int idx) { return lua_tonumberx(L, idx, NULL); }
 /* [-0, +0, -] */
 static inline lua_Integer luahier_tointeger(lua_State *L, int idx) { return lua_tointegerx(L, idx, NULL); }
+/* [-0, +0, -] A full collection (finalizers run protected; their errors become warnings). */
+static inline void luahier_fullgc(lua_State *L) { lua_gc(L, LUA_GCCOLLECT); }
 /* [-0, +1, m] */
 static inline void luahier_pushliteral(lua_State *L, const char *s) { lua_pushstring(L, s); }
 
@@ -84,6 +88,169 @@ static inline void luahier_pushhostfunction(lua_State *L, luahier_HostFunction e
     lua_pushlightuserdata(L, (void *)entry);
     lua_insert(L, -(nup + 1));
     lua_pushcclosure(L, luahier_trampoline, nup + 1);
+}
+
+
+/* ---- Limits: memory, instructions, time ------------------------------------------------ */
+
+/* Per Lua state. The extra space of every thread points here (coroutines copy it). */
+typedef struct luahier_Guard {
+    void *host;                    /* the Swift LuaHost, unretained */
+    /* Memory, counted by the allocator. */
+    size_t used, peak, limit;      /* limit 0: none */
+    int in_host;                   /* 1 while Swift code runs: its allocations never fail */
+    int memory_refused;            /* an allocation was refused since the budget began */
+    /* Instructions and time, checked by the count hook. */
+    int active;                    /* a budgeted entry (a chunk, a dispatch) is under way */
+    int exceeded;                  /* 1 instructions, 2 time: sticky until the entry ends */
+    long long instruction_limit;   /* 0: none */
+    long long instructions_left;
+    double time_limit;             /* seconds; 0: none */
+    double deadline;               /* CLOCK_MONOTONIC seconds */
+} luahier_Guard;
+
+/* The count hook runs every this many instructions; once tripped, at every instruction. */
+#define LUAHIER_HOOK_INTERVAL 1000
+
+/* [-0, +0, -] */
+static inline luahier_Guard *luahier_guard(lua_State *L) {
+    return *(luahier_Guard **)lua_getextraspace(L);
+}
+
+/* [-0, +0, -] */
+static inline double luahier_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The allocator: counts every block, and refuses growth past the limit unless the host is
+ * allocating (host code must never see an allocation raise). Shrinking never fails. */
+static inline void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+    luahier_Guard *g = (luahier_Guard *)ud;
+    size_t old = ptr ? osize : 0;
+    if (nsize == 0) {
+        free(ptr);
+        g->used -= old;
+        return NULL;
+    }
+    if (nsize > old && g->limit && !g->in_host && g->used - old + nsize > g->limit) {
+        g->memory_refused = 1;
+        return NULL;
+    }
+    void *block = realloc(ptr, nsize);
+    if (block == NULL) return NULL;
+    g->used = g->used - old + nsize;
+    if (g->used > g->peak) g->peak = g->used;
+    return block;
+}
+
+/* [-0, +1, m] The error a tripped limit raises. */
+static inline void luahier_pushlimiterror(lua_State *L, luahier_Guard *g) {
+    lua_createtable(L, 0, 4);
+    if (g->exceeded == 1) {
+        lua_pushstring(L, "InstructionLimitExceeded");
+        lua_setfield(L, -2, "type");
+        lua_pushfstring(L, "instruction limit exceeded: more than %I instructions "
+                           "(set with --max-instructions or Limits.instructions)",
+                        (LUAI_UACINT)g->instruction_limit);
+        lua_setfield(L, -2, "message");
+        lua_pushinteger(L, g->instruction_limit);
+    } else {
+        lua_pushstring(L, "TimeLimitExceeded");
+        lua_setfield(L, -2, "type");
+        lua_pushfstring(L, "time limit exceeded: ran longer than %f seconds "
+                           "(set with --timeout or Limits.time)", g->time_limit);
+        lua_setfield(L, -2, "message");
+        lua_pushnumber(L, g->time_limit);
+    }
+    lua_setfield(L, -2, "limit");
+}
+
+/* The count hook. Once a limit trips it stays tripped and the hook fires at every
+ * instruction, so a script's own pcall, xpcall, coroutine or load-with-reader cannot
+ * swallow it: the next instruction after the catch raises again. */
+static void luahier_hook(lua_State *L, lua_Debug *ar) {
+    (void)ar;
+    luahier_Guard *g = luahier_guard(L);
+    if (!g->active) {
+        if (lua_gethookcount(L) != LUAHIER_HOOK_INTERVAL)
+            lua_sethook(L, luahier_hook, LUA_MASKCOUNT, LUAHIER_HOOK_INTERVAL);
+        return;
+    }
+    if (!g->exceeded) {
+        g->instructions_left -= lua_gethookcount(L);
+        if (g->instruction_limit > 0 && g->instructions_left < 0) {
+            g->exceeded = 1;
+        } else if (g->time_limit > 0 && luahier_now() > g->deadline) {
+            g->exceeded = 2;
+        } else {
+            return;
+        }
+    }
+    lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+    luahier_pushlimiterror(L, g);
+    lua_error(L);
+}
+
+/* [-0, +0, -] Installs the count hook on `L` (done once, on the main thread, at creation:
+ * coroutines copy it when they are created). */
+static inline void luahier_installhook(lua_State *L) {
+    lua_sethook(L, luahier_hook, LUA_MASKCOUNT, LUAHIER_HOOK_INTERVAL);
+}
+
+/* [-0, +0, -] The time left before the deadline, for C functions that check it. */
+static inline int luahier_pastdeadline(lua_State *L) {
+    luahier_Guard *g = luahier_guard(L);
+    return g->active && g->time_limit > 0 && luahier_now() > g->deadline;
+}
+
+/* ---- Libraries ------------------------------------------------------------------------ */
+
+/* lua_CFunction: opens the libraries the sandbox starts from (it trims them after). */
+static inline int luahier_opensandboxlibs(lua_State *L) {
+    static const luaL_Reg libs[] = {
+        {LUA_GNAME, luaopen_base}, {LUA_LOADLIBNAME, luaopen_package},
+        {LUA_COLIBNAME, luaopen_coroutine}, {LUA_TABLIBNAME, luaopen_table},
+        {LUA_STRLIBNAME, luaopen_string}, {LUA_MATHLIBNAME, luaopen_math},
+        {LUA_UTF8LIBNAME, luaopen_utf8}, {LUA_OSLIBNAME, luaopen_os}, {NULL, NULL}};
+    for (const luaL_Reg *lib = libs; lib->func; lib++) {
+        luaL_requiref(L, lib->name, lib->func, 1);
+        lua_pop(L, 1);
+    }
+    return 0;
+}
+
+/* lua_CFunction: opens every standard library, for trusted scripts. */
+static inline int luahier_openalllibs(lua_State *L) {
+    luaL_openlibs(L);
+    return 0;
+}
+
+extern void *memmem(const void *haystack, size_t haystacklen, const void *needle, size_t needlelen);
+
+/* lua_CFunction (s, p [, init]) -> start, end | nil: string.find(s, p, init, true) in linear
+ * time (glibc's memmem), where Lua 5.4.4's own plain search is quadratic in the worst case. */
+static inline int luahier_plainfind(lua_State *L) {
+    size_t ls, lp;
+    const char *s = luaL_checklstring(L, 1, &ls);
+    const char *p = luaL_checklstring(L, 2, &lp);
+    lua_Integer init = luaL_optinteger(L, 3, 1);
+    if (init < 0) init = (init < -(lua_Integer)ls) ? 1 : (lua_Integer)ls + init + 1;
+    if (init == 0) init = 1;
+    if (init > (lua_Integer)ls + 1) {
+        lua_pushnil(L);
+        return 1;
+    }
+    const char *start = s + init - 1;
+    const char *found = lp == 0 ? start : (const char *)memmem(start, ls - (size_t)(init - 1), p, lp);
+    if (found == NULL) {
+        lua_pushnil(L);
+        return 1;
+    }
+    lua_pushinteger(L, (lua_Integer)(found - s) + 1);
+    lua_pushinteger(L, (lua_Integer)(found - s) + (lua_Integer)lp);
+    return 2;
 }
 
 /* ---- Locations and the message handler ------------------------------------------------ */

@@ -16,6 +16,10 @@ public final class Hierarchy {
         public var depthLimit = 100
         /// Folders `require` searches after the running script's own folder.
         public var modulePaths: [String] = []
+        /// The sandbox (default) or the full standard library for trusted scripts.
+        public var libraries = Libraries.sandboxed
+        /// Instruction, time and memory bounds.
+        public var limits = Limits()
         public init() {}
     }
 
@@ -25,6 +29,8 @@ public final class Hierarchy {
     private let host: LuaHost
     private var bridge: LuaBridge!
     private let modulePaths: [String]
+    /// The sandbox's folder list for `require` (a registry reference), 0 with full libraries.
+    private var moduleFolderList: Int32 = 0
 
     /// Receives errors that pass the root unhandled (AppKit's `presentError:`).
     public var presenter: ((PresentedError) -> Void)?
@@ -51,11 +57,13 @@ public final class Hierarchy {
         root = Node(name: "root", tree: TreeToken(), isRoot: true)
         dispatcher = Dispatcher(root: root)
         modulePaths = options.modulePaths
-        host = try LuaHost()
+        host = try LuaHost(limits: options.limits)
         dispatcher.traceLevel = options.traceLevel
         dispatcher.depthLimit = max(1, options.depthLimit)
         dispatcher.presenter = { [unowned self] in self.presenter?($0) }
+        moduleFolderList = try host.openLibraries(options.libraries)
         bridge = try LuaBridge(host: host, hierarchy: self)
+        if options.libraries == .sandboxed { try host.sealGlobals() }
         setModuleFolders(nil)
     }
 
@@ -116,7 +124,7 @@ public final class Hierarchy {
 
     private func dispatch(_ message: Message, at node: Node) throws -> Outcome {
         guard node.tree === root.tree else { throw HierarchyError.foreignNode }
-        return try dispatcher.dispatch(message, at: node).outcome
+        return try host.withBudget { () throws(DispatchDepthExceeded) in try dispatcher.dispatch(message, at: node) }.outcome
     }
 
     private func existingNode(_ path: String) throws -> Node {
@@ -178,22 +186,26 @@ public final class Hierarchy {
         luahier_pop(L, 1)
         lua_checkstack(L, Int32(clamping: arguments.count + 2))
         for argument in arguments { host.push(argument) }
-        if let error = host.callProtected(nargs: Int32(arguments.count), nresults: 0) {
-            throw ScriptError(error)
+        let result = host.withBudget { host.callProtected(nargs: Int32(arguments.count), nresults: 0) }
+        switch result {
+        case .ok: break
+        case .failed(let error), .limitExceeded(let error): throw ScriptError(error)
         }
     }
 
-    /// Points `package.path` at `folder` (if any) and the configured module paths.
+    /// Points `require` at `folder` (if any) and the configured module paths.
     private func setModuleFolders(_ folder: String?) {
         let folders = (folder.map { [$0] } ?? []) + modulePaths
+        if moduleFolderList != 0 {
+            host.setFolders(folders, ref: moduleFolderList)
+            return
+        }
         let path = folders.flatMap { ["\($0)/?.lua", "\($0)/?/init.lua"] }.joined(separator: ";")
         let L = host.thread
         luahier_pushglobaltable(L)
         if host.pushRawField(of: -1, "package") == LUA_TTABLE {
             host.push(path)
             host.setRawField(of: -2, "path")
-            host.push("")
-            host.setRawField(of: -2, "cpath")
         }
         luahier_pop(L, 2)
     }
@@ -202,6 +214,14 @@ public final class Hierarchy {
 
     /// The Lua stack height of the running thread: 0 between calls.
     var luaStackTop: Int32 { lua_gettop(host.thread) }
+
+    /// Bytes the Lua state holds now, and at most since it was created.
+    public var luaMemory: (used: Int, peak: Int) { (host.memoryUsed, host.memoryPeak) }
+
+    /// Runs a full garbage collection (finalizers included), as the host.
+    public func collectGarbage() {
+        luahier_fullgc(host.thread)
+    }
 }
 
 extension ScriptError {

@@ -253,8 +253,8 @@ struct LifetimeTests {
             """)
         removed = try f.hierarchy.node(at: "/gone")
         #expect(removed != nil)
-        try f.lua("hier.node('/gone'):remove(); collectgarbage(); collectgarbage()")
-        try f.lua("collectgarbage()")
+        try f.lua("hier.node('/gone'):remove(); fullgc(); fullgc()")
+        try f.lua("fullgc()")
         #expect(removed == nil)
     }
 
@@ -264,7 +264,7 @@ struct LifetimeTests {
             kept = hier.root:child("kept")
             kept:handleEvent(function() end)
             kept:remove()
-            collectgarbage(); collectgarbage()
+            fullgc(); fullgc()
             print(kept:triggerEvent("Tap").status, kept.path)
             """) == ["handled\tkept"])
     }
@@ -278,7 +278,7 @@ struct LifetimeTests {
               c:triggerEvent("x")
               c:remove()
             end
-            collectgarbage(); collectgarbage()
+            fullgc(); fullgc()
             print(#hier.root:children(), collectgarbage("count") < 2048)
             """) == ["0\ttrue"])
     }

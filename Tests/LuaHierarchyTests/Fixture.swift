@@ -20,6 +20,11 @@ final class Fixture {
         let recorder = self.recorder
         hierarchy.output = { recorder.printed.append($0) }
         hierarchy.presenter = { recorder.presented.append($0) }
+        // The sandbox refuses collectgarbage(); tests that need a full collection call this.
+        hierarchy.register(function: "fullgc") { [unowned hierarchy] _ in
+            hierarchy.collectGarbage()
+            return .null
+        }
         if let source { try lua(source, sourceLocation: sourceLocation) }
     }
 

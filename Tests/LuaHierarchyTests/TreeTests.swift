@@ -30,7 +30,7 @@ struct TreeTests {
             local cell = hier.root:child("a"):child("b")
             local seen = {}
             seen[hier.node("/a/b")] = true
-            collectgarbage(); collectgarbage()
+            fullgc(); fullgc()
             print(hier.node("/a/b") == hier.node("/a/b"), rawequal(hier.node("/a/b"), cell), seen[cell])
             print(hier.node("/a/zzz"), hier.node("/nope"))
             """) == ["true\ttrue\ttrue", "nil\tnil"])
@@ -40,10 +40,10 @@ struct TreeTests {
         let f = try Fixture()
         _ = try f.output("""
             hier.root:child("kept"):receiveEvent(function() return "handled" end)
-            collectgarbage(); collectgarbage()
+            fullgc(); fullgc()
             """)
         #expect(try f.output("""
-            collectgarbage(); collectgarbage()
+            fullgc(); fullgc()
             print(hier.node("/kept"):triggerEvent("Tap").status)
             """) == ["handled"])
     }

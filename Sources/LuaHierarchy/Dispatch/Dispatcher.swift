@@ -31,7 +31,8 @@ struct DispatchResult {
 /// - a responder sees a value of its domain whose type passes its filter;
 /// - whatever it produces (replacement, caught event, raised or contract error) continues at
 ///   the next responder of the same node: the position rule;
-/// - an error that replaces an error gets `cause`; any produced error gets `where`.
+/// - an error that replaces an error gets `cause`; any produced error gets `where`;
+/// - a tripped host limit (instructions, time, memory) ends the dispatch at once, unhandled.
 final class Dispatcher {
     let root: Node
     var depthLimit = 100
@@ -76,6 +77,14 @@ final class Dispatcher {
                 var produced: Message
                 var stepResult: TraceStep.Result
                 switch (kind, reply) {
+                case (_, .aborted(var error)):
+                    error.setIfAbsent("where", to: responder.location)
+                    trace?.append(step(node, offset, responder, inputType, .raised(type: error.type), before, nil))
+                    return finish(
+                        DispatchResult(
+                            status: .unhandled, message: error, handledBy: nil, responder: nil,
+                            trace: trace, origin: origin),
+                        present: !detached)
                 case (_, .raised(let error)):
                     produced = error
                     stepResult = .raised(type: error.type)
@@ -111,11 +120,17 @@ final class Dispatcher {
             }
         }
 
-        let result = DispatchResult(
-            status: detached ? .detached : .unhandled, message: current, handledBy: nil,
-            responder: nil, trace: trace, origin: origin)
-        if !detached, current.domain == .error {
-            presenter?(PresentedError(error: current.describedValue(), reportedAt: origin.path))
+        return finish(
+            DispatchResult(
+                status: detached ? .detached : .unhandled, message: current, handledBy: nil,
+                responder: nil, trace: trace, origin: origin),
+            present: !detached && current.domain == .error)
+    }
+
+    /// Presents an unhandled error (unless asked not to) and lets the observer see the end.
+    private func finish(_ result: DispatchResult, present: Bool) -> DispatchResult {
+        if present {
+            presenter?(PresentedError(error: result.message.describedValue(), reportedAt: result.origin.path))
         }
         observer?(result, depth)
         return result
@@ -141,7 +156,7 @@ extension Message {
         case .notHandled: got = "\"notHandled\""
         case .value(let message): got = "\(message.domain == .event ? "an event" : "an error") (\(message.type))"
         case .unusable(let description): got = description
-        case .raised(let message): got = "an error (\(message.type))"
+        case .raised(let message), .aborted(let message): got = "an error (\(message.type))"
         }
         let kind = responder.kind
         return .hostError(

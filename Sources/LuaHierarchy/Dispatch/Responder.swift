@@ -52,6 +52,8 @@ enum ResponderReply {
     case unusable(description: String)
     /// An error raised inside the body, as an error message.
     case raised(Message)
+    /// A host limit tripped (instructions, time, memory): the dispatch ends with this error.
+    case aborted(Message)
 }
 
 /// The code behind a responder: a Lua function or a Swift closure.

@@ -93,7 +93,7 @@ final class LuaBridge {
             throw .preludeFailed(message)
         }
         luahier_insert(L, -9)
-        if let error = host.callProtected(nargs: 8, nresults: 0) {
+        if case .failed(let error) = host.callProtected(nargs: 8, nresults: 0) {
             throw .preludeFailed(error.describedValue()["message"]?.stringValue ?? error.type)
         }
     }
@@ -400,8 +400,14 @@ private let luaPrelude = """
     handleMeta.__newindex = function() error("responder handles are read-only", 2) end
     handleMeta.__metatable = "responder handle"
 
-    setmetatable(hier, {
-        __index = function(_, key) return get(key) end,
+    -- `hier` is a proxy: its API fields cannot be replaced, and unknown keys are settings.
+    local api = hier
+    hier = setmetatable({}, {
+        __index = function(_, key)
+            local value = api[key]
+            if value ~= nil then return value end
+            return get(key)
+        end,
         __newindex = function(_, key, value)
             local ok, problem = set(key, value)
             if not ok then error(problem, 2) end

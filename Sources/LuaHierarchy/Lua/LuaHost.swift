@@ -29,15 +29,27 @@ final class LuaHost {
     /// inside a collection); the next host function or protected call does.
     private var finalizing = false
 
-    init() throws(HierarchyError) {
-        guard let state = luaL_newstate() else { throw .luaStateUnavailable }
+    /// Memory and budget counters shared with the C allocator and count hook.
+    let guardState: UnsafeMutablePointer<luahier_Guard>
+    let limits: Limits
+
+    init(limits: Limits) throws(HierarchyError) {
+        guardState = .allocate(capacity: 1)
+        guardState.initialize(to: luahier_Guard())
+        guardState.pointee.in_host = 1
+        guardState.pointee.limit = limits.memory.map { size_t(max(0, $0)) } ?? 0
+        self.limits = limits
+        guard let state = lua_newstate(luahier_alloc, guardState) else {
+            guardState.deallocate()
+            throw .luaStateUnavailable
+        }
         mainThread = state
         thread = state
-        luaL_openlibs(state)
-        domainTags = makeWeakTable(mode: "k")
         // Coroutines copy the main thread's extra space, so `from(_:)` works on any thread.
-        luahier_getextraspace(state)!.storeBytes(
-            of: Unmanaged.passUnretained(self).toOpaque(), as: UnsafeRawPointer.self)
+        luahier_getextraspace(state)!.storeBytes(of: UnsafeRawPointer(guardState), as: UnsafeRawPointer.self)
+        guardState.pointee.host = UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque())
+        luahier_installhook(state)
+        domainTags = makeWeakTable(mode: "k")
     }
 
     /// Closes the state: finalizers run, held userdata release their Swift objects.
@@ -46,14 +58,66 @@ final class LuaHost {
         isClosed = true
         lua_close(mainThread)
         drainReleases()
+        guardState.deallocate()
     }
 
     deinit { close() }
 
     /// The host that owns `L`.
     static func from(_ L: LuaState) -> LuaHost {
-        let raw = luahier_getextraspace(L)!.load(as: UnsafeRawPointer.self)
-        return Unmanaged<LuaHost>.fromOpaque(raw).takeUnretainedValue()
+        let host = luahier_guard(L)!.pointee.host!
+        return Unmanaged<LuaHost>.fromOpaque(host).takeUnretainedValue()
+    }
+
+    /// Bytes the Lua state holds now, and at most so far.
+    var memoryUsed: Int { Int(guardState.pointee.used) }
+    var memoryPeak: Int { Int(guardState.pointee.peak) }
+
+    // MARK: Budgets
+
+    /// Runs `body` as one top-level entry with a fresh instruction and time budget. Entries
+    /// nested inside a running one share its budget.
+    func withBudget<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        let state = guardState
+        if state.pointee.active != 0 { return try body() }
+        state.pointee.active = 1
+        state.pointee.exceeded = 0
+        state.pointee.instruction_limit = Int64(limits.instructions ?? 0)
+        state.pointee.instructions_left = Int64(limits.instructions ?? 0)
+        state.pointee.time_limit = limits.time ?? 0
+        state.pointee.deadline = luahier_now() + (limits.time ?? 0)
+        defer {
+            state.pointee.active = 0
+            state.pointee.exceeded = 0
+            luahier_installhook(mainThread)
+        }
+        return try body()
+    }
+
+    /// The error for a tripped instruction or time limit, if one tripped.
+    private var trippedLimit: Message? {
+        let state = guardState.pointee
+        switch state.exceeded {
+        case 1:
+            return .hostError(
+                "InstructionLimitExceeded",
+                "instruction limit exceeded: more than \(state.instruction_limit) instructions (set with --max-instructions or Limits.instructions)",
+                where: nil, ["limit": .int(state.instruction_limit)])
+        case 2:
+            return .hostError(
+                "TimeLimitExceeded",
+                "time limit exceeded: ran longer than \(state.time_limit) seconds (set with --timeout or Limits.time)",
+                where: nil, ["limit": .double(state.time_limit)])
+        default:
+            return nil
+        }
+    }
+
+    private var memoryLimitError: Message {
+        .hostError(
+            "MemoryLimitExceeded",
+            "memory limit exceeded: the Lua state may hold at most \(guardState.pointee.limit) bytes (set with --max-memory or Limits.memory)",
+            where: nil, ["limit": .int(Int64(guardState.pointee.limit))])
     }
 
     // MARK: Host functions
@@ -69,8 +133,13 @@ final class LuaHost {
     /// with the error value pushed for the trampoline to raise.
     fileprivate func runFunction(_ index: Int, on L: LuaState) -> Int32 {
         let caller = thread
+        let callerMode = guardState.pointee.in_host
         thread = L
-        defer { thread = caller }
+        guardState.pointee.in_host = 1
+        defer {
+            thread = caller
+            guardState.pointee.in_host = callerMode
+        }
         let call = HostCall(host: self, L: L)
         defer {
             if finalizing {
@@ -100,32 +169,41 @@ final class LuaHost {
 
     // MARK: Calling Lua
 
-    /// [-(nargs+1), +nresults, -] Calls the function below the `nargs` arguments on the
-    /// running thread, protected, with the message handler. On failure the stack loses the
-    /// function and arguments, and the error comes back as an error message.
-    func callProtected(nargs: Int32, nresults: Int32) -> Message? {
+    /// How a protected call ended.
+    enum CallResult {
+        case ok
+        /// The code raised an error (or broke a rule the host checks).
+        case failed(Message)
+        /// An instruction, time or memory limit tripped: the entry must end.
+        case limitExceeded(Message)
+    }
+
+    /// [-(nargs+1), +(nresults|0), -] Calls the function below the `nargs` arguments on the
+    /// running thread, protected, with the message handler, with host allocations off. On
+    /// failure the stack loses the function and arguments, and the error comes back.
+    func callProtected(nargs: Int32, nresults: Int32) -> CallResult {
         let L = thread
         let base = lua_gettop(L) - nargs
         luahier_pushcfunction(L, luahier_msgh)
         luahier_insert(L, base)
+        let state = guardState
+        let callerMode = state.pointee.in_host
+        let callerRefused = state.pointee.memory_refused
+        state.pointee.in_host = 0
+        state.pointee.memory_refused = 0
         protectedDepth += 1
         let status = luahier_pcall(L, nargs, nresults, base)
         protectedDepth -= 1
+        state.pointee.in_host = callerMode
+        let memoryRefused = state.pointee.memory_refused != 0
+        state.pointee.memory_refused = callerRefused
         luahier_remove(L, base)
         if protectedDepth == 0 && !pendingReleases.isEmpty { drainReleases() }
-        guard status != LUA_OK else { return nil }
+        guard status != LUA_OK else { return .ok }
         defer { luahier_pop(L, 1) }
-        return errorMessage(at: -1, status: status)
-    }
-
-    /// [-0, +0, m] A new table with weak `mode` ("k" or "v"), held by a registry reference.
-    func makeWeakTable(mode: String) -> Int32 {
-        luahier_newtable(thread)
-        push(mode)
-        setRawField(of: -2, "__mode")
-        lua_pushvalue(thread, -1)
-        lua_setmetatable(thread, -2)
-        return ref()
+        if let tripped = trippedLimit { return .limitExceeded(tripped) }
+        if status == LUA_ERRMEM || (status == LUA_ERRERR && memoryRefused) { return .limitExceeded(memoryLimitError) }
+        return .failed(errorMessage(at: -1, status: status))
     }
 
     /// [-0, +0, -] The error value at `index` (after a failed protected call) as a message.
@@ -134,11 +212,8 @@ final class LuaHost {
             return message
         }
         let text = string(at: index) ?? "(error object is not a string)"
-        switch status {
-        case LUA_ERRMEM: return .hostError("MemoryError", text, where: nil)
-        case LUA_ERRERR: return .hostError("LuaError", "error while handling an error: \(text)", where: nil)
-        default: return .hostError("LuaError", text, where: nil)
-        }
+        if status == LUA_ERRERR { return .hostError("LuaError", "error while handling an error: \(text)", where: nil) }
+        return .hostError("LuaError", text, where: nil)
     }
 
     // MARK: Lifetimes

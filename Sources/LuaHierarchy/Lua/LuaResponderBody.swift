@@ -22,7 +22,11 @@ final class LuaResponderBody: ResponderBody {
         }
         lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(ref))
         host.pushPayload(of: &input)
-        if let error = host.callProtected(nargs: 1, nresults: 1) { return .raised(error) }
+        switch host.callProtected(nargs: 1, nresults: 1) {
+        case .ok: break
+        case .failed(let error): return .raised(error)
+        case .limitExceeded(let error): return .aborted(error)
+        }
         defer { luahier_pop(L, 1) }
         if host.isString(at: -1, equalTo: "handled") { return .handled }
         if host.isString(at: -1, equalTo: "notHandled") { return .notHandled }

@@ -87,6 +87,16 @@ extension LuaHost {
         return "\(source):\(debug.linedefined)"
     }
 
+    /// [-0, +0, m] A new table with weak `mode` ("k" or "v"), held by a registry reference.
+    func makeWeakTable(mode: String) -> Int32 {
+        luahier_newtable(thread)
+        push(mode)
+        setRawField(of: -2, "__mode")
+        lua_pushvalue(thread, -1)
+        lua_setmetatable(thread, -2)
+        return ref()
+    }
+
     /// [-0, +0, -] The type name of the value at `index`.
     func typeName(at index: Int32) -> String {
         String(cString: lua_typename(thread, lua_type(thread, index)))
