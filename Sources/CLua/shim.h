@@ -107,6 +107,11 @@ typedef struct luahier_Guard {
     long long instructions_left;
     double time_limit;             /* seconds; 0: none */
     double deadline;               /* CLOCK_MONOTONIC seconds */
+    /* Where Lua last was when the hook ran: the place named by memory errors, which come
+     * without a message handler. */
+    char last_source[LUA_IDSIZE];
+    int last_line;
+    lua_State *main;               /* read by the allocator to note where a refusal happened */
 } luahier_Guard;
 
 /* The count hook runs every this many instructions; once tripped, at every instruction. */
@@ -124,6 +129,19 @@ static inline double luahier_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* [-0, +0, -] Notes in the guard the innermost Lua line of `L`'s stack. Reads only: safe
+ * from inside the allocator. */
+static inline void luahier_notewhere(lua_State *L, luahier_Guard *g) {
+    lua_Debug ar;
+    for (int level = 0; lua_getstack(L, level, &ar); level++) {
+        if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+            memcpy(g->last_source, ar.short_src, sizeof g->last_source);
+            g->last_line = ar.currentline;
+            return;
+        }
+    }
+}
+
 /* The allocator: counts every block, and refuses growth past the limit unless the host is
  * allocating (host code must never see an allocation raise). Shrinking never fails. */
 static inline void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
@@ -135,6 +153,7 @@ static inline void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsiz
         return NULL;
     }
     if (nsize > old && g->limit && !g->in_host && g->used - old + nsize > g->limit) {
+        if (!g->memory_refused && g->main) luahier_notewhere(g->main, g);
         g->memory_refused = 1;
         return NULL;
     }
@@ -171,7 +190,6 @@ static inline void luahier_pushlimiterror(lua_State *L, luahier_Guard *g) {
  * instruction, so a script's own pcall, xpcall, coroutine or load-with-reader cannot
  * swallow it: the next instruction after the catch raises again. */
 static void luahier_hook(lua_State *L, lua_Debug *ar) {
-    (void)ar;
     luahier_Guard *g = luahier_guard(L);
     if (!g->active) {
         if (lua_gethookcount(L) != LUAHIER_HOOK_INTERVAL)
@@ -179,6 +197,10 @@ static void luahier_hook(lua_State *L, lua_Debug *ar) {
         return;
     }
     if (!g->exceeded) {
+        if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0) {
+            memcpy(g->last_source, ar->short_src, sizeof g->last_source);
+            g->last_line = ar->currentline;
+        }
         g->instructions_left -= lua_gethookcount(L);
         if (g->instruction_limit > 0 && g->instructions_left < 0) {
             g->exceeded = 1;
@@ -199,10 +221,35 @@ static inline void luahier_installhook(lua_State *L) {
     lua_sethook(L, luahier_hook, LUA_MASKCOUNT, LUAHIER_HOOK_INTERVAL);
 }
 
-/* [-0, +0, -] The time left before the deadline, for C functions that check it. */
-static inline int luahier_pastdeadline(lua_State *L) {
+/* [-0, +0, -] Charges host work (a dispatch, a responder call) to the instruction budget, so
+ * scripts that mostly make the host work are bounded by it too. Trips the limit if spent: the
+ * next Lua instruction raises. */
+static inline void luahier_charge(lua_State *L, long long instructions) {
     luahier_Guard *g = luahier_guard(L);
-    return g->active && g->time_limit > 0 && luahier_now() > g->deadline;
+    if (!g->active || g->instruction_limit <= 0 || g->exceeded) return;
+    g->instructions_left -= instructions;
+    if (g->instructions_left < 0) {
+        g->exceeded = 1;
+        lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+    }
+}
+
+/* An xpcall message handler, guarded: once a limit has tripped the error passes through
+ * untouched and no Lua code runs. Lua 5.4.4 re-enters a message handler that raises, in C,
+ * forever; a tripped limit raises at every Lua instruction, so the user's handler must not run. */
+static inline int luahier_guardedhandler(lua_State *L) {
+    if (luahier_guard(L)->exceeded) return 1;
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+/* lua_CFunction (handler) -> the handler, guarded. */
+static inline int luahier_guardhandler(lua_State *L) {
+    lua_settop(L, 1);
+    lua_pushcclosure(L, luahier_guardedhandler, 1);
+    return 1;
 }
 
 /* ---- Libraries ------------------------------------------------------------------------ */

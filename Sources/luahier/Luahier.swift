@@ -1,4 +1,5 @@
 import ArgumentParser
+import LuaHierarchy
 import Foundation
 
 /// `luahier`: run responder-chain scripts. Exit codes are few and documented in `--help`.
@@ -17,9 +18,13 @@ struct Luahier: ParsableCommand {
         subcommands: [Run.self]
     )
 
-    /// Parses and runs, mapping every failure to a documented exit code: argument errors
-    /// are 2 (swift-argument-parser would say 64).
+    /// Parses and runs on a large-stack thread, mapping every failure to a documented exit
+    /// code: argument errors are 2 (swift-argument-parser would say 64).
     static func main() {
+        LargeStack.run(runCommand)
+    }
+
+    private static func runCommand() {
         do {
             var command = try parseAsRoot()
             try command.run()

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import LuaHierarchy
 
-/// `luahier run FILE [--trace] [--fail-on-unhandled] [-- ARGS...]`
+/// `luahier run FILE [--trace] [--fail-on-unhandled] [host options] [-- ARGS...]`
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a Lua script with `hier` (the tree's root and API) ready.",
@@ -22,6 +22,9 @@ struct Run: ParsableCommand {
     @Flag(help: "Exit with status 3 if an error reached the root unhandled.")
     var failOnUnhandled = false
 
+    @OptionGroup(title: "Sandbox and limits")
+    var host: HostOptions
+
     @Argument(parsing: .postTerminator, help: "Arguments for the script, after --.")
     var arguments: [String] = []
 
@@ -33,7 +36,7 @@ struct Run: ParsableCommand {
     }
 
     func run() throws {
-        let hierarchy = try Hierarchy()
+        let hierarchy = try Hierarchy(options: try host.hierarchyOptions())
         var unhandledErrors = 0
         hierarchy.output = Console.out
         hierarchy.presenter = { presented in

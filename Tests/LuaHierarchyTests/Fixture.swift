@@ -15,8 +15,8 @@ final class Fixture {
     let hierarchy: Hierarchy
     let recorder = Recorder()
 
-    init(_ source: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        hierarchy = try Hierarchy()
+    init(_ source: String? = nil, options: Hierarchy.Options = .init(), sourceLocation: SourceLocation = #_sourceLocation) throws {
+        hierarchy = try Hierarchy(options: options)
         let recorder = self.recorder
         hierarchy.output = { recorder.printed.append($0) }
         hierarchy.presenter = { recorder.presented.append($0) }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import LuaHierarchy
 
@@ -127,5 +128,50 @@ struct TreeTests {
             hier.node("/wide/c50"):remove()
             print(#wide:children(), hier.node("/wide/c50"), wide:children()[50].name)
             """) == ["100\t/wide/c77\ttrue", "99\tnil\tc51"])
+    }
+}
+
+@Suite("Tree at scale")
+struct TreeScaleTests {
+    @Test func removingManySiblingsFrontToBackIsLinear() throws {
+        let f = try Fixture()
+        let started = Date()
+        #expect(try f.output("""
+            local wide = hier.root:child("wide")
+            for i = 1, 50000 do wide:child("c" .. i) end
+            local kids = wide:children()
+            for i = 1, #kids do kids[i]:remove() end
+            print(#wide:children(), #kids)
+            """) == ["0\t50000"])
+        #expect(Date().timeIntervalSince(started) < 20)
+    }
+
+    @Test func aMillionDeepChainIsReleasedWithoutRecursion() throws {
+        var options = Hierarchy.Options()
+        options.limits = .none
+        let f = try Fixture(options: options)
+        weak var top: Node?
+        do {
+            var node = try f.hierarchy.root.child("deep")
+            top = node
+            for _ in 0..<1_000_000 { node = try node.child("d") }
+            #expect(node.depth == 1_000_001)
+            top?.remove()
+        }
+        #expect(top == nil, "the whole chain was freed")
+    }
+
+    @Test func childOrderSurvivesRemovalAndMoves() throws {
+        let f = try Fixture()
+        #expect(try f.output("""
+            local p = hier.root:child("p")
+            for _, n in ipairs({"a", "b", "c", "d"}) do p:child(n) end
+            p:child("b"):remove()
+            p:child("a"):moveTo(hier.root)
+            hier.node("/a"):moveTo(p)
+            local names = {}
+            for i, c in ipairs(p:children()) do names[i] = c.name end
+            print(table.concat(names, ","))
+            """) == ["c,d,a"])
     }
 }

@@ -276,7 +276,8 @@ final class LuaBridge {
         }
         let location = host.definitionLocation(ofFunctionAt: function) ?? call.callerLocation ?? "?"
         let responder = Responder(
-            kind: kind, filter: filter, body: LuaResponderBody(host: host, functionAt: function), location: location)
+            kind: kind, filter: filter, body: LuaResponderBody(host: host, functionAt: function, location: location),
+            location: location)
         node.appendResponder(responder)
         host.pushRetainingUserdata(responder, metatableRef: handleMetatable)
         return 1
@@ -308,7 +309,12 @@ final class LuaBridge {
         }
     }
 
+    /// What a dispatch started from Lua costs against the instruction budget, beyond the
+    /// instructions its responders run: the host's own work.
+    static let dispatchCharge: Int64 = 200
+
     private func dispatch(_ message: Message, at node: Node, _ call: HostCall) throws -> Int32 {
+        host.charge(instructions: Self.dispatchCharge)
         let result: DispatchResult
         do {
             result = try hierarchy.dispatcher.dispatch(message, at: node)

@@ -49,6 +49,7 @@ final class LuaHost {
         luahier_getextraspace(state)!.storeBytes(of: UnsafeRawPointer(guardState), as: UnsafeRawPointer.self)
         guardState.pointee.host = UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque())
         luahier_installhook(state)
+        guardState.pointee.main = state
         domainTags = makeWeakTable(mode: "k")
     }
 
@@ -86,6 +87,7 @@ final class LuaHost {
         state.pointee.instructions_left = Int64(limits.instructions ?? 0)
         state.pointee.time_limit = limits.time ?? 0
         state.pointee.deadline = luahier_now() + (limits.time ?? 0)
+        state.pointee.last_line = 0
         defer {
             state.pointee.active = 0
             state.pointee.exceeded = 0
@@ -113,11 +115,20 @@ final class LuaHost {
         }
     }
 
+    /// Memory errors come without a message handler, so they name the place the count hook
+    /// last saw (at most 1,000 instructions before).
     private var memoryLimitError: Message {
-        .hostError(
+        let state = guardState.pointee
+        let source = withUnsafeBytes(of: state.last_source) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        return .hostError(
             "MemoryLimitExceeded",
-            "memory limit exceeded: the Lua state may hold at most \(guardState.pointee.limit) bytes (set with --max-memory or Limits.memory)",
-            where: nil, ["limit": .int(Int64(guardState.pointee.limit))])
+            "memory limit exceeded: the Lua state may hold at most \(state.limit) bytes (set with --max-memory or Limits.memory)",
+            where: state.last_line > 0 ? "\(source):\(state.last_line)" : nil, ["limit": .int(Int64(state.limit))])
+    }
+
+    /// Charges host work to the running entry's instruction budget.
+    func charge(instructions: Int64) {
+        luahier_charge(thread, instructions)
     }
 
     // MARK: Host functions
@@ -201,15 +212,24 @@ final class LuaHost {
         if protectedDepth == 0 && !pendingReleases.isEmpty { drainReleases() }
         guard status != LUA_OK else { return .ok }
         defer { luahier_pop(L, 1) }
-        if let tripped = trippedLimit { return .limitExceeded(tripped) }
+        if var tripped = trippedLimit {
+            // The error the hook raised went through the message handler: it knows the line.
+            if let location = stringField(ofTableAt: -1, "where") { tripped.setIfAbsent("where", to: location) }
+            return .limitExceeded(tripped)
+        }
         if status == LUA_ERRMEM || (status == LUA_ERRERR && memoryRefused) { return .limitExceeded(memoryLimitError) }
         return .failed(errorMessage(at: -1, status: status))
     }
 
     /// [-0, +0, -] The error value at `index` (after a failed protected call) as a message.
     private func errorMessage(at index: Int32, status: Int32) -> Message {
-        if lua_type(thread, index) == LUA_TTABLE, let message = try? message(at: index, as: .error) {
-            return message
+        if lua_type(thread, index) == LUA_TTABLE {
+            do {
+                return try message(at: index, as: .error)
+            } catch {
+                return .hostError(
+                    "LuaError", "(error object is \(error.description))", where: stringField(ofTableAt: index, "where"))
+            }
         }
         let text = string(at: index) ?? "(error object is not a string)"
         if status == LUA_ERRERR { return .hostError("LuaError", "error while handling an error: \(text)", where: nil) }

@@ -4,15 +4,19 @@ import CLua
 final class LuaResponderBody: ResponderBody {
     let host: LuaHost
     let ref: Int32
+    /// Where the function was defined, for the messages this body makes itself.
+    let location: String
 
     /// [-0, +0, m] References the function at `index`.
-    init(host: LuaHost, functionAt index: Int32) {
+    init(host: LuaHost, functionAt index: Int32, location: String) {
         self.host = host
+        self.location = location
         lua_pushvalue(host.thread, index)
         self.ref = host.ref()
     }
 
     deinit { host.unref(ref) }
+
 
     func call(with input: inout Message, returning domain: Domain) -> ResponderReply {
         guard !host.isClosed else { return .raised(.hostError("LuaError", "the Lua state is closed", where: nil)) }
@@ -24,6 +28,12 @@ final class LuaResponderBody: ResponderBody {
         host.pushPayload(of: &input)
         switch host.callProtected(nargs: 1, nresults: 1) {
         case .ok: break
+        case .failed(let error) where error.isYieldAcrossHost:
+            return .raised(
+                .hostError(
+                    "ResponderContractError",
+                    "responder at \(location) yielded: responders run inside the host and cannot yield (use a coroutine of your own inside the responder)",
+                    where: error.describedValue()["where"]?.stringValue ?? location))
         case .failed(let error): return .raised(error)
         case .limitExceeded(let error): return .aborted(error)
         }
@@ -35,5 +45,12 @@ final class LuaResponderBody: ResponderBody {
         } catch {
             return .unusable(description: error.description)
         }
+    }
+}
+
+extension Message {
+    /// Lua's own error for a `coroutine.yield` that would cross the host.
+    var isYieldAcrossHost: Bool {
+        type == "LuaError" && describedValue()["message"] == "attempt to yield across a C-call boundary"
     }
 }

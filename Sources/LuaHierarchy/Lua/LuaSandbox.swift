@@ -28,7 +28,8 @@ extension LuaHost {
             try load(sandboxPrelude, name: "=[luahier sandbox]")
             luahier_insert(L, -2)
             luahier_pushcfunction(L, luahier_plainfind)
-            try runSetup(nargs: 2, "sandbox")
+            luahier_pushcfunction(L, luahier_guardhandler)
+            try runSetup(nargs: 3, "sandbox")
             return folders
         }
     }
@@ -74,7 +75,7 @@ extension LuaHost {
 
 /// Trims and wraps the libraries. The originals it needs stay in its upvalues, out of reach.
 private let sandboxPrelude = #"""
-    local folders, plainfind = ...
+    local folders, plainfind, guardhandler = ...
     local G = _G
     local error, type, select, tostring, rawget, next, ipairs = error, type, select, tostring, rawget, next, ipairs
     local setmeta, getmeta, rawload, rawloadfile, collect = setmetatable, getmetatable, load, loadfile, collectgarbage
@@ -88,6 +89,8 @@ private let sandboxPrelude = #"""
       return rawload(chunk, name, "t")
     end
     G.dofile, G.loadfile = nil, nil
+    local rawxpcall = xpcall
+    G.xpcall = function(f, handler, ...) return rawxpcall(f, guardhandler(handler), ...) end
     G.collectgarbage = function(option)
       if option == "count" then return collect("count") end
       error("collectgarbage: only \"count\" is allowed in the sandbox", 2)
@@ -119,6 +122,33 @@ private let sandboxPrelude = #"""
         return plainfind(s, p, init)
       end
       return strfind(s, p, init, plain)
+    end
+
+    -- Closing a coroutine runs its __close handlers, which may close another coroutine, and
+    -- so on: 5.4.4 counts none of that against its C-stack limit and crashes when the chain
+    -- is long. Every close (coroutine.close, and coroutine.wrap's close after an error) goes
+    -- through one counted closer.
+    local cocreate, coresume, coclose, costatus = coroutine.create, coroutine.resume, coroutine.close, coroutine.status
+    local pcall, tpack, tunpack, MAXCLOSING, closing = pcall, table.pack, table.unpack, 100, 0
+    local function countedClose(co)
+      if closing >= MAXCLOSING then
+        error("coroutine.close: closes nested deeper than " .. MAXCLOSING .. " (closing from __close handlers)", 3)
+      end
+      closing = closing + 1
+      local results = tpack(pcall(coclose, co))
+      closing = closing - 1
+      if not results[1] then error(results[2], 0) end
+      return tunpack(results, 2, results.n)
+    end
+    coroutine.close = function(co) return countedClose(co) end
+    coroutine.wrap = function(f)
+      local co = cocreate(f)
+      return function(...)
+        local results = tpack(coresume(co, ...))
+        if results[1] then return tunpack(results, 2, results.n) end
+        if costatus(co) == "dead" then countedClose(co) end
+        error(results[2], 0)
+      end
     end
 
     -- require: Lua source from the configured folders, nothing else.

@@ -61,6 +61,13 @@ extension LuaHost {
         return lua_rawget(thread, table)
     }
 
+    /// [-0, +0, -] The string field `key` of the table at `index`, read raw, if there is one.
+    func stringField(ofTableAt index: Int32, _ key: String) -> String? {
+        guard lua_type(thread, index) == LUA_TTABLE else { return nil }
+        defer { luahier_pop(thread, 1) }
+        return pushRawField(of: index, key) == LUA_TSTRING ? string(at: -1) : nil
+    }
+
     /// [-1, +0, m] Pops the top value into `table[key]` without metamethods.
     func setRawField(of table: Int32, _ key: String) {
         let table = lua_absindex(thread, table)

@@ -50,10 +50,10 @@ extension LuaHost {
             if strict { throw PayloadError(path: path, reason: "a table that contains itself (a cycle)") }
             return .string("<cycle>")
         }
-        guard depth < Self.maxPayloadDepth else {
-            throw PayloadError(path: path, reason: "tables nested deeper than \(Self.maxPayloadDepth)")
+        guard depth < Self.maxPayloadDepth, lua_checkstack(L, 4) != 0 else {
+            if strict { throw PayloadError(path: path, reason: "tables nested deeper than \(Self.maxPayloadDepth)") }
+            return .string("<too deep>")
         }
-        guard lua_checkstack(L, 4) != 0 else { throw PayloadError(path: path, reason: "the Lua stack is full") }
         visiting.insert(identity)
         defer { visiting.remove(identity) }
 

@@ -4,19 +4,27 @@ final class TreeToken {}
 /// One node of the responder tree. The tree owns its nodes downward (a parent holds its
 /// children); a removed subtree lives on for as long as something (a Lua variable, a Swift
 /// reference) still holds it, and can be re-attached with `move(to:)`.
+///
+/// Children form a doubly linked list (a parent holds the first, each child the next), so
+/// adding and removing are O(1) at any width, and a leaf costs no array.
 public final class Node {
     /// Non-empty, without "/". Unique among its siblings.
     public let name: String
     /// Nil for the root and for the top of a detached subtree. Unowned because a parent
-    /// always outlives its attached children; `deinit` clears it in the children it leaves.
+    /// always outlives its attached children; teardown clears it in the children it leaves.
     public private(set) unowned(unsafe) var parent: Node?
-    /// In order of creation (or of arrival, for moved nodes).
-    public private(set) var children: [Node] = []
+    private var firstChild: Node?
+    private unowned(unsafe) var lastChild: Node?
+    private var nextSibling: Node?
+    private unowned(unsafe) var previousSibling: Node?
+    public private(set) var childCount = 0
     /// Built once a node has many children, so `child(_:)` stays O(1) in wide trees.
     private var childIndex: [String: Node]?
     /// In registration order. Dispatch snapshots this array (copy-on-write makes it O(1)).
     var responders: [Responder] = []
     let tree: TreeToken
+    /// Whether this node is its tree's root.
+    public let isRoot: Bool
 
     init(name: String, tree: TreeToken, isRoot: Bool = false) {
         self.name = name
@@ -24,8 +32,44 @@ public final class Node {
         self.isRoot = isRoot
     }
 
+    /// Tears the subtree down iteratively: releasing a million-deep chain one `deinit` inside
+    /// the next would overflow the stack. Each node is emptied of its children before it is
+    /// released, so no `deinit` ever recurses.
     deinit {
-        for child in children { child.parent = nil }
+        guard firstChild != nil else { return }
+        var pending: [Node] = []
+        takeChildren(into: &pending)
+        while let node = pending.popLast() {
+            node.takeChildren(into: &pending)
+        }
+    }
+
+    /// Moves this node's children into `nodes` (as strong references), unlinked.
+    private func takeChildren(into nodes: inout [Node]) {
+        var child = firstChild
+        firstChild = nil
+        lastChild = nil
+        childIndex = nil
+        childCount = 0
+        while let current = child {
+            child = current.nextSibling
+            current.nextSibling = nil
+            current.previousSibling = nil
+            current.parent = nil
+            nodes.append(current)
+        }
+    }
+
+    /// The children, in order of creation (or of arrival, for moved nodes).
+    public var children: [Node] {
+        var result: [Node] = []
+        result.reserveCapacity(childCount)
+        var child = firstChild
+        while let current = child {
+            result.append(current)
+            child = current.nextSibling
+        }
+        return result
     }
 
     /// `/` for the root, `/a/b` below it. A node in a detached subtree has a relative path
@@ -43,14 +87,22 @@ public final class Node {
         return names.reversed().joined(separator: "/")
     }
 
-    /// Whether this node is its tree's root.
-    public let isRoot: Bool
-
     /// The topmost node above this one (itself when it has no parent).
     public var top: Node {
         var node = self
         while let parent = node.parent { node = parent }
         return node
+    }
+
+    /// The number of nodes from the root (or the detached top) down to this one.
+    public var depth: Int {
+        var count = 0
+        var node = self
+        while let parent = node.parent {
+            count += 1
+            node = parent
+        }
+        return count
     }
 
     /// The child called `name`, created at the end of `children` if absent.
@@ -65,15 +117,24 @@ public final class Node {
     /// The child called `name`, or nil.
     public func existingChild(_ name: String) -> Node? {
         if let childIndex { return childIndex[name] }
-        return children.first { $0.name == name }
+        var child = firstChild
+        while let current = child {
+            if current.name == name { return current }
+            child = current.nextSibling
+        }
+        return nil
     }
 
     /// Detaches this subtree from its parent. Dispatch inside it stops at its top with
     /// status `detached`. Removing a detached top or the root does nothing.
     public func remove() {
         guard let parent else { return }
-        parent.children.removeAll { $0 === self }
+        if let previousSibling { previousSibling.nextSibling = nextSibling } else { parent.firstChild = nextSibling }
+        if let nextSibling { nextSibling.previousSibling = previousSibling } else { parent.lastChild = previousSibling }
         parent.childIndex?[name] = nil
+        parent.childCount -= 1
+        previousSibling = nil
+        nextSibling = nil
         self.parent = nil
     }
 
@@ -105,10 +166,13 @@ public final class Node {
 
     private func attach(_ node: Node) {
         node.parent = self
-        children.append(node)
+        node.previousSibling = lastChild
+        if let lastChild { lastChild.nextSibling = node } else { firstChild = node }
+        lastChild = node
+        childCount += 1
         if childIndex != nil {
             childIndex![node.name] = node
-        } else if children.count > 16 {
+        } else if childCount > 16 {
             childIndex = Dictionary(uniqueKeysWithValues: children.map { ($0.name, $0) })
         }
     }

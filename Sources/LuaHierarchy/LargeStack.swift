@@ -1,0 +1,54 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Runs work on a thread with a large stack. Lua allows 200 nested C calls (metamethods,
+/// `gsub` callbacks, `table.sort` comparators, nested dispatches), and some of those frames
+/// are large: on a 512 KiB secondary thread legal scripts can overflow the C stack. Call the
+/// engine from such a thread (the CLI does) or from a main thread with 8 MiB.
+public enum LargeStack {
+    /// 256 MiB of address space; only the pages used are ever committed.
+    public static let defaultSize = 256 << 20
+
+    /// Runs `body` on a new thread with `size` bytes of stack and waits for it.
+    public static func run<T>(size: Int = defaultSize, _ body: () -> T) -> T {
+        var result: T?
+        withoutActuallyEscaping(body) { escapable in
+            let job = Job { result = escapable() }
+            var attributes = pthread_attr_t()
+            pthread_attr_init(&attributes)
+            defer { pthread_attr_destroy(&attributes) }
+            pthread_attr_setstacksize(&attributes, size)
+            #if canImport(Glibc)
+            var thread = pthread_t()
+            #else
+            var thread: pthread_t?
+            #endif
+            let context = Unmanaged.passRetained(job).toOpaque()
+            let created = pthread_create(&thread, &attributes, { context in
+                Unmanaged<Job>.fromOpaque(context!).takeRetainedValue().work()
+                return nil
+            }, context)
+            if created != 0 {
+                // No thread could be made: run here rather than fail.
+                Unmanaged<Job>.fromOpaque(context).release()
+                job.work()
+            } else {
+                #if canImport(Glibc)
+                pthread_join(thread, nil)
+                #else
+                pthread_join(thread!, nil)
+                #endif
+            }
+        }
+        return result!
+    }
+
+    /// The work handed to the thread; the caller waits for the join before reading back.
+    private final class Job {
+        let work: () -> Void
+        init(_ work: @escaping () -> Void) { self.work = work }
+    }
+}

@@ -1,0 +1,47 @@
+import ArgumentParser
+import LuaHierarchy
+
+/// Flags every subcommand that loads scripts shares: the sandbox and the limits.
+struct HostOptions: ParsableArguments {
+    @Flag(help: "Open the full standard library (io, os, debug, C modules) for trusted scripts.")
+    var unsafe = false
+
+    @Option(help: "Lua instructions per script run or dispatch (0: no limit).")
+    var maxInstructions: Int = 1_000_000_000
+
+    @Option(help: ArgumentHelp("Memory the Lua state may hold, e.g. 64M, 1G (0: no limit).", valueName: "size"))
+    var maxMemory: String = "512M"
+
+    @Option(help: ArgumentHelp("Seconds per script run or dispatch (0: no limit).", valueName: "seconds"))
+    var timeout: Double = 30
+
+    func validate() throws {
+        guard maxInstructions >= 0 else { throw ValidationError("--max-instructions must be 0 or more") }
+        guard timeout >= 0, timeout.isFinite else { throw ValidationError("--timeout must be 0 or more seconds") }
+        _ = try memoryBytes()
+    }
+
+    /// `--max-memory` in bytes: a number with an optional K, M or G suffix (powers of 1024).
+    func memoryBytes() throws -> Int {
+        let text = maxMemory.uppercased()
+        let units: [Character: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
+        let scale = text.last.flatMap { units[$0] } ?? 1
+        let digits = scale == 1 ? text : String(text.dropLast())
+        guard let number = Int(digits), number >= 0, number <= Int.max / scale else {
+            throw ValidationError("--max-memory takes a size such as 64M or 1G, not '\(maxMemory)'")
+        }
+        return number * scale
+    }
+
+    /// The hierarchy options these flags describe.
+    func hierarchyOptions() throws -> Hierarchy.Options {
+        var options = Hierarchy.Options()
+        options.libraries = unsafe ? .full : .sandboxed
+        let memory = try memoryBytes()
+        options.limits = Limits(
+            instructions: maxInstructions == 0 ? nil : maxInstructions,
+            time: timeout == 0 ? nil : timeout,
+            memory: memory == 0 ? nil : memory)
+        return options
+    }
+}
