@@ -63,3 +63,51 @@ enum Luahier {
         return file.path
     }
 }
+
+extension Luahier {
+    struct Measured {
+        var status: Int32?
+        var signal: Int32?
+        var stderr: String
+        var stdout: String
+        var peakKiB: Int
+        var seconds: Double
+    }
+
+    /// Runs `luahier arguments...` with posix_spawn and wait4, to read the child's peak
+    /// resident memory; outputs go through files. Killed (SIGKILL) after `timeout` seconds.
+    static func measure(_ arguments: [String], timeout: Double = 60) throws -> Measured {
+        let folder = URL(fileURLWithPath: "/tmp/lh-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let outPath = folder.appendingPathComponent("out").path, errPath = folder.appendingPathComponent("err").path
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        let argv = ([binary.path] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let started = Date()
+        guard posix_spawn(&pid, binary.path, &actions, nil, argv, environ) == 0 else {
+            throw CocoaError(.executableLoad)
+        }
+        let child = pid
+        let watchdog = DispatchWorkItem { kill(child, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+        watchdog.cancel()
+        let exited = (status & 0x7f) == 0
+        return Measured(
+            status: exited ? (status >> 8) & 0xff : nil,
+            signal: exited ? nil : status & 0x7f,
+            stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "",
+            stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
+            peakKiB: usage.ru_maxrss,
+            seconds: Date().timeIntervalSince(started))
+    }
+}

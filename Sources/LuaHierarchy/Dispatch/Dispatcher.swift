@@ -15,6 +15,8 @@ struct DispatchResult {
     var responder: ResponderInfo?
     var trace: [TraceStep]?
     var origin: Node
+    /// How many nodes the chain had: the host's work, which Lua hosts charge for.
+    var hops = 0
 
     var outcome: Outcome {
         Outcome(
@@ -84,18 +86,18 @@ final class Dispatcher {
                         DispatchResult(
                             status: .unhandled, message: error, handledBy: nil, responder: nil,
                             trace: trace, origin: origin),
-                        present: !detached)
+                        present: !detached, hops: chain.count)
                 case (_, .raised(let error)):
                     produced = error
                     stepResult = .raised(type: error.type)
                 case (.handleEvent, _), (.handleError, _), (.receiveEvent, .handled), (.receiveError, .handled):
                     trace?.append(step(node, offset, responder, inputType, .handled, before, nil))
                     let info = ResponderInfo(index: offset + 1, location: responder.location, kind: kind)
-                    let result = DispatchResult(
-                        status: .handled, message: current, handledBy: node, responder: info,
-                        trace: trace, origin: origin)
-                    observer?(result, depth)
-                    return result
+                    return finish(
+                        DispatchResult(
+                            status: .handled, message: current, handledBy: node, responder: info,
+                            trace: trace, origin: origin),
+                        present: false, hops: chain.count)
                 case (.receiveEvent, .notHandled), (.receiveError, .notHandled):
                     trace?.append(step(node, offset, responder, inputType, .notHandled, before, nil))
                     continue
@@ -124,11 +126,13 @@ final class Dispatcher {
             DispatchResult(
                 status: detached ? .detached : .unhandled, message: current, handledBy: nil,
                 responder: nil, trace: trace, origin: origin),
-            present: !detached && current.domain == .error)
+            present: !detached && current.domain == .error, hops: chain.count)
     }
 
     /// Presents an unhandled error (unless asked not to) and lets the observer see the end.
-    private func finish(_ result: DispatchResult, present: Bool) -> DispatchResult {
+    private func finish(_ result: DispatchResult, present: Bool, hops: Int) -> DispatchResult {
+        var result = result
+        result.hops = hops
         if present {
             presenter?(PresentedError(error: result.message.describedValue(), reportedAt: result.origin.path))
         }

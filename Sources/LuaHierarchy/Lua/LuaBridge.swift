@@ -321,6 +321,7 @@ final class LuaBridge {
         } catch {
             throw RaisedMessage(message: Message(swiftError: error, where: call.callerLocation ?? "?"))
         }
+        host.charge(instructions: Int64(result.hops))
         pushOutcome(result)
         return 1
     }

@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+
+/// Cases that would crash or hang an undefended host, run through the built binary in a
+/// child process: the exit status is never a signal, stderr names the error once, the time
+/// is bounded, and the peak memory stays within the cap plus a fixed overhead.
+@Suite("Hostile scripts through luahier (SPEC §7)")
+struct HostileProcessTests {
+    /// The binary's own footprint (Swift runtime, Foundation, the 256 MiB stack's touched
+    /// pages) on top of the Lua cap; measured about 22 MiB idle.
+    static let overheadKiB = 96 * 1024
+
+    struct Case: Sendable, CustomTestStringConvertible {
+        var name: String
+        var source: String
+        var flags: [String] = ["--max-instructions", "5000000", "--max-memory", "32M", "--timeout", "5"]
+        var status: Int32
+        var stderr: String
+        var testDescription: String { name }
+    }
+
+    static let cases: [Case] = [
+        .init(name: "infinite loop", source: "while true do end", status: 1, stderr: "InstructionLimitExceeded"),
+        .init(name: "loop inside pcall", source: "while true do pcall(function() while true do end end) end", status: 1, stderr: "InstructionLimitExceeded"),
+        .init(name: "xpcall with a looping handler", source: "while true do xpcall(function() while true do end end, function() while true do end end) end", status: 1, stderr: "InstructionLimitExceeded"),
+        .init(name: "memory bomb", source: "local t = {} for i = 1, 1e9 do t[i] = ('x'):rep(64) .. i end", status: 1, stderr: "MemoryLimitExceeded"),
+        .init(name: "string doubling", source: "local s = 'x' while true do s = s .. s end", status: 1, stderr: "MemoryLimitExceeded"),
+        .init(name: "time limit", source: "while true do end", flags: ["--max-instructions", "0", "--timeout", "0.5"], status: 1, stderr: "TimeLimitExceeded"),
+        .init(name: "string.rep of nothing, forever", source: "print(#string.rep('', math.maxinteger))", status: 0, stderr: ""),
+        .init(name: "quadratic plain find", source: "local s = ('a'):rep(4000000) print(s:find(('a'):rep(2000000) .. 'b', 1, true))", status: 0, stderr: ""),
+        .init(name: "deep legal gsub nesting", source: "local function f(d) if d == 0 then return 'x' end return (('a'):gsub('a', function() return f(d - 1) end)) end print(f(190))", status: 0, stderr: ""),
+        .init(name: "C stack overflow through __index", source: "local t t = setmetatable({}, {__index = function(_, k) return t[k] end}) return t.x", status: 1, stderr: "stack overflow"),
+        .init(name: "chained coroutine.close", source: """
+            local function make(nxt) return coroutine.create(function()
+              local x <close> = setmetatable({}, {__close = function() if nxt then coroutine.close(nxt) end end})
+              coroutine.yield() end) end
+            local co for i = 1, 100000 do co = make(co) coroutine.resume(co) end
+            print(coroutine.close(co))
+            """, flags: ["--max-memory", "256M"], status: 0, stderr: ""),
+        .init(name: "os.exit is not there", source: "os.exit(0)", status: 1, stderr: "field 'exit'"),
+        .init(name: "dispatch storm", source: """
+            local n = hier.root:child("storm")
+            n:receiveEvent(function(e) n:triggerEvent(e) n:triggerEvent(e) return "handled" end)
+            n:triggerEvent("Storm")
+            """, status: 1, stderr: "InstructionLimitExceeded"),
+        .init(name: "a million deep tree", source: "local n = hier.root for i = 1, 1000000 do n = n:child('d') end hier.root:child('d'):remove() print('ok')", flags: ["--max-memory", "1G"], status: 0, stderr: ""),
+    ]
+
+    @Test(arguments: cases)
+    func hostileScript(_ hostile: Case) throws {
+        let script = try Luahier.script(hostile.source, name: "hostile.lua")
+        let result = try Luahier.measure(["run"] + hostile.flags + [script], timeout: 60)
+        #expect(result.signal == nil, "ended by signal \(result.signal ?? 0): \(result.stderr)")
+        #expect(result.status == hostile.status, "\(result.stderr)")
+        #expect(result.seconds < 30)
+        if hostile.stderr.isEmpty {
+            #expect(result.stderr.isEmpty, "\(result.stderr)")
+        } else {
+            #expect(result.stderr.contains(hostile.stderr), "\(result.stderr)")
+            #expect(result.stderr.hasPrefix("luahier: "), "\(result.stderr)")
+            #expect(!result.stderr.contains("Fatal error"), "no Swift crash dump")
+        }
+        let capKiB = hostile.flags.firstIndex(of: "--max-memory").map { index -> Int in
+            let text = hostile.flags[index + 1]
+            return (Int(text.dropLast()) ?? 0) * (text.hasSuffix("G") ? 1 << 20 : 1 << 10)
+        } ?? 512 << 10
+        #expect(result.peakKiB < capKiB + Self.overheadKiB, "peak \(result.peakKiB) KiB")
+    }
+}
+
+@Suite("luahier host flags")
+struct HostFlagTests {
+    @Test func unsafeOpensTheFullLibrary() throws {
+        let script = try Luahier.script("print(io ~= nil, os.getenv ~= nil, debug ~= nil)")
+        #expect(try Luahier.run(["run", script]).stdout == "false\tfalse\tfalse\n")
+        #expect(try Luahier.run(["run", "--unsafe", script]).stdout == "true\ttrue\ttrue\n")
+    }
+
+    @Test func limitErrorsNameTheirSettingAndLine() throws {
+        let script = try Luahier.script("local x = 0\nwhile true do x = x + 1 end", name: "spin.lua")
+        let result = try Luahier.run(["run", "--max-instructions", "1000", script])
+        #expect(result.status == 1)
+        #expect(result.stderr.hasPrefix("luahier: \(script):2: InstructionLimitExceeded: instruction limit exceeded: more than 1000 instructions (set with --max-instructions"))
+    }
+
+    @Test func badLimitValuesAreUsageErrors() throws {
+        let script = try Luahier.script("print(1)")
+        for flags in [["--max-memory", "lots"], ["--max-instructions", "-1"], ["--timeout", "-2"]] {
+            let result = try Luahier.run(["run"] + flags + [script])
+            #expect(result.status == 2, "\(flags)")
+            #expect(!result.stderr.isEmpty)
+        }
+        #expect(try Luahier.run(["run", "--max-memory", "0", "--max-instructions", "0", "--timeout", "0", script]).stdout == "1\n")
+    }
+}
