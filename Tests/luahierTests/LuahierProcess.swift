@@ -74,8 +74,12 @@ extension Luahier {
         var seconds: Double
     }
 
-    /// Runs `luahier arguments...` with posix_spawn and wait4, to read the child's peak
-    /// resident memory; outputs go through files. Killed (SIGKILL) after `timeout` seconds.
+    /// Runs `luahier arguments...` and follows its peak resident memory; outputs go through
+    /// files. Killed (SIGKILL) after `timeout` seconds.
+    ///
+    /// The peak is `VmHWM` from `/proc/PID/status`, polled while the child runs: wait4's
+    /// `ru_maxrss` is no use here, because posix_spawn uses vfork and Linux carries the
+    /// parent's high-water mark (the whole test process) into the child at exec.
     static func measure(_ arguments: [String], timeout: Double = 60) throws -> Measured {
         let folder = URL(fileURLWithPath: "/tmp/lh-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -98,8 +102,18 @@ extension Luahier {
         let watchdog = DispatchWorkItem { kill(child, SIGKILL) }
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
         var status: Int32 = 0
-        var usage = rusage()
-        while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+        var peakKiB = 0
+        while true {
+            if let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+                let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+                let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+            {
+                peakKiB = max(peakKiB, kib)
+            }
+            let waited = waitpid(pid, &status, WNOHANG)
+            if waited == pid || (waited < 0 && errno != EINTR) { break }
+            usleep(2_000)
+        }
         watchdog.cancel()
         let exited = (status & 0x7f) == 0
         return Measured(
@@ -107,7 +121,7 @@ extension Luahier {
             signal: exited ? nil : status & 0x7f,
             stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "",
             stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
-            peakKiB: usage.ru_maxrss,
+            peakKiB: peakKiB,
             seconds: Date().timeIntervalSince(started))
     }
 }
