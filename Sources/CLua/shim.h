@@ -20,6 +20,7 @@
 #include <lua.h>
 #include <lauxlib.h>
 #include <lualib.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -142,11 +143,14 @@ static inline void luahier_notewhere(lua_State *L, luahier_Guard *g) {
     }
 }
 
-/* The allocator: counts every block, and refuses growth past the limit unless the host is
- * allocating (host code must never see an allocation raise). Shrinking never fails. */
+/* The allocator: counts every block at the size malloc really gives it (so the cap bounds
+ * what the process holds, not what Lua asked for), and refuses growth past the limit unless
+ * the host is allocating (host code must never see an allocation raise). Shrinking never
+ * fails. */
 static inline void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     luahier_Guard *g = (luahier_Guard *)ud;
-    size_t old = ptr ? osize : 0;
+    size_t old = ptr ? malloc_usable_size(ptr) : 0;
+    (void)osize;
     if (nsize == 0) {
         free(ptr);
         g->used -= old;
@@ -159,7 +163,7 @@ static inline void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsiz
     }
     void *block = realloc(ptr, nsize);
     if (block == NULL) return NULL;
-    g->used = g->used - old + nsize;
+    g->used = g->used - old + malloc_usable_size(block);
     if (g->used > g->peak) g->peak = g->used;
     return block;
 }

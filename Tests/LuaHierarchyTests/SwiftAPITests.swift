@@ -92,6 +92,15 @@ struct SwiftAPITests {
         #expect(outcome.value["message"]?.stringValue?.contains("returned 42; expected an event") == true)
     }
 
+    @Test func verdictWordsMeanTheSameFromSwiftAsFromLua() throws {
+        let f = try Fixture()
+        let n = try f.hierarchy.makeNode(at: "/n")
+        n.transformEvent { _ in "handled" }
+        let outcome = try f.hierarchy.trigger("Tap", at: n)
+        #expect(outcome.value["type"] == "ResponderContractError")
+        #expect(outcome.value["message"]?.stringValue?.contains("returned \"handled\"; expected an event") == true)
+    }
+
     @Test func handleRemovalFromSwift() throws {
         let f = try Fixture()
         let n = try f.hierarchy.makeNode(at: "/n")

@@ -64,7 +64,9 @@ struct HostileProcessTests {
             let text = hostile.flags[index + 1]
             return (Int(text.dropLast()) ?? 0) * (text.hasSuffix("G") ? 1 << 20 : 1 << 10)
         } ?? 512 << 10
-        #expect(result.peakKiB < capKiB + Self.overheadKiB, "peak \(result.peakKiB) KiB")
+        if ProcessInfo.processInfo.environment["LUAHIER_SANITIZED"] == nil {
+            #expect(result.peakKiB < capKiB + Self.overheadKiB, "peak \(result.peakKiB) KiB")
+        }
     }
 }
 

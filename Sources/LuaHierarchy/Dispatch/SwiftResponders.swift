@@ -21,6 +21,9 @@ final class SwiftResponderBody: ResponderBody {
             switch try closure(try input.toValue()) {
             case .handled: return .handled
             case .notHandled: return .notHandled
+            // The verdict words mean what they mean from Lua, whichever kind returns them.
+            case .replace("handled"): return .handled
+            case .replace("notHandled"): return .notHandled
             case .replace(let value):
                 guard let message = Message(value, as: domain) else {
                     return .unusable(description: "\(value)")
