@@ -304,6 +304,22 @@ static inline int luahier_plainfind(lua_State *L) {
     return 2;
 }
 
+#include "pattern.h"
+
+/* lua_CFunction () -> {find, match, gmatch, gsub}: the step-counting pattern functions. */
+static inline int luahier_pushpatternlib(lua_State *L) {
+    lua_createtable(L, 0, 4);
+    lua_pushcfunction(L, luahier_strfind);
+    lua_setfield(L, -2, "find");
+    lua_pushcfunction(L, luahier_strmatch);
+    lua_setfield(L, -2, "match");
+    lua_pushcfunction(L, luahier_gmatch);
+    lua_setfield(L, -2, "gmatch");
+    lua_pushcfunction(L, luahier_gsub);
+    lua_setfield(L, -2, "gsub");
+    return 1;
+}
+
 /* ---- Locations and the message handler ------------------------------------------------ */
 
 /* [-0, +(0|1), m] Pushes "chunk:line" of the innermost Lua function at `level` or above;

@@ -218,6 +218,15 @@ public final class Hierarchy {
     /// Bytes the Lua state holds now, and at most since it was created.
     public var luaMemory: (used: Int, peak: Int) { (host.memoryUsed, host.memoryPeak) }
 
+    /// For differential tests: the sandbox's pattern functions as the global table `name`.
+    func exposePatternFunctions(as name: String) throws {
+        try host.pushPatternFunctions()
+        luahier_pushglobaltable(host.thread)
+        luahier_insert(host.thread, -2)
+        host.setRawField(of: -2, name)
+        luahier_pop(host.thread, 1)
+    }
+
     /// Runs a full garbage collection (finalizers included), as the host.
     public func collectGarbage() {
         luahier_fullgc(host.thread)

@@ -70,6 +70,9 @@ struct HostileInputTests {
         .init(name: "string.rep of the empty string", source: "print(#string.rep('', math.maxinteger), #(''):rep(1 << 62))", verdict: .prints(["0\t0"])),
         .init(name: "table.move over a huge range", source: "table.move({}, 1, math.maxinteger // 2, 2)", verdict: .fails("LuaError", containing: "table.move")),
         .init(name: "quadratic plain find", source: "local s = ('a'):rep(2000000) print(s:find(('a'):rep(1000000) .. 'b', 1, true), s:find('aab', 1, true))", verdict: .prints(["nil\tnil"])),
+        .init(name: "catastrophic backtracking pattern", source: "local s = ('a'):rep(30000) return s:find(('a*'):rep(8) .. 'b')", verdict: .fails("LuaError", containing: "pattern too complex")),
+        .init(name: "optional-heavy pattern", source: "local s = ('a'):rep(40) return s:match(('a?'):rep(40) .. ('a'):rep(40) .. 'b')", verdict: .fails("LuaError", containing: "pattern too complex")),
+        .init(name: "backtracking inside gsub, in a pcall loop", source: "local s = ('a'):rep(20000) while true do pcall(string.gsub, s, ('a-'):rep(6) .. 'b', '') end", verdict: .fails("InstructionLimitExceeded")),
         .init(name: "plain find keeps find's answers", source: "print(('hello world'):find('o w', 1, true), ('abc'):find('', 10), ('abc'):find('c', -1), ('a.c'):find('.', 1, true))", verdict: .prints(["5\tnil\t3\t2\t2"])),
 
         // Memory bombs.

@@ -37,6 +37,7 @@ struct HostileProcessTests {
             local co for i = 1, 100000 do co = make(co) coroutine.resume(co) end
             print(coroutine.close(co))
             """, flags: ["--max-memory", "256M"], status: 0, stderr: ""),
+        .init(name: "catastrophic backtracking", source: "local s = ('a'):rep(30000) print(s:find(('a*'):rep(8) .. 'b'))", status: 1, stderr: "pattern too complex"),
         .init(name: "os.exit is not there", source: "os.exit(0)", status: 1, stderr: "field 'exit'"),
         .init(name: "dispatch storm", source: """
             local n = hier.root:child("storm")

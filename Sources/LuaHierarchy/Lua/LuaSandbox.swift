@@ -27,8 +27,8 @@ extension LuaHost {
             let folders = ref()
             try load(sandboxPrelude, name: "=[luahier sandbox]")
             luahier_insert(L, -2)
-            luahier_pushcfunction(L, luahier_plainfind)
             luahier_pushcfunction(L, luahier_guardhandler)
+            try pushPatternFunctions()
             try runSetup(nargs: 3, "sandbox")
             return folders
         }
@@ -39,6 +39,16 @@ extension LuaHost {
     func sealGlobals() throws(HierarchyError) {
         try load(sealPrelude, name: "=[luahier seal]")
         try runSetup(nargs: 0, "sealing globals")
+    }
+
+    /// [-0, +1, -] The step-counting pattern functions as a table {find, match, gmatch, gsub}.
+    func pushPatternFunctions() throws(HierarchyError) {
+        luahier_pushcfunction(thread, luahier_pushpatternlib)
+        switch callProtected(nargs: 0, nresults: 1) {
+        case .ok: return
+        case .failed(let error), .limitExceeded(let error):
+            throw .preludeFailed("pattern functions: \(error.type)")
+        }
     }
 
     /// [-0, +0, m] Refills the folder list at `folderList` (the searcher holds that very
@@ -75,7 +85,7 @@ extension LuaHost {
 
 /// Trims and wraps the libraries. The originals it needs stay in its upvalues, out of reach.
 private let sandboxPrelude = #"""
-    local folders, plainfind, guardhandler = ...
+    local folders, guardhandler, patterns = ...
     local G = _G
     local error, type, select, tostring, rawget, next, ipairs = error, type, select, tostring, rawget, next, ipairs
     local setmeta, getmeta, rawload, rawloadfile, collect = setmetatable, getmetatable, load, loadfile, collectgarbage
@@ -116,13 +126,9 @@ private let sandboxPrelude = #"""
       end
       return tmove(a1, f, e, t, a2)
     end
-    local SPECIALS = "[%^%$%*%+%?%.%(%)%[%]%%%-]"
-    string.find = function(s, p, init, plain)
-      if type(s) == "string" and type(p) == "string" and (plain or not strfind(p, SPECIALS)) then
-        return plainfind(s, p, init)
-      end
-      return strfind(s, p, init, plain)
-    end
+    -- Patterns: the same language, matched with a step budget (see pattern.h); plain find
+    -- is linear.
+    string.find, string.match, string.gmatch, string.gsub = patterns.find, patterns.match, patterns.gmatch, patterns.gsub
 
     -- Closing a coroutine runs its __close handlers, which may close another coroutine, and
     -- so on: 5.4.4 counts none of that against its C-stack limit and crashes when the chain
