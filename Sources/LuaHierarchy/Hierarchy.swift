@@ -1,5 +1,3 @@
-import CLua
-
 /// A responder tree with its Lua host: the embedding API.
 ///
 /// ```swift
@@ -139,58 +137,18 @@ public final class Hierarchy {
     public func run(file path: String, arguments: [String] = []) throws(ScriptError) {
         let folder = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
         setModuleFolders(folder)
-        try runChunk(name: path, arguments: arguments) { L in luaL_loadfilex(L, path, "t") }
+        try host.runChunk(.file(path), name: path, arguments: arguments)
     }
 
     /// Runs Lua `source`; `chunkName` is how messages name it (`rules.lua` reads `rules.lua:3:`).
     public func run(source: String, chunkName: String = "source", arguments: [String] = []) throws(ScriptError) {
-        try runChunk(name: chunkName, arguments: arguments) { L in
-            luaL_loadbufferx(L, source, source.utf8.count, "@" + chunkName, "t")
-        }
+        try host.runChunk(.source(source), name: chunkName, arguments: arguments)
     }
 
     /// Makes `body` callable from Lua as the global function `name`. Its arguments arrive as
     /// plain values; a thrown error is raised in Lua (and so becomes a reported error).
     public func register(function name: String, _ body: @escaping ([Value]) throws -> Value) {
-        let L = host.thread
-        luahier_pushglobaltable(L)
-        host.pushFunction { call in
-            var arguments: [Value] = []
-            for index in 1...max(call.top, 1) where index <= call.top {
-                arguments.append(try call.host.value(at: index, strict: true))
-            }
-            try call.host.push(try body(arguments))
-            return 1
-        }
-        host.setRawField(of: -2, name)
-        luahier_pop(L, 1)
-    }
-
-    private func runChunk(name: String, arguments: [String], load: (LuaState) -> Int32) throws(ScriptError) {
-        let L = host.thread
-        let status = load(L)
-        guard status == LUA_OK else {
-            let text = host.string(at: -1) ?? "cannot load \(name)"
-            luahier_pop(L, 1)
-            throw ScriptError(syntaxError: text)
-        }
-        luahier_pushglobaltable(L)
-        lua_createtable(L, Int32(clamping: arguments.count), 1)
-        host.push(name)
-        lua_rawseti(L, -2, 0)
-        for (offset, argument) in arguments.enumerated() {
-            host.push(argument)
-            lua_rawseti(L, -2, lua_Integer(offset + 1))
-        }
-        host.setRawField(of: -2, "arg")
-        luahier_pop(L, 1)
-        lua_checkstack(L, Int32(clamping: arguments.count + 2))
-        for argument in arguments { host.push(argument) }
-        let result = host.withBudget { host.callProtected(nargs: Int32(arguments.count), nresults: 0) }
-        switch result {
-        case .ok: break
-        case .failed(let error), .limitExceeded(let error): throw ScriptError(error)
-        }
+        host.setGlobalFunction(name, body)
     }
 
     /// Points `require` at `folder` (if any) and the configured module paths.
@@ -198,54 +156,26 @@ public final class Hierarchy {
         let folders = (folder.map { [$0] } ?? []) + modulePaths
         if moduleFolderList != 0 {
             host.setFolders(folders, ref: moduleFolderList)
-            return
+        } else {
+            host.setPackagePath(folders.flatMap { ["\($0)/?.lua", "\($0)/?/init.lua"] }.joined(separator: ";"))
         }
-        let path = folders.flatMap { ["\($0)/?.lua", "\($0)/?/init.lua"] }.joined(separator: ";")
-        let L = host.thread
-        luahier_pushglobaltable(L)
-        if host.pushRawField(of: -1, "package") == LUA_TTABLE {
-            host.push(path)
-            host.setRawField(of: -2, "path")
-        }
-        luahier_pop(L, 2)
     }
 
     // MARK: For tests
 
     /// The Lua stack height of the running thread: 0 between calls.
-    var luaStackTop: Int32 { lua_gettop(host.thread) }
+    var luaStackTop: Int32 { host.stackTop }
 
     /// Bytes the Lua state holds now, and at most since it was created.
     public var luaMemory: (used: Int, peak: Int) { (host.memoryUsed, host.memoryPeak) }
 
     /// For differential tests: the sandbox's pattern functions as the global table `name`.
     func exposePatternFunctions(as name: String) throws {
-        try host.pushPatternFunctions()
-        luahier_pushglobaltable(host.thread)
-        luahier_insert(host.thread, -2)
-        host.setRawField(of: -2, name)
-        luahier_pop(host.thread, 1)
+        try host.setGlobalPatternFunctions(name)
     }
 
     /// Runs a full garbage collection (finalizers included), as the host.
     public func collectGarbage() {
-        luahier_fullgc(host.thread)
-    }
-}
-
-extension ScriptError {
-    /// A load failure: `chunk:line: message` from Lua's parser, or a file error.
-    init(syntaxError text: String) {
-        var map: [String: Value] = ["type": "SyntaxError", "message": .string(text)]
-        var bytes = Array(text.utf8)
-        var whereLength = 0
-        let skip = bytes.withUnsafeMutableBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { luahier_locationprefix($0.baseAddress, $0.count, &whereLength) }
-        }
-        if skip > 0 {
-            map["where"] = .string(String(decoding: bytes[..<whereLength], as: UTF8.self))
-            map["message"] = .string(String(decoding: bytes[skip...], as: UTF8.self))
-        }
-        self.init(Message(domain: .error, type: "SyntaxError", payload: .value(.map(map))))
+        host.collectGarbage()
     }
 }
