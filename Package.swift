@@ -26,6 +26,12 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Run by hand (README, Performance): baselines and the engine side by side.
+        .executableTarget(
+            name: "luahier-bench",
+            dependencies: ["LuaHierarchy", "CLua"],
+            path: "Benchmarks/luahier-bench"
+        ),
         .testTarget(name: "LuaHierarchyTests", dependencies: ["LuaHierarchy"]),
         // Depends on the executable so `swift test` builds the binary these tests run.
         .testTarget(name: "luahierTests", dependencies: ["luahier"]),

@@ -156,7 +156,8 @@ static inline void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsiz
         g->used -= old;
         return NULL;
     }
-    if (nsize > old && g->limit && !g->in_host && g->used - old + nsize > g->limit) {
+    /* malloc hands out at most 16 bytes more than asked: count them up front. */
+    if (nsize > old && g->limit && !g->in_host && g->used - old + nsize + 16 > g->limit) {
         if (!g->memory_refused && g->main) luahier_notewhere(g->main, g);
         g->memory_refused = 1;
         return NULL;

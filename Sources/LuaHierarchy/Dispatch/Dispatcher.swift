@@ -44,6 +44,7 @@ final class Dispatcher {
     /// Sees every finished dispatch (nested ones too), e.g. to print traces.
     var observer: ((DispatchResult, _ depth: Int) -> Void)?
     private(set) var depth = 0
+    private var chainBuffers: [[(node: Node, responders: [Responder])]] = []
 
     init(root: Node) {
         self.root = root
@@ -54,7 +55,12 @@ final class Dispatcher {
         depth += 1
         defer { depth -= 1 }
 
-        var chain: [(node: Node, responders: [Responder])] = []
+        // One chain buffer per nesting depth, reused: no allocation per dispatch.
+        if chainBuffers.count < depth { chainBuffers.append([]) }
+        var chain = chainBuffers[depth - 1]
+        chainBuffers[depth - 1] = []
+        chain.removeAll(keepingCapacity: true)
+        defer { chainBuffers[depth - 1] = chain }
         var top = origin
         while true {
             chain.append((top, top.responders))

@@ -72,7 +72,9 @@ final class Responder {
     let location: String
     /// Set by `remove()`: a removed responder is skipped even by dispatches already running.
     var isRemoved = false
-    weak var node: Node?
+    /// Unowned (not weak: a weak reference gives the node a side table and slows every
+    /// retain of it); the node clears it when it goes away.
+    unowned(unsafe) var node: Node?
 
     init(kind: ResponderKind, filter: TypeFilter, body: any ResponderBody, location: String) {
         self.kind = kind

@@ -197,6 +197,15 @@ final class LuaHost {
         let base = lua_gettop(L) - nargs
         luahier_pushcfunction(L, luahier_msgh)
         luahier_insert(L, base)
+        let result = callProtected(nargs: nargs, nresults: nresults, handlerAt: base)
+        luahier_remove(L, base)
+        return result
+    }
+
+    /// [-(nargs+1), +(nresults|0), -] As above, with the message handler already on the
+    /// stack at `handlerAt` (below the function), where it stays.
+    func callProtected(nargs: Int32, nresults: Int32, handlerAt base: Int32) -> CallResult {
+        let L = thread
         let state = guardState
         let callerMode = state.pointee.in_host
         let callerRefused = state.pointee.memory_refused
@@ -208,7 +217,6 @@ final class LuaHost {
         state.pointee.in_host = callerMode
         let memoryRefused = state.pointee.memory_refused != 0
         state.pointee.memory_refused = callerRefused
-        luahier_remove(L, base)
         if protectedDepth == 0 && !pendingReleases.isEmpty { drainReleases() }
         guard status != LUA_OK else { return .ok }
         defer { luahier_pop(L, 1) }

@@ -21,12 +21,17 @@ final class LuaResponderBody: ResponderBody {
     func call(with input: inout Message, returning domain: Domain) -> ResponderReply {
         guard !host.isClosed else { return .raised(.hostError("LuaError", "the Lua state is closed", where: nil)) }
         let L = host.thread
-        guard lua_checkstack(L, 3) != 0 else {
+        guard lua_checkstack(L, 4) != 0 else {
             return .raised(.hostError("LuaError", "the Lua stack is full", where: nil))
         }
+        let base = lua_gettop(L)
+        // The message handler goes first, so the call needs no stack rotation.
+        luahier_pushcfunction(L, luahier_msgh)
         lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(ref))
         host.pushPayload(of: &input)
-        switch host.callProtected(nargs: 1, nresults: 1) {
+        let result = host.callProtected(nargs: 1, nresults: 1, handlerAt: base + 1)
+        defer { lua_settop(L, base) }
+        switch result {
         case .ok: break
         case .failed(let error) where error.isYieldAcrossHost:
             return .raised(
@@ -37,7 +42,6 @@ final class LuaResponderBody: ResponderBody {
         case .failed(let error): return .raised(error)
         case .limitExceeded(let error): return .aborted(error)
         }
-        defer { luahier_pop(L, 1) }
         if host.isString(at: -1, equalTo: "handled") { return .handled }
         if host.isString(at: -1, equalTo: "notHandled") { return .notHandled }
         do {

@@ -197,9 +197,14 @@ extension LuaHost {
     /// message keeps that table, so later Lua responders see the same object.
     func pushPayload(of message: inout Message) {
         let L = thread
-        if case .foreign(let foreign) = message.payload, let payload = foreign as? LuaPayload, payload.host === self {
-            lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(payload.ref))
-            return
+        // An exact type check and an unchecked cast: `as?` on an existential is slow, and
+        // this runs once per responder call.
+        if case .foreign(let foreign) = message.payload, type(of: foreign) == LuaPayload.self {
+            let payload = unsafeDowncast(foreign, to: LuaPayload.self)
+            if payload.host === self {
+                lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(payload.ref))
+                return
+            }
         }
         do {
             try push(message.describedValue())

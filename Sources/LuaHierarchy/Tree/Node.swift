@@ -1,5 +1,8 @@
-/// Marks which tree a node belongs to, so nodes of two hierarchies are never mixed.
-final class TreeToken {}
+/// Marks which tree a node belongs to, so nodes of two hierarchies are never mixed, and
+/// counts structural changes (removals, moves) so nodes can cache their paths.
+final class TreeToken {
+    var generation = 0
+}
 
 /// One node of the responder tree. The tree owns its nodes downward (a parent holds its
 /// children); a removed subtree lives on for as long as something (a Lua variable, a Swift
@@ -36,6 +39,7 @@ public final class Node {
     /// the next would overflow the stack. Each node is emptied of its children before it is
     /// released, so no `deinit` ever recurses.
     deinit {
+        for responder in responders { responder.node = nil }
         guard firstChild != nil else { return }
         var pending: [Node] = []
         takeChildren(into: &pending)
@@ -76,6 +80,17 @@ public final class Node {
     /// that starts with its detached top's name (`feed/cell-1`), so it never passes for a
     /// rooted one.
     public var path: String {
+        if let cachedPath, cachedPathGeneration == tree.generation { return cachedPath }
+        let path = computePath()
+        cachedPath = path
+        cachedPathGeneration = tree.generation
+        return path
+    }
+
+    private var cachedPath: String?
+    private var cachedPathGeneration = 0
+
+    private func computePath() -> String {
         var names: [String] = []
         var node = self
         while let parent = node.parent {
@@ -133,6 +148,7 @@ public final class Node {
         if let nextSibling { nextSibling.previousSibling = previousSibling } else { parent.lastChild = previousSibling }
         parent.childIndex?[name] = nil
         parent.childCount -= 1
+        tree.generation &+= 1
         previousSibling = nil
         nextSibling = nil
         self.parent = nil
@@ -152,6 +168,7 @@ public final class Node {
         if newParent.existingChild(name) != nil { throw .nameTaken(name: name, parent: newParent.path) }
         remove()
         newParent.attach(self)
+        tree.generation &+= 1
     }
 
     /// Whether `node` is this node or below it.

@@ -1,0 +1,207 @@
+import CLua
+import Foundation
+import LuaHierarchy
+
+// Side-by-side measurements for issue 4. Each figure is the best of `rounds` runs (the
+// machine is shared and noisy: the minimum is the least disturbed), in ns per dispatch.
+// Usage: swift run -c release luahier-bench [--quick]
+
+let quick = CommandLine.arguments.contains("--quick")
+let rounds = quick ? 3 : 7
+let dispatches = quick ? 20_000 : 200_000
+
+/// Best time per iteration, in nanoseconds, of `body(iterations)` over `rounds` runs.
+func measure(_ iterations: Int, _ body: (Int) throws -> Void) rethrows -> Double {
+    var best = Double.infinity
+    for _ in 0..<rounds {
+        let start = DispatchTime.now().uptimeNanoseconds
+        try body(iterations)
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start)
+        best = min(best, elapsed / Double(iterations))
+    }
+    return best
+}
+
+func row(_ name: String, _ ns: Double, against baseline: (String, Double)? = nil) {
+    var line = name.padding(toLength: 58, withPad: " ", startingAt: 0) + String(format: "%10.1f ns", ns)
+    if let (label, base) = baseline { line += String(format: "   %.2fx %@", ns / base, label) }
+    print(line)
+}
+
+let responder = "function(e) return 'notHandled' end"
+
+// MARK: Baseline 1: the C-API floor — the same Lua functions called through lua_pcall.
+
+func cApiFloor(depth: Int) -> Double {
+    let L = luaL_newstate()!
+    defer { lua_close(L) }
+    luaL_openlibs(L)
+    var refs: [Int32] = []
+    for _ in 0..<depth {
+        _ = luaL_loadstring(L, "return " + responder)
+        _ = luahier_pcall(L, 0, 1, 0)
+        refs.append(luaL_ref(L, luahier_REGISTRYINDEX))
+    }
+    luahier_newtable(L)
+    lua_pushstring(L, "Tap")
+    lua_setfield(L, -2, "type")
+    let event = luaL_ref(L, luahier_REGISTRYINDEX)
+    return measure(dispatches) { n in
+        for _ in 0..<n {
+            for ref in refs {
+                lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(ref))
+                lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(event))
+                _ = luahier_pcall(L, 1, 1, 0)
+                var length = 0
+                let text = lua_tolstring(L, -1, &length)
+                precondition(length == 10 && text != nil)
+                luahier_pop(L, 1)
+            }
+        }
+    }
+}
+
+// MARK: Baseline 2: plain Lua — a table tree and the loop a Lua user would write.
+
+func plainLua(depth: Int, handledAt: Int? = nil) -> Double {
+    let L = luaL_newstate()!
+    defer { lua_close(L) }
+    luaL_openlibs(L)
+    let handled = handledAt.map { "if level == \($0) then return 'handled' end" } ?? ""
+    let source = """
+        local depth, n = ...
+        local node = nil
+        for level = depth, 1, -1 do
+          node = { parent = node, responders = { function(e) \(handled.isEmpty ? "" : "local level = \(0)") return 'notHandled' end } }
+        end
+        -- rebuild with the handled level, if any
+        local leaf
+        local parent = nil
+        for level = 1, depth do
+          local r = function(e) \(handled.replacingOccurrences(of: "level", with: "LEVEL")) return 'notHandled' end
+          leaf = { parent = parent, responders = { r } }
+          parent = leaf
+        end
+        local function trigger(start, event)
+          local node = start
+          while node do
+            local responders = node.responders
+            for i = 1, #responders do
+              local result = responders[i](event)
+              if result == 'handled' then return 'handled', node end
+            end
+            node = node.parent
+          end
+          return 'unhandled'
+        end
+        local event = { type = 'Tap' }
+        local clock = os.clock
+        for i = 1, n do trigger(leaf, event) end
+        """
+    _ = source
+    // The handled-early case puts 'handled' in the leaf's responder; others say notHandled.
+    let script = """
+        local depth, n, handledAtLeaf = ...
+        local parent, leaf = nil, nil
+        for level = 1, depth do
+          local answer = (handledAtLeaf and level == depth) and 'handled' or 'notHandled'
+          leaf = { parent = parent, responders = { function(e) return answer end } }
+          parent = leaf
+        end
+        local function trigger(start, event)
+          local node = start
+          while node do
+            local responders = node.responders
+            for i = 1, #responders do
+              if responders[i](event) == 'handled' then return 'handled', node end
+            end
+            node = node.parent
+          end
+          return 'unhandled'
+        end
+        local event = { type = 'Tap' }
+        for i = 1, n do trigger(leaf, event) end
+        """
+    _ = luaL_loadstring(L, script)
+    let function = luaL_ref(L, luahier_REGISTRYINDEX)
+    return measure(dispatches) { n in
+        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(function))
+        lua_pushinteger(L, lua_Integer(depth))
+        lua_pushinteger(L, lua_Integer(n))
+        lua_pushboolean(L, handledAt == nil ? 0 : 1)
+        precondition(luahier_pcall(L, 3, 0, 0) == LUA_OK)
+    }
+}
+
+// MARK: The engine
+
+func engineOptions() -> Hierarchy.Options {
+    var options = Hierarchy.Options()
+    options.limits = .none
+    return options
+}
+
+/// A chain of `depth` nodes below the root, one Lua responder each (the leaf's may handle).
+func engineFromLua(depth: Int, handledAtLeaf: Bool = false, tracing: TraceLevel = .off) throws -> Double {
+    let hierarchy = try Hierarchy(options: engineOptions())
+    hierarchy.traceLevel = tracing
+    try hierarchy.run(source: """
+        local node = hier.root
+        for level = 1, \(depth) do
+          node = node:child("n" .. level)
+          local answer = (\(handledAtLeaf) and level == \(depth)) and "handled" or "notHandled"
+          node:receiveEvent(function(e) return answer end)
+        end
+        leaf = node
+        event = { type = "Tap" }
+        function bench(n) for i = 1, n do leaf:triggerEvent(event) end end
+        """, chunkName: "bench.lua")
+    return try measure(dispatches) { n in try hierarchy.run(source: "bench(\(n))", chunkName: "run.lua") }
+}
+
+func engineFromSwift(depth: Int) throws -> Double {
+    let hierarchy = try Hierarchy(options: engineOptions())
+    try hierarchy.run(source: """
+        local node = hier.root
+        for level = 1, \(depth) do
+          node = node:child("n" .. level)
+          node:receiveEvent(function(e) return "notHandled" end)
+        end
+        """, chunkName: "bench.lua")
+    let leaf = try hierarchy.node(at: (1...depth).map { "/n\($0)" }.joined())!
+    let event = Value.event("Tap")
+    return try measure(dispatches / 4) { n in
+        for _ in 0..<n { _ = try hierarchy.trigger(event, at: leaf) }
+    }
+}
+
+print("luahier-bench: ns per dispatch, best of \(rounds); \(ProcessInfo.processInfo.activeProcessorCount) cores")
+print("")
+print("Depth 10, one responder per node returning \"notHandled\" (unhandled):")
+let floor10 = cApiFloor(depth: 10)
+let plain10 = plainLua(depth: 10)
+row("C-API floor (lua_pcall per level, no tree)", floor10)
+row("plain Lua (table tree + while loop)", plain10, against: ("of the C-API floor", floor10))
+let lua10 = try engineFromLua(depth: 10)
+row("engine: leaf:triggerEvent from Lua", lua10, against: ("of the C-API floor", floor10))
+row("", lua10, against: ("of plain Lua (target <= 0.67x)", plain10))
+let swift10 = try engineFromSwift(depth: 10)
+row("engine: trigger(_:at:) from Swift", swift10, against: ("of the C-API floor", floor10))
+
+print("")
+print("Depth sweep (engine from Lua / plain Lua):")
+for depth in [1, 10, 50] {
+    let engine = try engineFromLua(depth: depth)
+    let plain = plainLua(depth: depth)
+    row("depth \(depth): engine", engine, against: ("of plain Lua", plain))
+    row("depth \(depth): plain Lua", plain)
+}
+let early = try engineFromLua(depth: 10, handledAtLeaf: true)
+let earlyPlain = plainLua(depth: 10, handledAt: 10)
+row("depth 10, handled at the leaf: engine", early, against: ("of plain Lua", earlyPlain))
+row("depth 10, handled at the leaf: plain Lua", earlyPlain)
+
+print("")
+print("Tracing:")
+let traced = try engineFromLua(depth: 10, tracing: .path)
+row("depth 10, tracing path", traced, against: ("of tracing off (target <= 2x)", lua10))
