@@ -205,3 +205,73 @@ print("")
 print("Tracing:")
 let traced = try engineFromLua(depth: 10, tracing: .path)
 row("depth 10, tracing path", traced, against: ("of tracing off (target <= 2x)", lua10))
+
+// MARK: Tree size, memory, Swift closures
+
+/// Resident memory of this process, from /proc/self/status.
+func residentKiB() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+    else { return 0 }
+    return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
+}
+
+print("")
+print("Tree size (depth-10 dispatch from Lua; target: 1M nodes within 1.2x of 11):")
+do {
+    let small = try engineFromLua(depth: 10)
+    let hierarchy = try Hierarchy(options: engineOptions())
+    let before = residentKiB()
+    let start = DispatchTime.now().uptimeNanoseconds
+    try hierarchy.run(source: """
+        local wide = hier.root:child("wide")
+        for i = 1, 100 do
+          local group = wide:child("g" .. i)
+          for j = 1, 10000 do group:child("n" .. j) end
+        end
+        """, chunkName: "build.lua")
+    let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    let grown = residentKiB() - before
+    print(String(format: "1,000,100 nodes built from Lua in %.2f s, %.0f MB resident (targets: <= 2 s, <= 200 MB)", seconds, Double(grown) / 1024))
+    try hierarchy.run(source: """
+        local node = hier.root
+        for level = 1, 10 do node = node:child("n" .. level); node:receiveEvent(function(e) return "notHandled" end) end
+        leaf, event = node, { type = "Tap" }
+        function bench(n) for i = 1, n do leaf:triggerEvent(event) end end
+        """, chunkName: "bench.lua")
+    let large = try measure(dispatches) { n in try hierarchy.run(source: "bench(\(n))", chunkName: "run.lua") }
+    row("depth 10 in a 1,000,000-node tree", large, against: ("of the 11-node tree", small))
+}
+
+print("")
+print("Swift closures (depth 10, receiveEvent returning .notHandled; target <= 1.5x):")
+do {
+    let hierarchy = try Hierarchy(options: engineOptions())
+    var closures: [(Value) throws -> ReceiveResult] = []
+    var node = hierarchy.root
+    for level in 1...10 {
+        node = try node.child("s\(level)")
+        let closure: (Value) throws -> ReceiveResult = { event in event["type"] == nil ? .handled : .notHandled }
+        closures.append(closure)
+        node.receiveEvent(.any, closure)
+    }
+    let leaf = node
+    let event = Value.event("Tap")
+    let loop = try measure(dispatches) { n in
+        for _ in 0..<n {
+            for closure in closures where try closure(event) == .handled { break }
+        }
+    }
+    let engine = try measure(dispatches / 4) { n in for _ in 0..<n { _ = try hierarchy.trigger(event, at: leaf) } }
+    row("plain loop over the same closures", loop)
+    row("engine: trigger(_:at:) with Swift closures", engine, against: ("of the plain loop", loop))
+}
+
+extension ReceiveResult: Equatable {
+    public static func == (a: ReceiveResult, b: ReceiveResult) -> Bool {
+        switch (a, b) {
+        case (.handled, .handled), (.notHandled, .notHandled): return true
+        default: return false
+        }
+    }
+}

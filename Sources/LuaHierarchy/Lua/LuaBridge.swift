@@ -326,27 +326,32 @@ final class LuaBridge {
         return 1
     }
 
-    /// [-0, +1, m] An outcome table: status, kind, value, by, responder, trace, at.
+    /// [-0, +1, m] An outcome table: status, kind, value, by, responder, trace, at. Keys and
+    /// the status and kind words are interned strings: this runs once per dispatch.
     private func pushOutcome(_ result: DispatchResult) {
         let L = host.thread
         lua_checkstack(L, 6)
         lua_createtable(L, 0, 7)
-        host.push(result.status.rawValue)
-        host.setRawField(of: -2, "status")
-        host.push(result.message.domain.rawValue)
-        host.setRawField(of: -2, "kind")
+        switch result.status {
+        case .handled: host.push(InternedString.handled)
+        case .unhandled: host.push(InternedString.unhandled)
+        case .detached: host.push(InternedString.detached)
+        }
+        host.setRawField(of: -2, InternedString.status)
+        host.push(result.message.domain == .event ? InternedString.event : InternedString.error)
+        host.setRawField(of: -2, InternedString.kind)
         var message = result.message
         host.pushPayload(of: &message)
-        host.setRawField(of: -2, "value")
+        host.setRawField(of: -2, InternedString.value)
         host.push(result.origin.path)
-        host.setRawField(of: -2, "at")
+        host.setRawField(of: -2, InternedString.at)
         if let by = result.handledBy {
             host.push(by.path)
-            host.setRawField(of: -2, "by")
+            host.setRawField(of: -2, InternedString.by)
         }
         if let responder = result.responder {
             pushResponderInfo(responder)
-            host.setRawField(of: -2, "responder")
+            host.setRawField(of: -2, InternedString.responder)
         }
         if let trace = result.trace {
             lua_createtable(L, Int32(clamping: trace.count), 0)
@@ -354,18 +359,18 @@ final class LuaBridge {
                 pushTraceStep(step)
                 lua_rawseti(L, -2, lua_Integer(offset + 1))
             }
-            host.setRawField(of: -2, "trace")
+            host.setRawField(of: -2, InternedString.trace)
         }
     }
 
     private func pushResponderInfo(_ info: ResponderInfo) {
         lua_createtable(host.thread, 0, 3)
         lua_pushinteger(host.thread, lua_Integer(info.index))
-        host.setRawField(of: -2, "index")
+        host.setRawField(of: -2, InternedString.index)
         host.push(info.location)
-        host.setRawField(of: -2, "where")
+        host.setRawField(of: -2, InternedString.whereKey)
         host.push(info.kind.rawValue)
-        host.setRawField(of: -2, "kind")
+        host.setRawField(of: -2, InternedString.kind)
     }
 
     private func pushTraceStep(_ step: TraceStep) {

@@ -25,6 +25,13 @@ final class LuaHost {
     private var protectedDepth = 0
     /// Registry reference to a weak-keyed table: table -> true (event) / false (error).
     private(set) var domainTags: Int32 = 0
+    /// Strings the hot path pushes or compares, each held by a registry reference: pushing
+    /// one is a raw index instead of hashing its bytes again.
+    private var internedRefs: [Int32] = []
+    /// The addresses of the interned "handled" and "notHandled": Lua interns short strings,
+    /// so a responder's verdict is recognised by address.
+    private(set) var handledAddress: UnsafeRawPointer?
+    private(set) var notHandledAddress: UnsafeRawPointer?
     /// Set by the `__gc` host function so that its own exit does not drain releases (it runs
     /// inside a collection); the next host function or protected call does.
     private var finalizing = false
@@ -51,6 +58,30 @@ final class LuaHost {
         luahier_installhook(state)
         guardState.pointee.main = state
         domainTags = makeWeakTable(mode: "k")
+        for word in InternedString.allCases {
+            push(word.text)
+            internedRefs.append(ref())
+        }
+        push(InternedString.handled)
+        handledAddress = lua_topointer(state, -1)
+        push(InternedString.notHandled)
+        notHandledAddress = lua_topointer(state, -1)
+        luahier_pop(state, 2)
+    }
+
+    /// [-0, +1, -] Pushes an interned string.
+    @inline(__always)
+    func push(_ word: InternedString) {
+        lua_rawgeti(thread, luahier_REGISTRYINDEX, lua_Integer(internedRefs[word.rawValue]))
+    }
+
+    /// [-1, +0, m] Pops the top value into `table[word]` without metamethods.
+    @inline(__always)
+    func setRawField(of table: Int32, _ word: InternedString) {
+        let table = lua_absindex(thread, table)
+        push(word)
+        luahier_insert(thread, -2)
+        lua_rawset(thread, table)
     }
 
     /// Closes the state: finalizers run, held userdata release their Swift objects.

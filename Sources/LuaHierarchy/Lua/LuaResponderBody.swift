@@ -42,8 +42,12 @@ final class LuaResponderBody: ResponderBody {
         case .failed(let error): return .raised(error)
         case .limitExceeded(let error): return .aborted(error)
         }
-        if host.isString(at: -1, equalTo: "handled") { return .handled }
-        if host.isString(at: -1, equalTo: "notHandled") { return .notHandled }
+        // Verdicts by address: Lua interns short strings, the host holds the two words.
+        if lua_type(L, -1) == LUA_TSTRING {
+            let address = lua_topointer(L, -1)
+            if address == host.handledAddress { return .handled }
+            if address == host.notHandledAddress { return .notHandled }
+        }
         do {
             return .value(try host.message(at: -1, as: domain))
         } catch {

@@ -110,6 +110,15 @@ extension LuaHost {
     }
 }
 
+/// Strings the hot path pushes as keys or values, or compares against. The raw value is the
+/// slot of the string's registry reference.
+enum InternedString: Int, CaseIterable {
+    case handled, notHandled, type, status, kind, value, at, by, responder, trace, index
+    case whereKey, event, error, unhandled, detached
+
+    var text: String { self == .whereKey ? "where" : String(describing: self) }
+}
+
 /// The arguments of one host-function call and what it needs to answer.
 struct HostCall {
     let host: LuaHost

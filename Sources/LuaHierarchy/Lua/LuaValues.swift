@@ -142,7 +142,8 @@ extension LuaHost {
         case LUA_TTABLE:
             let table = lua_absindex(L, index)
             let type: String
-            switch pushRawField(of: table, "type") {
+            push(InternedString.type)
+            switch lua_rawget(L, table) {
             case LUA_TSTRING:
                 type = string(at: -1)!
                 luahier_pop(L, 1)
@@ -157,14 +158,15 @@ extension LuaHost {
                 luahier_pop(L, 1)
                 throw ShapeError("a table whose 'type' is a \(wrongType) (it must be a string)")
             }
-            if let tagged = domainTag(ofTableAt: table), tagged != domain {
+            let tagged = domainTag(ofTableAt: table)
+            if let tagged, tagged != domain {
                 throw ShapeError("\(tagged == .event ? "an event" : "an error") (\(type))")
             }
             if type == "Error", domain == .error {
                 push(type)
                 setRawField(of: table, "type")
             }
-            tag(tableAt: table, as: domain)
+            if tagged == nil { tag(tableAt: table, as: domain) }
             lua_pushvalue(L, table)
             return Message(domain: domain, type: type, payload: .foreign(LuaPayload(host: self, ref: ref(), identity: lua_topointer(L, table))))
         default:
