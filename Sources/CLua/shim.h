@@ -28,8 +28,6 @@
 /* ---- Constants ---------------------------------------------------------------------- */
 
 static const int luahier_REGISTRYINDEX = LUA_REGISTRYINDEX;
-static const int luahier_MULTRET = LUA_MULTRET;
-static const lua_Integer luahier_RIDX_GLOBALS = LUA_RIDX_GLOBALS;
 
 /* ---- Macro re-exports ---------------------------------------------------------------- */
 
@@ -49,8 +47,6 @@ static inline void luahier_pushglobaltable(lua_State *L) { lua_pushglobaltable(L
 static inline void luahier_insert(lua_State *L, int idx) { lua_insert(L, idx); }
 /* [-1, +0, -] */
 static inline void luahier_remove(lua_State *L, int idx) { lua_remove(L, idx); }
-/* [-1, +0, -] */
-static inline void luahier_replace(lua_State *L, int idx) { lua_replace(L, idx); }
 /* [-0, +0, -] */
 static inline int luahier_upvalueindex(int i) { return lua_upvalueindex(i); }
 /* [-0, +0, -] */
@@ -61,8 +57,6 @@ static inline lua_Number luahier_tonumber(lua_State *L, int idx) { return lua_to
 static inline lua_Integer luahier_tointeger(lua_State *L, int idx) { return lua_tointegerx(L, idx, NULL); }
 /* [-0, +0, -] A full collection (finalizers run protected; their errors become warnings). */
 static inline void luahier_fullgc(lua_State *L) { lua_gc(L, LUA_GCCOLLECT); }
-/* [-0, +1, m] */
-static inline void luahier_pushliteral(lua_State *L, const char *s) { lua_pushstring(L, s); }
 
 /* ---- The trampoline ------------------------------------------------------------------ */
 

@@ -6,7 +6,6 @@ public enum HierarchyError: Error, Hashable, Sendable, CustomStringConvertible {
     case foreignNode
     case invalidEvent(String)
     case invalidError(String)
-    case tree(TreeError)
 
     public var description: String {
         switch self {
@@ -18,7 +17,6 @@ public enum HierarchyError: Error, Hashable, Sendable, CustomStringConvertible {
             return "not an event: \(value) (an event is a string or a table with a string 'type')"
         case .invalidError(let value):
             return "not an error: \(value) (an error is a string or a table whose 'type' is a string)"
-        case .tree(let error): return error.description
         }
     }
 }

@@ -151,10 +151,14 @@ final class LuaHost {
     private var memoryLimitError: Message {
         let state = guardState.pointee
         let source = withUnsafeBytes(of: state.last_source) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let location = state.last_line > 0 ? "\(source):\(state.last_line)" : nil
+        guard state.limit > 0 else {
+            return .hostError("MemoryError", "out of memory (no memory limit was set)", where: location)
+        }
         return .hostError(
             "MemoryLimitExceeded",
             "memory limit exceeded: the Lua state may hold at most \(state.limit) bytes (set with --max-memory or Limits.memory)",
-            where: state.last_line > 0 ? "\(source):\(state.last_line)" : nil, ["limit": .int(Int64(state.limit))])
+            where: location, ["limit": .int(Int64(state.limit))])
     }
 
     /// Charges host work to the running entry's instruction budget.

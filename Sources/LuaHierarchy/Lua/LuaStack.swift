@@ -22,17 +22,6 @@ extension LuaHost {
         }
     }
 
-    /// [-0, +0, -] Whether the value at `index` is the string `literal` (bytes compared).
-    /// Checks the type first: `lua_tolstring` would turn a number into a string in place.
-    func isString(at index: Int32, equalTo literal: StaticString) -> Bool {
-        guard lua_type(thread, index) == LUA_TSTRING else { return false }
-        var length = 0
-        guard let pointer = lua_tolstring(thread, index, &length), length == literal.utf8CodeUnitCount else {
-            return false
-        }
-        return memcmp(pointer, literal.utf8Start, length) == 0
-    }
-
     /// [-0, +1, m] Pushes `text` with all its bytes (NUL included).
     func push(_ text: String) {
         var text = text

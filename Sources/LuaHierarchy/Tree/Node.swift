@@ -102,13 +102,6 @@ public final class Node {
         return names.reversed().joined(separator: "/")
     }
 
-    /// The topmost node above this one (itself when it has no parent).
-    public var top: Node {
-        var node = self
-        while let parent = node.parent { node = parent }
-        return node
-    }
-
     /// The number of nodes from the root (or the detached top) down to this one.
     public var depth: Int {
         var count = 0
@@ -169,16 +162,6 @@ public final class Node {
         remove()
         newParent.attach(self)
         tree.generation &+= 1
-    }
-
-    /// Whether `node` is this node or below it.
-    public func isAncestor(of node: Node) -> Bool {
-        var current: Node? = node
-        while let candidate = current {
-            if candidate === self { return true }
-            current = candidate.parent
-        }
-        return false
     }
 
     private func attach(_ node: Node) {
