@@ -67,38 +67,6 @@ func plainLua(depth: Int, handledAt: Int? = nil) -> Double {
     let L = luaL_newstate()!
     defer { lua_close(L) }
     luaL_openlibs(L)
-    let handled = handledAt.map { "if level == \($0) then return 'handled' end" } ?? ""
-    let source = """
-        local depth, n = ...
-        local node = nil
-        for level = depth, 1, -1 do
-          node = { parent = node, responders = { function(e) \(handled.isEmpty ? "" : "local level = \(0)") return 'notHandled' end } }
-        end
-        -- rebuild with the handled level, if any
-        local leaf
-        local parent = nil
-        for level = 1, depth do
-          local r = function(e) \(handled.replacingOccurrences(of: "level", with: "LEVEL")) return 'notHandled' end
-          leaf = { parent = parent, responders = { r } }
-          parent = leaf
-        end
-        local function trigger(start, event)
-          local node = start
-          while node do
-            local responders = node.responders
-            for i = 1, #responders do
-              local result = responders[i](event)
-              if result == 'handled' then return 'handled', node end
-            end
-            node = node.parent
-          end
-          return 'unhandled'
-        end
-        local event = { type = 'Tap' }
-        local clock = os.clock
-        for i = 1, n do trigger(leaf, event) end
-        """
-    _ = source
     // The handled-early case puts 'handled' in the leaf's responder; others say notHandled.
     let script = """
         local depth, n, handledAtLeaf = ...
