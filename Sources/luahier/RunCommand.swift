@@ -7,9 +7,10 @@ struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a Lua script with `hier` (the tree's root and API) ready.",
         discussion: """
-            The script's arguments (after --) are in `arg` and in `...`. Unhandled errors that
-            pass the root are printed to stderr. Exit 0 on success, 1 if the script fails,
-            2 on usage errors, 3 with --fail-on-unhandled when an error reached the root.
+            The script's arguments (after --) are in `arg` and in `...`. Unhandled errors that \
+            pass the root are printed to stderr. Exit 0 on success, 1 if the script fails \
+            (limits included), 2 on usage errors, 3 with --fail-on-unhandled when an error \
+            reached the root.
             """
     )
 
