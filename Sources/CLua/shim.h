@@ -124,17 +124,19 @@ static inline double luahier_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* [-0, +0, -] Notes in the guard the innermost Lua line of `L`'s stack. Reads only: safe
- * from inside the allocator. */
-static inline void luahier_notewhere(lua_State *L, luahier_Guard *g) {
-    lua_Debug ar;
-    for (int level = 0; lua_getstack(L, level, &ar); level++) {
-        if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
-            memcpy(g->last_source, ar.short_src, sizeof g->last_source);
-            g->last_line = ar.currentline;
-            return;
-        }
+/* [-0, +0, -] Fills `ar` with the innermost Lua frame at `level` or above that has a line;
+ * returns 0 when there is none. Reads only: safe from inside the allocator. */
+static inline int luahier_findluaframe(lua_State *L, int level, lua_Debug *ar) {
+    for (; lua_getstack(L, level, ar); level++) {
+        if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0) return 1;
     }
+    return 0;
+}
+
+/* [-0, +0, -] Remembers `ar`'s place in the guard, for errors that come without a handler. */
+static inline void luahier_noteplace(luahier_Guard *g, const lua_Debug *ar) {
+    memcpy(g->last_source, ar->short_src, sizeof g->last_source);
+    g->last_line = ar->currentline;
 }
 
 /* The allocator: counts every block at the size malloc really gives it (so the cap bounds
@@ -152,7 +154,8 @@ static inline void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsiz
     }
     /* malloc hands out at most 16 bytes more than asked: count them up front. */
     if (nsize > old && g->limit && !g->in_host && g->used - old + nsize + 16 > g->limit) {
-        if (!g->memory_refused && g->main) luahier_notewhere(g->main, g);
+        lua_Debug ar;
+        if (!g->memory_refused && g->main && luahier_findluaframe(g->main, 0, &ar)) luahier_noteplace(g, &ar);
         g->memory_refused = 1;
         return NULL;
     }
@@ -196,10 +199,7 @@ static void luahier_hook(lua_State *L, lua_Debug *ar) {
         return;
     }
     if (!g->exceeded) {
-        if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0) {
-            memcpy(g->last_source, ar->short_src, sizeof g->last_source);
-            g->last_line = ar->currentline;
-        }
+        if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0) luahier_noteplace(g, ar);
         g->instructions_left -= lua_gethookcount(L);
         if (g->instruction_limit > 0 && g->instructions_left < 0) {
             g->exceeded = 1;
@@ -321,14 +321,9 @@ static inline int luahier_pushpatternlib(lua_State *L) {
  * returns 0 and pushes nothing when no Lua frame has a line. */
 static inline int luahier_pushwhere(lua_State *L, int level) {
     lua_Debug ar;
-    for (; lua_getstack(L, level, &ar); level++) {
-        lua_getinfo(L, "Sl", &ar);
-        if (ar.currentline > 0) {
-            lua_pushfstring(L, "%s:%d", ar.short_src, ar.currentline);
-            return 1;
-        }
-    }
-    return 0;
+    if (!luahier_findluaframe(L, level, &ar)) return 0;
+    lua_pushfstring(L, "%s:%d", ar.short_src, ar.currentline);
+    return 1;
 }
 
 /* [-0, +0, -] Length of a leading "chunk:line: " in `msg` (its first line only), or 0.
