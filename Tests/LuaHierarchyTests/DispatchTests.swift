@@ -299,3 +299,19 @@ struct LifetimeTests {
             """) == ["ResponderContractError\ttrue", "dispatch inside a coroutine:\tunhandled"])
     }
 }
+
+@Suite("Dispatch keeps nothing alive")
+struct DispatchRetentionTests {
+    @Test func aDispatchedThenRemovedNodeIsFreed() throws {
+        let f = try Fixture()
+        weak var removed: Node?
+        do {
+            let node = try f.hierarchy.makeNode(at: "/gone")
+            node.handleEvent { _ in }
+            removed = node
+            #expect(try f.hierarchy.trigger("Tap", at: node).status == .handled)
+            node.remove()
+        }
+        #expect(removed == nil, "the dispatcher's reusable chain buffer must not hold it")
+    }
+}

@@ -55,12 +55,16 @@ final class Dispatcher {
         depth += 1
         defer { depth -= 1 }
 
-        // One chain buffer per nesting depth, reused: no allocation per dispatch.
+        // One chain buffer per nesting depth, reused: no allocation per dispatch. It is taken
+        // out of `chainBuffers` while in use (nested dispatches then never copy it) and put
+        // back emptied, so it keeps no node alive between dispatches.
         if chainBuffers.count < depth { chainBuffers.append([]) }
         var chain = chainBuffers[depth - 1]
         chainBuffers[depth - 1] = []
-        chain.removeAll(keepingCapacity: true)
-        defer { chainBuffers[depth - 1] = chain }
+        defer {
+            chain.removeAll(keepingCapacity: true)
+            chainBuffers[depth - 1] = chain
+        }
         var top = origin
         while true {
             chain.append((top, top.responders))
