@@ -44,9 +44,9 @@ final class LuaBridge {
 
     private func install() throws(HierarchyError) {
         let L = host.thread
-        nodeMetatable = newTableRef()
-        handleMetatable = newTableRef()
-        nodeCache = host.makeWeakTable(mode: "v")
+        nodeMetatable = host.makeTableRef()
+        handleMetatable = host.makeTableRef()
+        nodeCache = host.makeTableRef(weakMode: "v")
         let finalize: HostFunction = { call in call.host.finalizeRetainingUserdata(at: 1); return 0 }
         withTable(nodeMetatable) {
             host.pushFunction(finalize)
@@ -68,7 +68,8 @@ final class LuaBridge {
             host.setRawField(of: -2, "__tostring")
         }
 
-        // The prelude's arguments, in order.
+        // The prelude, then its arguments, in order.
+        try host.load(luaPrelude, name: "=[luahier]")
         lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(nodeMetatable))
         lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(handleMetatable))
         pushFunctionTable(nodeMethods())
@@ -86,25 +87,7 @@ final class LuaBridge {
             hierarchy.output(try call.string(1, "print"))
             return 0
         }
-
-        guard luaL_loadbufferx(L, luaPrelude, luaPrelude.utf8.count, "=[luahier]", "t") == LUA_OK else {
-            let message = host.string(at: -1) ?? "?"
-            luahier_pop(L, 1 + 8)
-            throw .preludeFailed(message)
-        }
-        luahier_insert(L, -9)
-        if case .failed(let error) = host.callProtected(nargs: 8, nresults: 0) {
-            throw .preludeFailed(error.describedValue()["message"]?.stringValue ?? error.type)
-        }
-    }
-
-    /// [-0, +1, m] A new table, also held by the returned registry reference.
-    private func newTableRef() -> Int32 {
-        luahier_newtable(host.thread)
-        lua_pushvalue(host.thread, -1)
-        let ref = host.ref()
-        luahier_pop(host.thread, 1)
-        return ref
+        try host.runSetup(nargs: 8, "the hier prelude")
     }
 
     /// Runs `body` with the table at `ref` pushed, popping it after.

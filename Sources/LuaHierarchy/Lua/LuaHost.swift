@@ -57,7 +57,7 @@ final class LuaHost {
         guardState.pointee.host = UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque())
         luahier_installhook(state)
         guardState.pointee.main = state
-        domainTags = makeWeakTable(mode: "k")
+        domainTags = makeTableRef(weakMode: "k")
         for word in InternedString.allCases {
             push(word.text)
             internedRefs.append(ref())

@@ -44,11 +44,7 @@ extension LuaHost {
     /// [-0, +1, -] The step-counting pattern functions as a table {find, match, gmatch, gsub}.
     func pushPatternFunctions() throws(HierarchyError) {
         luahier_pushcfunction(thread, luahier_pushpatternlib)
-        switch callProtected(nargs: 0, nresults: 1) {
-        case .ok: return
-        case .failed(let error), .limitExceeded(let error):
-            throw .preludeFailed("pattern functions: \(error.type)")
-        }
+        try runSetup(nargs: 0, nresults: 1, "pattern functions")
     }
 
     /// [-0, +0, m] Refills the folder list at `folderList` (the searcher holds that very
@@ -73,9 +69,9 @@ extension LuaHost {
         }
     }
 
-    /// [-(nargs+1), +0, -] Runs host set-up code.
-    func runSetup(nargs: Int32, _ what: String) throws(HierarchyError) {
-        switch callProtected(nargs: nargs, nresults: 0) {
+    /// [-(nargs+1), +nresults, -] Runs host set-up code.
+    func runSetup(nargs: Int32, nresults: Int32 = 0, _ what: String) throws(HierarchyError) {
+        switch callProtected(nargs: nargs, nresults: nresults) {
         case .ok: return
         case .failed(let error), .limitExceeded(let error):
             throw .preludeFailed("\(what): \(error.describedValue()["message"]?.stringValue ?? error.type)")

@@ -83,13 +83,16 @@ extension LuaHost {
         return "\(source):\(debug.linedefined)"
     }
 
-    /// [-0, +0, m] A new table with weak `mode` ("k" or "v"), held by a registry reference.
-    func makeWeakTable(mode: String) -> Int32 {
+    /// [-0, +0, m] A new table held by a registry reference; with `weakMode` ("k" or "v") it
+    /// is its own metatable with that `__mode`.
+    func makeTableRef(weakMode: String? = nil) -> Int32 {
         luahier_newtable(thread)
-        push(mode)
-        setRawField(of: -2, "__mode")
-        lua_pushvalue(thread, -1)
-        lua_setmetatable(thread, -2)
+        if let weakMode {
+            push(weakMode)
+            setRawField(of: -2, "__mode")
+            lua_pushvalue(thread, -1)
+            lua_setmetatable(thread, -2)
+        }
         return ref()
     }
 
