@@ -120,6 +120,14 @@ public final class Hierarchy {
         return try dispatch(message, at: node)
     }
 
+    /// Reports `error` at `node` with `where` (unless the error has one) set to `location`,
+    /// e.g. the input line it came from.
+    public func report(_ error: Value, at node: Node, where location: String) throws -> Outcome {
+        guard var message = Message(error, as: .error) else { throw HierarchyError.invalidError("\(error)") }
+        message.setIfAbsent("where", to: location)
+        return try dispatch(message, at: node)
+    }
+
     private func dispatch(_ message: Message, at node: Node) throws -> Outcome {
         guard node.tree === root.tree else { throw HierarchyError.foreignNode }
         return try host.withBudget { () throws(DispatchDepthExceeded) in try dispatcher.dispatch(message, at: node) }.outcome

@@ -41,6 +41,13 @@ public struct ScriptError: Error, CustomStringConvertible {
         self.value = value
     }
 
+    /// A failure of the host itself (no Lua error behind it).
+    init(type: String, message: String) {
+        self.type = type
+        self.message = message
+        self.value = .error(type, message: message)
+    }
+
     /// `file:line: message` (type first when it is not a plain Lua error).
     public var description: String {
         let text = (type == "LuaError" || type == "SyntaxError") ? message : "\(type): \(message)"

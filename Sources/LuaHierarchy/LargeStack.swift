@@ -46,6 +46,40 @@ public enum LargeStack {
         return result!
     }
 
+    /// Starts `body` on a new thread with `size` bytes of stack; `join` waits for it.
+    /// Nil when no thread could be made.
+    static func spawn(size: Int = defaultSize, _ body: @escaping () -> Void) -> Joinable? {
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setstacksize(&attributes, size)
+        #if canImport(Glibc)
+        var thread = pthread_t()
+        #else
+        var thread: pthread_t?
+        #endif
+        let context = Unmanaged.passRetained(Job(body)).toOpaque()
+        let created = pthread_create(&thread, &attributes, { context in
+            Unmanaged<Job>.fromOpaque(context!).takeRetainedValue().work()
+            return nil
+        }, context)
+        guard created == 0 else {
+            Unmanaged<Job>.fromOpaque(context).release()
+            return nil
+        }
+        #if canImport(Glibc)
+        return Joinable(thread: thread)
+        #else
+        return Joinable(thread: thread!)
+        #endif
+    }
+
+    /// A started thread.
+    struct Joinable {
+        let thread: pthread_t
+        func join() { pthread_join(thread, nil) }
+    }
+
     /// The work handed to the thread; the caller waits for the join before reading back.
     private final class Job {
         let work: () -> Void

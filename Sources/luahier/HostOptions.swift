@@ -21,16 +21,12 @@ struct HostOptions: ParsableArguments {
         _ = try memoryBytes()
     }
 
-    /// `--max-memory` in bytes: a number with an optional K, M or G suffix (powers of 1024).
+    /// `--max-memory` in bytes.
     func memoryBytes() throws -> Int {
-        let text = maxMemory.uppercased()
-        let units: [Character: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
-        let scale = text.last.flatMap { units[$0] } ?? 1
-        let digits = scale == 1 ? text : String(text.dropLast())
-        guard let number = Int(digits), number >= 0, number <= Int.max / scale else {
+        guard let bytes = Size.bytes(maxMemory) else {
             throw ValidationError("--max-memory takes a size such as 64M or 1G, not '\(maxMemory)'")
         }
-        return number * scale
+        return bytes
     }
 
     /// The hierarchy options these flags describe.
@@ -43,5 +39,17 @@ struct HostOptions: ParsableArguments {
             time: timeout == 0 ? nil : timeout,
             memory: memory == 0 ? nil : memory)
         return options
+    }
+}
+
+/// Sizes on the command line: a number with an optional K, M or G suffix (powers of 1024).
+enum Size {
+    static func bytes(_ text: String) -> Int? {
+        let upper = text.uppercased()
+        let units: [Character: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
+        let scale = upper.last.flatMap { units[$0] } ?? 1
+        let digits = scale == 1 ? upper : String(upper.dropLast())
+        guard let number = Int(digits), number >= 0, number <= Int.max / scale else { return nil }
+        return number * scale
     }
 }

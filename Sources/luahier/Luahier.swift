@@ -11,11 +11,12 @@ struct Luahier: ParsableCommand {
         discussion: """
             Exit codes:
               0  success
-              1  the script failed (syntax or runtime error, printed as file:line: message)
+              1  the script failed (syntax or runtime error, printed as file:line: message);
+                 dispatch: some input line was invalid
               2  usage error (bad flags, missing file)
               3  with --fail-on-unhandled: an error reached the root unhandled
             """,
-        subcommands: [Run.self]
+        subcommands: [Run.self, Dispatch.self]
     )
 
     /// Parses and runs on a large-stack thread, mapping every failure to a documented exit

@@ -6,11 +6,13 @@ import Testing
 /// them after a deliberate change (and read the diff).
 @Suite("Example scripts")
 struct ExampleScriptTests {
-    /// How each example runs: extra flags and the expected exit status.
-    static let examples: [String: (flags: [String], status: Int32)] = [
-        "signin.lua": ([], 0),
-        "escalation.lua": ([], 0),
-        "trace.lua": (["--trace"], 0),
+    /// How each example runs: its command line and the expected exit status.
+    static let examples: [String: (arguments: [String], status: Int32)] = [
+        "signin.lua": (["run", "scripts/signin.lua"], 0),
+        "escalation.lua": (["run", "scripts/escalation.lua"], 0),
+        "trace.lua": (["run", "--trace", "scripts/trace.lua"], 0),
+        // Two of its input lines are bad on purpose: exit 1, every line answered.
+        "alerts.lua": (["dispatch", "scripts/alerts.lua", "--input", "scripts/alerts.jsonl"], 1),
     ]
 
     static let golden = Luahier.packageRoot.appendingPathComponent("Tests/luahierTests/Golden")
@@ -25,7 +27,7 @@ struct ExampleScriptTests {
     @Test(arguments: Self.examples.keys.sorted())
     func exampleMatchesItsGoldenOutput(_ name: String) throws {
         let example = try #require(Self.examples[name])
-        let result = try Luahier.run(["run"] + example.flags + ["scripts/\(name)"])
+        let result = try Luahier.run(example.arguments)
         #expect(result.status == example.status)
         #expect(!result.signaled)
         for (stream, actual) in [("stdout", result.stdout), ("stderr", result.stderr)] {
@@ -37,5 +39,15 @@ struct ExampleScriptTests {
             let expected = try String(contentsOf: file, encoding: .utf8)
             #expect(actual == expected, "\(name) \(stream) differs from \(file.lastPathComponent)")
         }
+    }
+
+    /// The alerts rules keep no state between events, so two workers answer the same.
+    @Test func alertsAnswerTheSameWithTwoJobs() throws {
+        let arguments = try #require(Self.examples["alerts.lua"]).arguments
+        let one = try Luahier.run(arguments)
+        let two = try Luahier.run(arguments + ["--jobs", "2"])
+        #expect(two.status == one.status)
+        #expect(two.stdout == one.stdout)
+        #expect(two.stderr == one.stderr)
     }
 }

@@ -25,6 +25,13 @@ enum Luahier {
     /// Runs `luahier arguments...` with a wall-clock limit; a run past it is killed and
     /// reported as `signaled`.
     static func run(_ arguments: [String], stdin: String? = nil, timeout: TimeInterval = 60) throws -> Result {
+        try run(arguments, input: stdin.map { Data($0.utf8) }, timeout: timeout)
+    }
+
+    /// As `run`, with raw bytes on stdin.
+    static func run(_ arguments: [String], input stdin: Data?, timeout: TimeInterval = 60) throws -> Result {
+        // A child that exits before reading all its input must not kill the tests with SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
@@ -34,8 +41,13 @@ enum Luahier {
         process.standardError = err
         process.standardInput = input
         try process.run()
-        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-        try input.fileHandleForWriting.close()
+        // Written from another thread, so a large input cannot block against a full stdout.
+        let writer = input.fileHandleForWriting
+        let feed = DispatchGroup()
+        DispatchQueue.global().async(group: feed) {
+            if let stdin { try? writer.write(contentsOf: stdin) }
+            try? writer.close()
+        }
 
         // Read both pipes while the process runs so a large output cannot block it.
         nonisolated(unsafe) var outData = Data(), errData = Data()
@@ -46,6 +58,7 @@ enum Luahier {
         DispatchQueue.global().asyncAfter(deadline: deadline) { if process.isRunning { process.terminate() } }
         process.waitUntilExit()
         group.wait()
+        feed.wait()
         return Result(
             status: process.terminationStatus,
             stdout: String(decoding: outData, as: UTF8.self),

@@ -83,7 +83,7 @@ final class Dispatcher {
                     responder.filter.matches(current.type)
                 else { continue }
                 let inputType = current.type
-                let before = level == .full ? current.describedValue() : nil
+                let before: Value? = level == .full ? .some(current.describedValue()) : .none
                 let reply = responder.body.call(with: &current, returning: kind.replacementDomain)
 
                 var produced: Message
@@ -127,7 +127,7 @@ final class Dispatcher {
                     }
                 }
                 current = produced
-                let after = level == .full ? current.describedValue() : nil
+                let after: Value? = level == .full ? .some(current.describedValue()) : .none
                 trace?.append(step(node, offset, responder, inputType, stepResult, before, after))
             }
         }

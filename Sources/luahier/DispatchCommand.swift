@@ -1,0 +1,110 @@
+import ArgumentParser
+import Foundation
+import LuaHierarchy
+
+/// `luahier dispatch RULES.lua [--input FILE|-] [--jobs N] [--trace off|path|full] [--strict]`
+struct Dispatch: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Answer JSON-line requests with the responder chain a rules script builds.",
+        discussion: """
+            Each input line is {"id": ..., "at": "/path", "event": {...}} or {..., "error": \
+            {...}}; each gets one JSON outcome line on stdout, in input order: line, id, status \
+            (handled, unhandled, detached or invalid), kind, value, by, responder and, with \
+            --trace, trace. A bad line gets status "invalid" with an error naming what is wrong \
+            and where, and the stream goes on. Blank lines are skipped. The rules' print goes to \
+            stderr, and so does a summary at the end. Exit 0 when every line was dispatched, 1 \
+            when some line was invalid (with --strict: at the first one) or the rules failed to \
+            load, 2 on usage errors.
+            """
+    )
+
+    @Argument(help: "The rules script: builds the tree and its responders.")
+    var rules: String
+
+    @Option(help: ArgumentHelp("The JSON-lines input, or - for stdin.", valueName: "file"))
+    var input = "-"
+
+    @Option(help: "Workers, each with its own Lua state and its own copy of the rules' globals.")
+    var jobs = 1
+
+    @Option(help: ArgumentHelp("Add each dispatch's trace: path (nodes, responders, verdicts) or full (also values before and after each replacement).", valueName: "off|path|full"))
+    var trace: TraceOption = .off
+
+    @Flag(help: "Stop at the first invalid line (after answering it).")
+    var strict = false
+
+    @Option(help: ArgumentHelp("Longest input line, e.g. 64K, 1M; longer ones are answered LineTooLong.", valueName: "size"))
+    var maxLine = "1M"
+
+    @OptionGroup(title: "Sandbox and limits")
+    var host: HostOptions
+
+    @Argument(parsing: .postTerminator, help: "Arguments for the rules script, after --.")
+    var arguments: [String] = []
+
+    func validate() throws {
+        try requireFile(rules)
+        if input != "-" { try requireFile(input) }
+        guard (1...256).contains(jobs) else { throw ValidationError("--jobs must be between 1 and 256") }
+        guard try maxLineBytes() > 0 else { throw ValidationError("--max-line must be more than 0") }
+    }
+
+    func run() throws {
+        var options = LineDispatcher.Options(rulesFile: rules)
+        options.arguments = arguments
+        options.hierarchy = try host.hierarchyOptions()
+        options.hierarchy.traceLevel = trace.level
+        options.jobs = jobs
+        options.strict = strict
+        options.maxLineBytes = try maxLineBytes()
+        options.inputName = input == "-" ? "stdin" : input
+
+        let descriptor = input == "-" ? STDIN_FILENO : open(input, O_RDONLY)
+        guard descriptor >= 0 else {
+            throw ValidationError("cannot open \(input): \(String(cString: strerror(errno)))")
+        }
+        defer { if descriptor != STDIN_FILENO { close(descriptor) } }
+        fflush(nil)
+        let summary: LineDispatcher.Summary
+        do {
+            summary = try LineDispatcher.run(options, input: descriptor, output: STDOUT_FILENO)
+        } catch {
+            Console.scriptFailed(error)
+            throw ExitCode(ExitStatus.scriptFailed)
+        }
+        var report = "luahier: \(summary)"
+        if let line = summary.stoppedAtLine { report += "; stopped at line \(line) (--strict)" }
+        if let ioError = summary.ioError { report += "; \(ioError)" }
+        Console.error(report)
+        if summary.ioError != nil || summary.counts[.invalid, default: 0] > 0 {
+            throw ExitCode(ExitStatus.scriptFailed)
+        }
+    }
+
+    private func requireFile(_ path: String) throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            throw ValidationError("no such file: \(path)")
+        }
+    }
+
+    private func maxLineBytes() throws -> Int {
+        guard let bytes = Size.bytes(maxLine) else {
+            throw ValidationError("--max-line takes a size such as 64K or 1M, not '\(maxLine)'")
+        }
+        return bytes
+    }
+}
+
+/// `--trace off|path|full`.
+enum TraceOption: String, ExpressibleByArgument, CaseIterable {
+    case off, path, full
+
+    var level: TraceLevel {
+        switch self {
+        case .off: return .off
+        case .path: return .path
+        case .full: return .full
+        }
+    }
+}
