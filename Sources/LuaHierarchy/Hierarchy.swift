@@ -129,8 +129,20 @@ public final class Hierarchy {
     }
 
     private func dispatch(_ message: Message, at node: Node) throws -> Outcome {
+        try dispatchKeepingValue(message, at: node).outcome
+    }
+
+    /// A dispatch whose final value stays as the scripting side holds it (no conversion):
+    /// for callers that only write it out.
+    func dispatchKeepingValue(_ message: Message, at node: Node) throws -> DispatchResult {
         guard node.tree === root.tree else { throw HierarchyError.foreignNode }
-        return try host.withBudget { () throws(DispatchDepthExceeded) in try dispatcher.dispatch(message, at: node) }.outcome
+        return try host.withBudget { () throws(DispatchDepthExceeded) in try dispatcher.dispatch(message, at: node) }
+    }
+
+    /// Parses the JSON value at the parser's place as a message of `domain`, held by Lua
+    /// (for the rules engine: no `Value` is built on the way in).
+    func parseMessage(from parser: inout JSONParser, as domain: Domain) throws(JSONError) -> Result<Message, ShapeFailure> {
+        try host.parseMessage(from: &parser, as: domain)
     }
 
     private func existingNode(_ path: String) throws -> Node {

@@ -17,6 +17,8 @@ protocol ForeignPayload: AnyObject {
     func setIfAbsent(_ key: String, to text: String)
     /// Whether `other` is the very same object (not merely an equal one).
     func isSame(as other: any ForeignPayload) -> Bool
+    /// Appends the value as JSON, as `describedValue()` would read (without building it).
+    func writeJSON(into writer: inout JSONWriter)
 }
 
 /// What a message is made of: plain data, or a value a scripting side owns.
@@ -82,6 +84,14 @@ struct Message {
         switch payload {
         case .value(let value): return value
         case .foreign(let foreign): return foreign.describedValue()
+        }
+    }
+
+    /// Appends the value as JSON.
+    func writeJSON(into writer: inout JSONWriter) {
+        switch payload {
+        case .value(let value): writer.write(value)
+        case .foreign(let foreign): foreign.writeJSON(into: &writer)
         }
     }
 

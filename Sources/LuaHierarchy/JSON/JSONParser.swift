@@ -51,6 +51,73 @@ public enum JSON {
     }
 }
 
+/// Receives a JSON value as the parser reads it, depth first. Containers: `beginObject`,
+/// then per member `key` + the value + `endMember`, then `endObject`; `beginArray`, then
+/// per item the value + `endItem(position)`, then `endArray`. Strings arrive as validated
+/// UTF-8 bytes that live only for the call.
+protocol JSONSink {
+    mutating func null()
+    mutating func bool(_ flag: Bool)
+    mutating func int(_ number: Int64)
+    mutating func double(_ number: Double)
+    mutating func string(_ utf8: UnsafeBufferPointer<UInt8>)
+    mutating func beginObject()
+    mutating func key(_ utf8: UnsafeBufferPointer<UInt8>)
+    mutating func endMember()
+    mutating func endObject()
+    mutating func beginArray()
+    mutating func endItem(_ position: Int)
+    mutating func endArray()
+}
+
+/// Builds a `Value`.
+struct ValueSink: JSONSink {
+    private enum Frame {
+        case array([Value])
+        case object([String: Value], key: String)
+    }
+    private var frames: [Frame] = []
+    private var last: Value = .null
+    let dropsNullMembers: Bool
+
+    init(dropsNullMembers: Bool) {
+        self.dropsNullMembers = dropsNullMembers
+    }
+
+    /// The value built.
+    var value: Value { last }
+
+    mutating func null() { last = .null }
+    mutating func bool(_ flag: Bool) { last = .bool(flag) }
+    mutating func int(_ number: Int64) { last = .int(number) }
+    mutating func double(_ number: Double) { last = .double(number) }
+    mutating func string(_ utf8: UnsafeBufferPointer<UInt8>) { last = .string(String(decoding: utf8, as: UTF8.self)) }
+    mutating func beginObject() { frames.append(.object([:], key: "")) }
+    mutating func key(_ utf8: UnsafeBufferPointer<UInt8>) {
+        guard case .object(let map, _) = frames.removeLast() else { return }
+        frames.append(.object(map, key: String(decoding: utf8, as: UTF8.self)))
+    }
+    mutating func endMember() {
+        guard case .object(var map, let key) = frames.removeLast() else { return }
+        if last != .null || !dropsNullMembers { map[key] = last }
+        frames.append(.object(map, key: ""))
+    }
+    mutating func endObject() {
+        guard case .object(let map, _) = frames.removeLast() else { return }
+        last = .map(map)
+    }
+    mutating func beginArray() { frames.append(.array([])) }
+    mutating func endItem(_ position: Int) {
+        guard case .array(var items) = frames.removeLast() else { return }
+        items.append(last)
+        frames.append(.array(items))
+    }
+    mutating func endArray() {
+        guard case .array(let items) = frames.removeLast() else { return }
+        last = .array(items)
+    }
+}
+
 /// A recursive-descent parser over bytes; recursion is bounded by `depthLimit`.
 struct JSONParser {
     private let bytes: UnsafeBufferPointer<UInt8>
@@ -72,70 +139,119 @@ struct JSONParser {
     }
 
     mutating func parseDocument() throws(JSONError) -> Value {
+        var sink = ValueSink(dropsNullMembers: nulls == .asLuaNil)
         skipWhitespace()
-        let value = try parseValue(depth: 1)
+        try parseValue(into: &sink, depth: 1)
+        try expectEnd()
+        return sink.value
+    }
+
+    /// After the last value: only whitespace may follow.
+    mutating func expectEnd() throws(JSONError) {
         skipWhitespace()
         if index < bytes.count { throw failure("unexpected \(describeByte(at: index)) after the value") }
-        return value
+    }
+
+    /// The members of a top-level object, each handed to `member` with the parser placed at
+    /// its value, which `member` must parse (with `parseValue`).
+    mutating func parseMembers(_ member: (String, inout JSONParser) throws(JSONError) -> Void) throws(JSONError) -> Bool {
+        skipWhitespace()
+        guard peek == UInt8(ascii: "{") else { return false }
+        index += 1
+        skipWhitespace()
+        if peek == UInt8(ascii: "}") { index += 1; return true }
+        while true {
+            guard peek == UInt8(ascii: "\"") else { throw failure("expected a string key, found \(describeByte(at: index))") }
+            let keyStart = index
+            let key = try parseString { String(decoding: $0, as: UTF8.self) }
+            try expectColon(afterKeyAt: keyStart)
+            try member(key, &self)
+            guard try endOfMember() else { return true }
+        }
     }
 
     // MARK: Values
 
-    private mutating func parseValue(depth: Int) throws(JSONError) -> Value {
+    /// One value as a `Value`.
+    mutating func parseValue() throws(JSONError) -> Value {
+        var sink = ValueSink(dropsNullMembers: nulls == .asLuaNil)
+        try parseValue(into: &sink)
+        return sink.value
+    }
+
+    /// One value (whitespace before it skipped), handed to `sink`.
+    mutating func parseValue<Sink: JSONSink>(into sink: inout Sink, depth: Int = 1) throws(JSONError) {
+        skipWhitespace()
         guard index < bytes.count else { throw failure("unexpected end of input, expected a value") }
         switch bytes[index] {
-        case UInt8(ascii: "{"): return try parseObject(depth: depth)
-        case UInt8(ascii: "["): return try parseArray(depth: depth)
-        case UInt8(ascii: "\""): return .string(try parseString())
-        case UInt8(ascii: "t"): try expectWord("true"); return .bool(true)
-        case UInt8(ascii: "f"): try expectWord("false"); return .bool(false)
-        case UInt8(ascii: "n"): try expectWord("null"); return .null
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
+        case UInt8(ascii: "{"): try parseObject(into: &sink, depth: depth)
+        case UInt8(ascii: "["): try parseArray(into: &sink, depth: depth)
+        case UInt8(ascii: "\""): try parseString { sink.string($0) }
+        case UInt8(ascii: "t"): try expectWord("true"); sink.bool(true)
+        case UInt8(ascii: "f"): try expectWord("false"); sink.bool(false)
+        case UInt8(ascii: "n"): try expectWord("null"); sink.null()
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try parseNumber(into: &sink)
         default: throw failure("unexpected \(describeByte(at: index)), expected a value")
         }
     }
 
-    private mutating func parseObject(depth: Int) throws(JSONError) -> Value {
+    private mutating func parseObject<Sink: JSONSink>(into sink: inout Sink, depth: Int) throws(JSONError) {
         guard depth <= depthLimit else { throw failure("nesting deeper than \(depthLimit)") }
         index += 1
-        var map: [String: Value] = [:]
+        sink.beginObject()
         skipWhitespace()
-        if peek == UInt8(ascii: "}") { index += 1; return .map(map) }
+        if peek == UInt8(ascii: "}") { index += 1; sink.endObject(); return }
         while true {
             guard peek == UInt8(ascii: "\"") else { throw failure("expected a string key, found \(describeByte(at: index))") }
-            let key = try parseString()
-            skipWhitespace()
-            guard peek == UInt8(ascii: ":") else { throw failure("expected ':' after key \(String(reflecting: key)), found \(describeByte(at: index))") }
-            index += 1
-            skipWhitespace()
-            let value = try parseValue(depth: depth + 1)
-            if value != .null || nulls == .keep { map[key] = value }
-            skipWhitespace()
-            switch peek {
-            case UInt8(ascii: ","): index += 1; skipWhitespace()
-            case UInt8(ascii: "}"): index += 1; return .map(map)
-            default: throw failure("expected ',' or '}' in an object, found \(describeByte(at: index))")
-            }
+            let keyStart = index
+            try parseString { sink.key($0) }
+            try expectColon(afterKeyAt: keyStart)
+            try parseValue(into: &sink, depth: depth + 1)
+            sink.endMember()
+            guard try endOfMember() else { sink.endObject(); return }
         }
     }
 
-    private mutating func parseArray(depth: Int) throws(JSONError) -> Value {
+    /// The ':' after the key whose opening quote is at `keyStart` (named in the message).
+    private mutating func expectColon(afterKeyAt keyStart: Int) throws(JSONError) {
+        let keyEnd = index
+        skipWhitespace()
+        guard peek == UInt8(ascii: ":") else {
+            let key = String(decoding: UnsafeBufferPointer(rebasing: bytes[keyStart..<keyEnd]), as: UTF8.self)
+            throw failure("expected ':' after key \(key), found \(describeByte(at: index))")
+        }
+        index += 1
+    }
+
+    /// After a member: true at ',' (another follows), false at '}'.
+    private mutating func endOfMember() throws(JSONError) -> Bool {
+        skipWhitespace()
+        switch peek {
+        case UInt8(ascii: ","): index += 1; skipWhitespace(); return true
+        case UInt8(ascii: "}"): index += 1; return false
+        default: throw failure("expected ',' or '}' in an object, found \(describeByte(at: index))")
+        }
+    }
+
+    private mutating func parseArray<Sink: JSONSink>(into sink: inout Sink, depth: Int) throws(JSONError) {
         guard depth <= depthLimit else { throw failure("nesting deeper than \(depthLimit)") }
         index += 1
-        var items: [Value] = []
+        sink.beginArray()
         skipWhitespace()
-        if peek == UInt8(ascii: "]") { index += 1; return .array(items) }
+        if peek == UInt8(ascii: "]") { index += 1; sink.endArray(); return }
+        var position = 0
         while true {
-            let start = index
-            let item = try parseValue(depth: depth + 1)
-            if item == .null && nulls == .asLuaNil {
-                throw failure("null in an array (a Lua sequence cannot hold nil)", at: start)
+            skipWhitespace()
+            if nulls == .asLuaNil && peek == UInt8(ascii: "n") {
+                throw failure("null in an array (a Lua sequence cannot hold nil)")
             }
-            items.append(item)
+            try parseValue(into: &sink, depth: depth + 1)
+            position += 1
+            sink.endItem(position)
             skipWhitespace()
             switch peek {
-            case UInt8(ascii: ","): index += 1; skipWhitespace()
-            case UInt8(ascii: "]"): index += 1; return .array(items)
+            case UInt8(ascii: ","): index += 1
+            case UInt8(ascii: "]"): index += 1; sink.endArray(); return
             default: throw failure("expected ',' or ']' in an array, found \(describeByte(at: index))")
             }
         }
@@ -143,9 +259,10 @@ struct JSONParser {
 
     // MARK: Strings
 
-    /// A string starting at the opening quote. Plain runs are validated in one go; escapes go
+    /// A string starting at the opening quote, handed to `body` as validated UTF-8 (the
+    /// bytes live only for the call). Plain runs come straight from the input; escapes go
     /// through `scratch`.
-    private mutating func parseString() throws(JSONError) -> String {
+    private mutating func parseString<T>(_ body: (UnsafeBufferPointer<UInt8>) -> T) throws(JSONError) -> T {
         let start = index
         index += 1
         let runStart = index
@@ -155,10 +272,10 @@ struct JSONParser {
             if byte == UInt8(ascii: "\"") {
                 let run = UnsafeBufferPointer(rebasing: bytes[runStart..<index])
                 index += 1
-                if ascii { return String(decoding: run, as: UTF8.self) }
-                return try validated(run, from: runStart)
+                if !ascii { try validate(run, from: runStart) }
+                return body(run)
             }
-            if byte == UInt8(ascii: "\\") { return try parseEscapedString(from: runStart, openedAt: start) }
+            if byte == UInt8(ascii: "\\") { return try parseEscapedString(from: runStart, openedAt: start, body) }
             if byte < 0x20 { throw failure("control character \(hex(byte)) in a string: escape it", at: index) }
             if byte >= 0x80 { ascii = false }
             index += 1
@@ -166,7 +283,9 @@ struct JSONParser {
         throw failure("unterminated string", at: start)
     }
 
-    private mutating func parseEscapedString(from runStart: Int, openedAt start: Int) throws(JSONError) -> String {
+    private mutating func parseEscapedString<T>(
+        from runStart: Int, openedAt start: Int, _ body: (UnsafeBufferPointer<UInt8>) -> T
+    ) throws(JSONError) -> T {
         scratch.removeAll(keepingCapacity: true)
         scratch.append(contentsOf: bytes[runStart..<index])
         while index < bytes.count {
@@ -174,7 +293,13 @@ struct JSONParser {
             switch byte {
             case UInt8(ascii: "\""):
                 index += 1
-                return try scratch.withUnsafeBufferPointer { run throws(JSONError) in try validated(run, from: start + 1) }
+                let result = scratch.withUnsafeBufferPointer { run in
+                    Result { () throws(JSONError) in
+                        try validate(run, from: start + 1)
+                        return body(run)
+                    }
+                }
+                return try result.get()
             case UInt8(ascii: "\\"):
                 try appendEscape()
             case 0..<0x20:
@@ -242,8 +367,8 @@ struct JSONParser {
         return scalar
     }
 
-    private func validated(_ run: UnsafeBufferPointer<UInt8>, from start: Int) throws(JSONError) -> String {
-        if let text = String(validating: run, as: UTF8.self) { return text }
+    private func validate(_ run: UnsafeBufferPointer<UInt8>, from start: Int) throws(JSONError) {
+        if String(validating: run, as: UTF8.self) != nil { return }
         // Find the first bad byte for the message.
         var offset = 0
         var decoder = UTF8()
@@ -251,8 +376,7 @@ struct JSONParser {
         loop: while true {
             switch decoder.decode(&iterator) {
             case .scalarValue(let scalar): offset += UTF8.width(scalar)
-            case .emptyInput: break loop
-            case .error: break loop
+            case .emptyInput, .error: break loop
             }
         }
         throw failure("invalid UTF-8 in a string", at: start + offset)
@@ -262,7 +386,7 @@ struct JSONParser {
 
     /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`: an integer when there is neither a
     /// fraction nor an exponent.
-    private mutating func parseNumber() throws(JSONError) -> Value {
+    private mutating func parseNumber<Sink: JSONSink>(into sink: inout Sink) throws(JSONError) {
         let start = index
         if peek == UInt8(ascii: "-") { index += 1 }
         guard let first = peekDigit else { throw failure("'-' must be followed by digits", at: start) }
@@ -285,14 +409,14 @@ struct JSONParser {
         }
         let text = UnsafeBufferPointer(rebasing: bytes[start..<index])
         if isInteger {
-            if let integer = Self.integer(text) { return .int(integer) }
+            if let integer = Self.integer(text) { sink.int(integer); return }
             throw failure("integer \(String(decoding: text, as: UTF8.self)) is out of range (64-bit)", at: start)
         }
         let number = Self.double(text)
         guard number.isFinite else {
             throw failure("number \(String(decoding: text, as: UTF8.self)) is out of range", at: start)
         }
-        return .double(number)
+        sink.double(number)
     }
 
     /// Digits with an optional '-', or nil on overflow.

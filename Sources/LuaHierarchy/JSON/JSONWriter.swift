@@ -66,29 +66,46 @@ struct JSONWriter {
     }
 
     mutating func writeString(_ text: String) {
-        bytes.append(UInt8(ascii: "\""))
         var text = text
-        text.withUTF8 { utf8 in
-            var runStart = 0
-            for (position, byte) in utf8.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<position]))
-                runStart = position + 1
-                switch byte {
-                case UInt8(ascii: "\""): append("\\\"")
-                case UInt8(ascii: "\\"): append("\\\\")
-                case 0x0A: append("\\n")
-                case 0x0D: append("\\r")
-                case 0x09: append("\\t")
-                case 0x08: append("\\b")
-                case 0x0C: append("\\f")
-                default:
-                    append("\\u00")
-                    bytes.append(Self.hexDigits[Int(byte >> 4)])
-                    bytes.append(Self.hexDigits[Int(byte & 0xF)])
-                }
-            }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+        text.withUTF8 { _ = writeString(bytes: $0) }
+    }
+
+    /// A string from raw bytes. Bytes that are not UTF-8 are written with each bad sequence
+    /// as U+FFFD, or refused (false, nothing written) with `refusingInvalid`.
+    @discardableResult
+    mutating func writeString(bytes utf8: UnsafeBufferPointer<UInt8>, refusingInvalid: Bool = false) -> Bool {
+        if utf8.contains(where: { $0 >= 0x80 }), String(validating: utf8, as: UTF8.self) == nil {
+            if refusingInvalid { return false }
+            var repaired = String(decoding: utf8, as: UTF8.self)
+            repaired.withUTF8 { writeEscaped($0) }
+            return true
         }
+        writeEscaped(utf8)
+        return true
+    }
+
+    /// `"..."` around valid UTF-8, escaping what JSON requires.
+    private mutating func writeEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
+        bytes.append(UInt8(ascii: "\""))
+        var runStart = 0
+        for (position, byte) in utf8.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<position]))
+            runStart = position + 1
+            switch byte {
+            case UInt8(ascii: "\""): append("\\\"")
+            case UInt8(ascii: "\\"): append("\\\\")
+            case 0x0A: append("\\n")
+            case 0x0D: append("\\r")
+            case 0x09: append("\\t")
+            case 0x08: append("\\b")
+            case 0x0C: append("\\f")
+            default:
+                append("\\u00")
+                bytes.append(Self.hexDigits[Int(byte >> 4)])
+                bytes.append(Self.hexDigits[Int(byte & 0xF)])
+            }
+        }
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
         bytes.append(UInt8(ascii: "\""))
     }
 

@@ -15,6 +15,12 @@ struct LineProcessor {
     /// How `where` names the input: `alerts.jsonl` reads `alerts.jsonl:12`.
     let inputName: String
     let maxLineBytes: Int
+    /// Paths seen before and their nodes (a class: the processor itself is passed by value).
+    let nodeCache = NodeCache()
+
+    final class NodeCache {
+        var nodes: [String: Node] = [:]
+    }
 
     /// Appends the outcome line (with its newline) for input line `number` to `output`.
     func process(_ line: UnsafeRawBufferPointer, number: Int, into output: inout JSONWriter) -> LineStatus {
@@ -24,13 +30,11 @@ struct LineProcessor {
             return .invalid
         case .success(let request):
             do {
-                let outcome: Outcome
-                switch request.domain {
-                case .event: outcome = try hierarchy.trigger(request.value, at: request.node)
-                case .error: outcome = try hierarchy.report(request.value, at: request.node, where: "\(inputName):\(number)")
-                }
-                write(outcome, id: request.id, number: number, into: &output)
-                return LineStatus(rawValue: outcome.status.rawValue)!
+                var message = request.message
+                if message.domain == .error { message.setIfAbsent("where", to: "\(inputName):\(number)") }
+                let result = try hierarchy.dispatchKeepingValue(message, at: request.node)
+                write(result, id: request.id, number: number, into: &output)
+                return LineStatus(rawValue: result.status.rawValue)!
             } catch {
                 let invalid = InvalidLine(id: request.id, type: "InvalidRequest", message: "\(error)", column: nil)
                 write(invalid, number: number, into: &output)
@@ -52,8 +56,7 @@ struct LineProcessor {
     struct Request {
         var id: Value?
         var node: Node
-        var domain: Domain
-        var value: Value
+        var message: Message
     }
 
     struct InvalidLine: Error {
@@ -63,73 +66,78 @@ struct LineProcessor {
         var column: Int?
     }
 
+    /// Reads a request. The payload goes from JSON straight into the hierarchy's scripting
+    /// side; `id` and `at` become plain values.
     private func request(from line: UnsafeRawBufferPointer, number: Int) -> Result<Request, InvalidLine> {
-        let parsed: Value
+        var parser = JSONParser(line.bindMemory(to: UInt8.self), depthLimit: JSON.defaultDepthLimit, nulls: .asLuaNil)
+        var id: Value?, at: Value?, unknown: String?
+        var payload: (key: String, shape: Result<Message, ShapeFailure>)?
+        var payloads = 0
         do {
-            parsed = try JSON.parseForLua(line)
+            let isObject = try parser.parseMembers { (key: String, parser: inout JSONParser) throws(JSONError) in
+                switch key {
+                case "id": id = try parser.parseValue()
+                case "at": at = try parser.parseValue()
+                case "event", "error":
+                    payloads += 1
+                    let domain: Domain = key == "event" ? .event : .error
+                    payload = (key, try hierarchy.parseMessage(from: &parser, as: domain))
+                default:
+                    if unknown == nil { unknown = key }
+                    _ = try parser.parseValue()
+                }
+            }
+            if !isObject { _ = try parser.parseValue() }
+            try parser.expectEnd()
+            if !isObject {
+                return .failure(InvalidLine(id: nil, type: "InvalidRequest", message: "a request is a JSON object with \"at\" and \"event\" or \"error\"", column: nil))
+            }
         } catch {
             return .failure(InvalidLine(id: nil, type: "InvalidJSON", message: error.message, column: error.column))
         }
-        guard case .map(let fields) = parsed else {
-            return .failure(InvalidLine(id: nil, type: "InvalidRequest", message: "a request is a JSON object with \"at\" and \"event\" or \"error\"", column: nil))
-        }
-        let id = fields["id"]
         func invalid(_ message: String) -> Result<Request, InvalidLine> {
             .failure(InvalidLine(id: id, type: "InvalidRequest", message: message, column: nil))
         }
-        if let unknown = fields.keys.sorted().first(where: { !Self.requestFields.contains($0) }) {
+        if let unknown {
             return invalid("unknown field \(String(reflecting: unknown)) (a request has id, at, and event or error)")
         }
-        guard let atValue = fields["at"] else { return invalid("missing \"at\" (the path of the node, e.g. \"/app/feed\")") }
-        guard case .string(let path) = atValue else { return invalid("\"at\" must be a path string, not \(atValue)") }
+        guard let at else { return invalid("missing \"at\" (the path of the node, e.g. \"/app/feed\")") }
+        guard case .string(let path) = at else { return invalid("\"at\" must be a path string, not \(at)") }
         let node: Node
         do {
-            guard let found = try hierarchy.node(at: path) else {
+            guard let found = try cachedNode(at: path) else {
                 return .failure(InvalidLine(id: id, type: "NoSuchNode", message: "no node at \(path)", column: nil))
             }
             node = found
         } catch {
             return invalid("\"at\": \(error)")
         }
-        switch (fields["event"], fields["error"]) {
-        case (let event?, nil):
-            guard Self.isEvent(event) else {
-                return invalid("\"event\" must be a type name or an object with a string \"type\", not \(event)")
-            }
-            return .success(Request(id: id, node: node, domain: .event, value: event))
-        case (nil, let error?):
-            guard Self.isError(error) else {
-                return invalid("\"error\" must be a message string or an object whose \"type\" is a string, not \(error)")
-            }
-            return .success(Request(id: id, node: node, domain: .error, value: error))
-        case (nil, nil):
-            return invalid("missing \"event\" or \"error\"")
-        case (.some, .some):
-            return invalid("a request has \"event\" or \"error\", not both")
+        guard let payload else { return invalid("missing \"event\" or \"error\"") }
+        guard payloads == 1 else { return invalid("a request has one \"event\" or one \"error\", not both") }
+        switch payload.shape {
+        case .success(let message):
+            return .success(Request(id: id, node: node, message: message))
+        case .failure(let failure) where payload.key == "event":
+            return invalid("\"event\" must be a type name or an object with a string \"type\", not \(failure.described)")
+        case .failure(let failure):
+            return invalid("\"error\" must be a message string or an object whose \"type\" is a string, not \(failure.described)")
         }
     }
 
-    private static let requestFields: Set<String> = ["id", "at", "event", "error"]
-
-    private static func isEvent(_ value: Value) -> Bool {
-        switch value {
-        case .string(let type): return !type.isEmpty
-        case .map(let map): return map["type"]?.stringValue != nil
-        default: return false
-        }
+    /// The node at `path`, remembered between lines: a remembered node still answers to the
+    /// path if its (cached) path is unchanged, which a removal or a move would change.
+    private func cachedNode(at path: String) throws(TreeError) -> Node? {
+        if let node = nodeCache.nodes[path], node.path == path { return node }
+        let node = try hierarchy.node(at: path)
+        if nodeCache.nodes.count > 4096 { nodeCache.nodes.removeAll(keepingCapacity: true) }
+        nodeCache.nodes[path] = node
+        return node
     }
 
-    private static func isError(_ value: Value) -> Bool {
-        switch value {
-        case .string: return true
-        case .map(let map): return map["type"] == nil || map["type"]?.stringValue != nil
-        default: return false
-        }
-    }
 
     // MARK: Outcome lines
 
-    private func write(_ outcome: Outcome, id: Value?, number: Int, into output: inout JSONWriter) {
+    private func write(_ outcome: DispatchResult, id: Value?, number: Int, into output: inout JSONWriter) {
         output.writeKey("line", opening: true)
         output.append(String(number))
         if let id {
@@ -139,12 +147,12 @@ struct LineProcessor {
         output.writeKey("status")
         output.writeString(outcome.status.rawValue)
         output.writeKey("kind")
-        output.writeString(outcome.kind.rawValue)
+        output.writeString(outcome.message.domain.rawValue)
         output.writeKey("value")
-        output.write(outcome.value)
-        if let by = outcome.by {
+        outcome.message.writeJSON(into: &output)
+        if let by = outcome.handledBy {
             output.writeKey("by")
-            output.writeString(by)
+            output.writeString(by.path)
         }
         if let responder = outcome.responder {
             output.writeKey("responder")
@@ -204,4 +212,9 @@ struct LineProcessor {
         output.writeString("\(inputName):\(number)" + (invalid.column.map { ":\($0)" } ?? ""))
         output.append("}}\n")
     }
+}
+
+/// A JSON payload that is not a message of the domain asked for, described for the message.
+struct ShapeFailure: Error {
+    var described: Value
 }

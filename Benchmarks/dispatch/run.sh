@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# luahier dispatch vs a plain Lua script with lua-cjson doing the same routing, side by
+# side in one run: events per second for each, the ratio, and the speed-up of --jobs 2.
+#
+#   Benchmarks/dispatch/run.sh [LINES] [ROUNDS]      (defaults: 200000 lines, 5 rounds)
+#
+# Installs lua5.4 and lua-cjson if missing (Debian), builds luahier in release mode,
+# generates the input once, then runs the three contenders in turn each round (so load
+# on a shared machine hits them alike) and keeps each one's best time.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+LINES=${1:-200000}
+ROUNDS=${2:-5}
+
+if ! lua5.4 -e 'require "cjson"' 2>/dev/null; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq lua5.4 lua-cjson >/dev/null
+fi
+swift build -c release --product luahier >/dev/null
+LUAHIER=.build/release/luahier
+
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+lua5.4 Benchmarks/dispatch/make-input.lua "$LINES" > "$WORK/in.jsonl"
+
+# Seconds for one run of "$@" with stdin from the input and stdout to a file.
+timed() {
+  local start end
+  start=$(date +%s.%N)
+  "$@" < "$WORK/in.jsonl" > "$WORK/out.jsonl" 2>/dev/null || true
+  end=$(date +%s.%N)
+  local got
+  got=$(wc -l < "$WORK/out.jsonl")
+  [ "$got" -eq "$LINES" ] || { echo "expected $LINES outcome lines, got $got from: $*" >&2; exit 1; }
+  awk -v a="$start" -v b="$end" 'BEGIN { printf "%.6f", b - a }'
+}
+min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a < b ? a : b) }'; }
+
+best_peer=999999; best_one=999999; best_two=999999
+for round in $(seq "$ROUNDS"); do
+  best_peer=$(min "$(timed lua5.4 Benchmarks/dispatch/peer.lua)" "$best_peer")
+  best_one=$(min "$(timed $LUAHIER dispatch scripts/alerts.lua --jobs 1)" "$best_one")
+  best_two=$(min "$(timed $LUAHIER dispatch scripts/alerts.lua --jobs 2)" "$best_two")
+  echo "round $round done" >&2
+done
+
+rate() { awk -v n="$LINES" -v t="$1" 'BEGIN { printf "%.0f", n / t }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+echo "lines: $LINES, rounds: $ROUNDS (best of each), $(nproc) cores"
+printf "%-34s %10s events/s\n" "plain Lua + lua-cjson (peer.lua)" "$(rate "$best_peer")"
+printf "%-34s %10s events/s\n" "luahier dispatch --jobs 1" "$(rate "$best_one")"
+printf "%-34s %10s events/s\n" "luahier dispatch --jobs 2" "$(rate "$best_two")"
+echo "engine (1 job) / peer:  $(ratio "$best_peer" "$best_one")x   (target >= 1.0x)"
+echo "jobs 2 / jobs 1:        $(ratio "$best_one" "$best_two")x   (target >= 1.8x)"
