@@ -5,6 +5,7 @@ import LuaHierarchy
 // Side-by-side measurements for issue 4. Each figure is the best of `rounds` runs (the
 // machine is shared and noisy: the minimum is the least disturbed), in ns per dispatch.
 // Usage: swift run -c release luahier-bench [--quick]
+//        swift run -c release luahier-bench --json FILE   (parsers only, see jsonParsers)
 
 let quick = CommandLine.arguments.contains("--quick")
 let rounds = quick ? 3 : 7
@@ -29,6 +30,28 @@ func row(_ name: String, _ ns: Double, against baseline: (String, Double)? = nil
 }
 
 let responder = "function(e) return 'notHandled' end"
+
+// MARK: Issue 5: JSON parsers on the dispatch input, per line.
+
+/// Foundation's JSONSerialization against this package's parser on every line of `path`.
+/// (JSONSerialization cannot tell 3 from 3.0, and reports no column: reasons of their own.)
+func jsonParsers(_ path: String) throws {
+    let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map { Data($0.utf8) }
+    let foundation = try measure(lines.count) { _ in
+        for line in lines { _ = try JSONSerialization.jsonObject(with: line) }
+    }
+    let own = try measure(lines.count) { _ in
+        for line in lines { _ = try line.withUnsafeBytes { try JSON.parse($0) } }
+    }
+    print("JSON parse of \(lines.count) lines of \(path), per line (best of \(rounds)):")
+    row("Foundation JSONSerialization", foundation)
+    row("LuaHierarchy JSON.parse (to Value)", own, against: ("Foundation", foundation))
+}
+
+if let flag = CommandLine.arguments.firstIndex(of: "--json"), flag + 1 < CommandLine.arguments.count {
+    try jsonParsers(CommandLine.arguments[flag + 1])
+    exit(0)
+}
 
 // MARK: Baseline 1: the C-API floor — the same Lua functions called through lua_pcall.
 

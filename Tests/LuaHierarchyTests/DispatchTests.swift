@@ -213,6 +213,11 @@ struct DispatchTests {
         #expect(step.before == .event("Small", ["n": 4]))
         #expect(step.after == .event("Big", ["n": 40]))
         #expect(step.description == "/a #1 transformEvent (test.lua:1): Small -> event Big")
+        // Path tracing records no values at all (not even a null one).
+        f.hierarchy.traceLevel = .path
+        let pathStep = try #require(try f.hierarchy.trigger(.event("Small", ["n": 4]), at: "/a").trace?.first)
+        #expect(pathStep.before == nil)
+        #expect(pathStep.after == nil)
     }
 
     @Test func badSettingsAreErrorsAtTheCallersLine() throws {
