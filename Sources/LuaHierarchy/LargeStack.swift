@@ -16,31 +16,11 @@ public enum LargeStack {
     public static func run<T>(size: Int = defaultSize, _ body: () -> T) -> T {
         var result: T?
         withoutActuallyEscaping(body) { escapable in
-            let job = Job { result = escapable() }
-            var attributes = pthread_attr_t()
-            pthread_attr_init(&attributes)
-            defer { pthread_attr_destroy(&attributes) }
-            pthread_attr_setstacksize(&attributes, size)
-            #if canImport(Glibc)
-            var thread = pthread_t()
-            #else
-            var thread: pthread_t?
-            #endif
-            let context = Unmanaged.passRetained(job).toOpaque()
-            let created = pthread_create(&thread, &attributes, { context in
-                Unmanaged<Job>.fromOpaque(context!).takeRetainedValue().work()
-                return nil
-            }, context)
-            if created != 0 {
-                // No thread could be made: run here rather than fail.
-                Unmanaged<Job>.fromOpaque(context).release()
-                job.work()
+            if let thread = spawn(size: size, { result = escapable() }) {
+                thread.join()
             } else {
-                #if canImport(Glibc)
-                pthread_join(thread, nil)
-                #else
-                pthread_join(thread!, nil)
-                #endif
+                // No thread could be made: run here rather than fail.
+                result = escapable()
             }
         }
         return result!
