@@ -41,14 +41,6 @@ public enum JSON {
         var parser = JSONParser(bytes.bindMemory(to: UInt8.self), depthLimit: depthLimit, nulls: .keep)
         return try parser.parseDocument()
     }
-
-    /// Parses a value bound for Lua, where nil cannot be stored: a `null` member of an
-    /// object is dropped (an absent field, as in Lua), a `null` in an array is refused
-    /// (it would be a hole in a sequence).
-    static func parseForLua(_ bytes: UnsafeRawBufferPointer, depthLimit: Int = defaultDepthLimit) throws(JSONError) -> Value {
-        var parser = JSONParser(bytes.bindMemory(to: UInt8.self), depthLimit: depthLimit, nulls: .asLuaNil)
-        return try parser.parseDocument()
-    }
 }
 
 /// Receives a JSON value as the parser reads it, depth first. Containers: `beginObject`,
@@ -127,7 +119,8 @@ struct JSONParser {
     /// Reused for strings with escapes.
     private var scratch: [UInt8] = []
 
-    /// What `null` becomes: `.null`, or Lua's nil (see `JSON.parseForLua`).
+    /// What `null` becomes: `.null`, or Lua's nil: a `null` object member is dropped (an
+    /// absent field, as in Lua) and a `null` in an array refused (a hole in a sequence).
     enum Nulls {
         case keep, asLuaNil
     }
