@@ -115,9 +115,7 @@ public final class Hierarchy {
     }
 
     public func report(_ error: Value, at node: Node, file: StaticString = #fileID, line: UInt = #line) throws -> Outcome {
-        guard var message = Message(error, as: .error) else { throw HierarchyError.invalidError("\(error)") }
-        message.setIfAbsent("where", to: "\(file):\(line)")
-        return try dispatch(message, at: node)
+        try report(error, at: node, where: "\(file):\(line)")
     }
 
     /// Reports `error` at `node` with `where` (unless the error has one) set to `location`,

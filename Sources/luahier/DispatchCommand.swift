@@ -43,8 +43,8 @@ struct Dispatch: ParsableCommand {
     var arguments: [String] = []
 
     func validate() throws {
-        try requireFile(rules)
-        if input != "-" { try requireFile(input) }
+        try Validate.fileExists(rules)
+        if input != "-" { try Validate.fileExists(input) }
         guard (1...256).contains(jobs) else { throw ValidationError("--jobs must be between 1 and 256") }
         guard try maxLineBytes() > 0 else { throw ValidationError("--max-line must be more than 0") }
     }
@@ -78,13 +78,6 @@ struct Dispatch: ParsableCommand {
         Console.error(report)
         if summary.ioError != nil || summary.counts[.invalid, default: 0] > 0 {
             throw ExitCode(ExitStatus.scriptFailed)
-        }
-    }
-
-    private func requireFile(_ path: String) throws {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
-            throw ValidationError("no such file: \(path)")
         }
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import ArgumentParser
 import LuaHierarchy
 
@@ -51,5 +52,16 @@ enum Size {
         let digits = scale == 1 ? upper : String(upper.dropLast())
         guard let number = Int(digits), number >= 0, number <= Int.max / scale else { return nil }
         return number * scale
+    }
+}
+
+/// Checks `validate()` methods share.
+enum Validate {
+    /// A regular file (not a folder) at `path`, or "no such file: PATH".
+    static func fileExists(_ path: String) throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            throw ValidationError("no such file: \(path)")
+        }
     }
 }

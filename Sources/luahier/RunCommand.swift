@@ -30,10 +30,7 @@ struct Run: ParsableCommand {
     var arguments: [String] = []
 
     func validate() throws {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), !isDirectory.boolValue else {
-            throw ValidationError("no such file: \(file)")
-        }
+        try Validate.fileExists(file)
     }
 
     func run() throws {

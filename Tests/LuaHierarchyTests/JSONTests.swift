@@ -45,9 +45,9 @@ struct JSONTests {
         ("", "unexpected end of input"),
     ])
     func refusesBadText(_ text: String, _ expected: String) {
-        #expect(throws: JSONError.self) { try JSON.parse(text) }
         do {
             _ = try JSON.parse(text)
+            Issue.record("\(text): parsed, expected an error")
         } catch {
             #expect(error.message.contains(expected), "\(text): \(error)")
         }

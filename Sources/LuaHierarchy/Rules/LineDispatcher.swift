@@ -61,7 +61,7 @@ public enum LineDispatcher {
     /// Throws the rules' error if they fail to load (nothing is read then).
     public static func run(_ options: Options, input: Int32, output: Int32) throws(ScriptError) -> Summary {
         let pipeline = Pipeline(options: options, output: output)
-        let workers = (0..<max(1, options.jobs)).map { _ in
+        let workers = (0..<pipeline.jobs).map { _ in
             LargeStack.spawn { pipeline.work() }
         }
         func shutDown() {
@@ -76,7 +76,7 @@ public enum LineDispatcher {
             shutDown()
             throw failure
         }
-        var reader = LineReader(pipeline: pipeline, input: input, maxLineBytes: options.maxLineBytes, jobs: max(1, options.jobs))
+        var reader = LineReader(pipeline: pipeline, input: input, maxLineBytes: options.maxLineBytes)
         reader.readAll()
         shutDown()
         return pipeline.summary
@@ -131,11 +131,14 @@ final class Pipeline: @unchecked Sendable {
     private var nextToWrite = 0
     private(set) var summary = LineDispatcher.Summary()
 
-    var maxInFlight: Int { 4 * max(1, options.jobs) + 4 }
+    /// Workers: `options.jobs`, at least one.
+    let jobs: Int
+    var maxInFlight: Int { 4 * jobs + 4 }
 
     init(options: LineDispatcher.Options, output: Int32) {
         self.options = options
         self.outputDescriptor = output
+        self.jobs = max(1, options.jobs)
     }
 
     // MARK: Workers
@@ -194,7 +197,7 @@ final class Pipeline: @unchecked Sendable {
     /// Waits until every worker loaded the rules; the first failure, if any.
     func waitUntilLoaded() -> ScriptError? {
         queue.locked {
-            while loaded < max(1, options.jobs) { queue.wait() }
+            while loaded < jobs { queue.wait() }
             return loadFailure
         }
     }
@@ -238,14 +241,13 @@ final class Pipeline: @unchecked Sendable {
         }
     }
 
-    func stop(ioError: String? = nil) {
+    /// Ends the run on an I/O failure (`ioError` goes into the summary).
+    func stop(ioError: String) {
         queue.locked {
             stopped = true
             queue.broadcast()
         }
-        if let ioError {
-            writer.locked { if summary.ioError == nil { summary.ioError = ioError } }
-        }
+        writer.locked { if summary.ioError == nil { summary.ioError = ioError } }
     }
 
     // MARK: Writer side

@@ -14,7 +14,6 @@ struct LineReader {
     let pipeline: Pipeline
     let input: Int32
     let maxLineBytes: Int
-    let jobs: Int
 
     /// Most lines per batch: small enough to share a read among workers, large enough that
     /// handing over costs little per line.
@@ -27,11 +26,10 @@ struct LineReader {
     private var lineNumber = 0
     private var sequence = 0
 
-    init(pipeline: Pipeline, input: Int32, maxLineBytes: Int, jobs: Int) {
+    init(pipeline: Pipeline, input: Int32, maxLineBytes: Int) {
         self.pipeline = pipeline
         self.input = input
         self.maxLineBytes = maxLineBytes
-        self.jobs = jobs
     }
 
     mutating func readAll() {
@@ -117,7 +115,7 @@ struct LineReader {
     /// Splits the lines so every worker gets a share, at most `batchLimit` each.
     private mutating func submit(_ lines: [Batch.Line], chunk: [UInt8]) -> Bool {
         guard !lines.isEmpty else { return true }
-        let share = min(Self.batchLimit, max(1, (lines.count + jobs - 1) / jobs))
+        let share = min(Self.batchLimit, max(1, (lines.count + pipeline.jobs - 1) / pipeline.jobs))
         var start = 0
         while start < lines.count {
             let end = min(lines.count, start + share)
