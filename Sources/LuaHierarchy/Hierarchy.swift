@@ -134,7 +134,12 @@ public final class Hierarchy {
     /// for callers that only write it out.
     func dispatchKeepingValue(_ message: Message, at node: Node) throws -> DispatchResult {
         guard node.tree === root.tree else { throw HierarchyError.foreignNode }
-        return try host.withBudget { () throws(DispatchDepthExceeded) in try dispatcher.dispatch(message, at: node) }
+        return try withEntryBudget { () throws(DispatchDepthExceeded) in try dispatcher.dispatch(message, at: node) }
+    }
+
+    /// Runs `body` as one entry into the host, with a fresh instruction and time budget.
+    func withEntryBudget<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        try host.withBudget(body)
     }
 
     /// Parses the JSON value at the parser's place as a message of `domain`, held by Lua

@@ -50,15 +50,22 @@ final class Dispatcher {
         self.root = root
     }
 
-    func dispatch(_ initial: Message, at origin: Node) throws(DispatchDepthExceeded) -> DispatchResult {
+    /// One nesting level more (a dispatch or a publish), refused past the limit (SPEC §4).
+    func enterNesting() throws(DispatchDepthExceeded) {
         guard depth < depthLimit else { throw DispatchDepthExceeded(limit: depthLimit) }
         depth += 1
-        defer { depth -= 1 }
+    }
+
+    func leaveNesting() { depth -= 1 }
+
+    func dispatch(_ initial: Message, at origin: Node) throws(DispatchDepthExceeded) -> DispatchResult {
+        try enterNesting()
+        defer { leaveNesting() }
 
         // One chain buffer per nesting depth, reused: no allocation per dispatch. It is taken
         // out of `chainBuffers` while in use (nested dispatches then never copy it) and put
         // back emptied, so it keeps no node alive between dispatches.
-        if chainBuffers.count < depth { chainBuffers.append([]) }
+        while chainBuffers.count < depth { chainBuffers.append([]) }
         var chain = chainBuffers[depth - 1]
         chainBuffers[depth - 1] = []
         defer {

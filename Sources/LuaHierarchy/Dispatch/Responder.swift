@@ -33,6 +33,21 @@ public enum TypeFilter: Hashable, Sendable {
 
     public static func type(_ name: String) -> TypeFilter { .types([name]) }
 
+    /// `any`, `Tap`, or `[A, B]` (sorted): how tools and messages show a filter.
+    public var summary: String {
+        switch self {
+        case .any: return "any"
+        case .types(let names) where names.count == 1: return names.first!
+        case .types(let names): return "[" + names.sorted().joined(separator: ", ") + "]"
+        }
+    }
+
+    /// The type names, sorted; empty for `any`.
+    public var typeNames: [String] {
+        if case .types(let names) = self { return names.sorted() }
+        return []
+    }
+
     @inline(__always)
     func matches(_ type: String) -> Bool {
         switch self {
@@ -63,8 +78,17 @@ protocol ResponderBody: AnyObject {
     func call(with input: inout Message, returning domain: Domain) -> ResponderReply
 }
 
+/// Something a handle can take back: a responder or a subscription.
+protocol Registration: AnyObject {
+    /// Takes the registration off its node. Idempotent.
+    func remove()
+    var isRemoved: Bool { get }
+    /// For `tostring` of a handle: `responder receiveEvent (rules.lua:3)`.
+    var summary: String { get }
+}
+
 /// One registration on one node.
-final class Responder {
+final class Responder: Registration {
     let kind: ResponderKind
     let filter: TypeFilter
     let body: any ResponderBody
@@ -89,6 +113,8 @@ final class Responder {
         isRemoved = true
         node?.detachResponder(self)
     }
+
+    var summary: String { "responder \(kind.rawValue) (\(location))" }
 }
 
 /// The handle a registration returns; `remove()` unregisters, and may be called any number

@@ -61,8 +61,7 @@ final class LuaBridge {
             host.pushFunction(finalize)
             host.setRawField(of: -2, "__gc")
             host.pushFunction { [unowned self] call in
-                let text = responder(at: 1).map { "responder \($0.kind.rawValue) (\($0.location))" }
-                host.push(text ?? "responder (finalized)")
+                host.push(registration(at: 1)?.summary ?? "handle (finalized)")
                 return 1
             }
             host.setRawField(of: -2, "__tostring")
@@ -75,8 +74,8 @@ final class LuaBridge {
         pushFunctionTable(nodeMethods())
         pushFunctionTable(nodeGetters())
         pushFunctionTable(["remove": { [unowned self] call in
-            guard let responder = responder(at: 1) else { throw call.argumentError(1, "remove", "responder handle expected") }
-            responder.remove()
+            guard let registration = registration(at: 1) else { throw call.argumentError(1, "remove", "handle expected") }
+            registration.remove()
             return 0
         }])
         pushFunctionTable(hierFunctions())
@@ -112,8 +111,8 @@ final class LuaBridge {
         return node
     }
 
-    private func responder(at index: Int32) -> Responder? {
-        host.retainedObject(at: index, metatableRef: handleMetatable) as? Responder
+    private func registration(at index: Int32) -> (any Registration)? {
+        host.retainedObject(at: index, metatableRef: handleMetatable) as? any Registration
     }
 
     // MARK: The API (SPEC §2, §4, §5)
@@ -178,6 +177,8 @@ final class LuaBridge {
                 return try dispatch(error, at: node, call)
             },
         ]
+        methods["subscribe"] = { [unowned self] call in try subscribe(call) }
+        methods["publish"] = { [unowned self] call in try publish(call) }
         for kind in ResponderKind.allCases {
             methods[kind.rawValue] = { [unowned self] call in try register(kind, call) }
         }
@@ -263,6 +264,65 @@ final class LuaBridge {
             location: location)
         node.appendResponder(responder)
         host.pushRetainingUserdata(responder, metatableRef: handleMetatable)
+        return 1
+    }
+
+    /// `node:subscribe(type, fn)`: `type` is a type name or a list of them.
+    private func subscribe(_ call: HostCall) throws -> Int32 {
+        let node = try requireNode(call, 1, "subscribe")
+        guard call.top == 3 else {
+            throw LuaArgumentError("subscribe takes (type, function), got \(call.top - 1) arguments")
+        }
+        guard lua_type(call.L, 2) != LUA_TNIL else {
+            throw call.argumentError(2, "subscribe", "type name or list of type names expected")
+        }
+        let filter = try self.filter(at: 2, call, "subscribe")
+        guard lua_type(call.L, 3) == LUA_TFUNCTION else { throw call.argumentError(3, "subscribe", "function expected") }
+        let location = host.definitionLocation(ofFunctionAt: 3) ?? call.callerLocation ?? "?"
+        let subscription = Subscription(
+            filter: filter, body: LuaResponderBody(host: host, functionAt: 3, location: location), location: location)
+        node.appendSubscription(subscription)
+        host.pushRetainingUserdata(subscription, metatableRef: handleMetatable)
+        return 1
+    }
+
+    /// `node:publish(event [, {to = "first" | "last" | "all"}])` returns how many
+    /// subscriptions received the event.
+    private func publish(_ call: HostCall) throws -> Int32 {
+        let L = call.L
+        let node = try requireNode(call, 1, "publish")
+        let event: Message
+        do { event = try host.message(at: 2, as: .event) } catch {
+            throw call.argumentError(2, "publish", "event expected, got \(error)")
+        }
+        var scope = PublishScope.all
+        switch lua_type(L, 3) {
+        case LUA_TNONE, LUA_TNIL:
+            break
+        case LUA_TTABLE:
+            lua_pushnil(L)
+            while lua_next(L, 3) != 0 {
+                defer { luahier_pop(L, 1) }
+                guard host.string(at: -2) == "to", lua_type(L, -2) == LUA_TSTRING else {
+                    let key = lua_type(L, -2) == LUA_TSTRING ? "'\(host.string(at: -2)!)'" : "a \(host.typeName(at: -2)) key"
+                    throw LuaArgumentError("bad argument #2 to 'publish' (unknown option \(key); the options are: to)")
+                }
+                guard let text = host.string(at: -1), let chosen = PublishScope(rawValue: text) else {
+                    throw LuaArgumentError("bad argument #2 to 'publish' ('to' must be \"first\", \"last\" or \"all\")")
+                }
+                scope = chosen
+            }
+        default:
+            throw call.argumentError(3, "publish", "options table expected")
+        }
+        host.charge(instructions: Self.dispatchCharge)
+        let result: PublishResult
+        do {
+            result = try hierarchy.dispatcher.publish(event, from: node, to: scope)
+        } catch {
+            throw RaisedMessage(message: Message(swiftError: error, where: call.callerLocation ?? "?"))
+        }
+        lua_pushinteger(L, lua_Integer(result.delivered))
         return 1
     }
 

@@ -25,6 +25,8 @@ public final class Node {
     private var childIndex: [String: Node]?
     /// In registration order. Dispatch snapshots this array (copy-on-write makes it O(1)).
     var responders: [Responder] = []
+    /// In subscription order (SPEC §6).
+    var subscriptions: [Subscription] = []
     let tree: TreeToken
     /// Whether this node is its tree's root.
     public let isRoot: Bool
@@ -40,6 +42,7 @@ public final class Node {
     /// released, so no `deinit` ever recurses.
     deinit {
         for responder in responders { responder.node = nil }
+        for subscription in subscriptions { subscription.node = nil }
         guard firstChild != nil else { return }
         var pending: [Node] = []
         takeChildren(into: &pending)
@@ -184,6 +187,15 @@ public final class Node {
 
     func detachResponder(_ responder: Responder) {
         responders.removeAll { $0 === responder }
+    }
+
+    func appendSubscription(_ subscription: Subscription) {
+        subscription.node = self
+        subscriptions.append(subscription)
+    }
+
+    func detachSubscription(_ subscription: Subscription) {
+        subscriptions.removeAll { $0 === subscription }
     }
 
     static func validate(name: String) throws(TreeError) {

@@ -1,0 +1,125 @@
+/// Which subscribers among the publishing node's descendants receive a published event
+/// (SPEC §6). A *branch* is a path down from the publisher; a subscriber is a node with a
+/// subscription whose filter matches the event.
+public enum PublishScope: String, Sendable, CaseIterable {
+    /// On each branch, the shallowest subscriber: those with no subscriber above them
+    /// (below the publisher). Delivery does not go further down that branch.
+    case first
+    /// On each branch, the deepest subscriber: those with no subscriber below them. Unlike
+    /// upstream HierarchyResponder (one global deepest level, which starves shallower
+    /// branches), each branch is judged on its own.
+    case last
+    /// Every subscriber.
+    case all
+}
+
+/// One `subscribe` on one node: a filter and the code to call. What the code returns is
+/// ignored; an error it raises is reported at its node.
+final class Subscription: Registration {
+    let filter: TypeFilter
+    let body: any ResponderBody
+    let location: String
+    private(set) var isRemoved = false
+    /// Unowned for the reason `Responder.node` is; the node clears it when it goes away.
+    unowned(unsafe) var node: Node?
+
+    init(filter: TypeFilter, body: any ResponderBody, location: String) {
+        self.filter = filter
+        self.body = body
+        self.location = location
+    }
+
+    func remove() {
+        guard !isRemoved else { return }
+        isRemoved = true
+        node?.detachSubscription(self)
+    }
+
+    var summary: String { "subscription \(filter.summary) (\(location))" }
+}
+
+/// How a publish went: how many subscriptions received the event.
+public struct PublishResult: Sendable, Hashable {
+    /// Subscriptions called (one that raised an error still received the event).
+    public var delivered: Int
+    /// Of those, how many raised an error (each was reported at its subscriber's node).
+    public var failed: Int
+}
+
+extension Dispatcher {
+    /// Delivers `event` to the subscriptions below `origin` that `scope` selects, depth-first,
+    /// children in order, a node's subscriptions in subscription order. The recipients are
+    /// chosen before the first is called (the DOM's rule, as for responders): one removed
+    /// meanwhile is skipped, one added meanwhile waits for the next publish. Publishing is a
+    /// nesting level, like a dispatch, so a subscriber that publishes again is bounded.
+    func publish(_ event: Message, from origin: Node, to scope: PublishScope) throws(DispatchDepthExceeded) -> PublishResult {
+        try enterNesting()
+        defer { leaveNesting() }
+
+        let recipients = Self.recipients(of: event.type, below: origin, scope: scope)
+        var result = PublishResult(delivered: 0, failed: 0)
+        var current = event
+        for (node, subscription) in recipients where !subscription.isRemoved {
+            result.delivered += 1
+            switch subscription.body.call(with: &current, returning: .event) {
+            case .raised(var error):
+                result.failed += 1
+                error.setIfAbsent("where", to: subscription.location)
+                _ = try dispatch(error, at: node)
+            case .aborted(var error):
+                // A host limit tripped: nothing more may run in this entry.
+                result.failed += 1
+                error.setIfAbsent("where", to: subscription.location)
+                presenter?(PresentedError(error: error.describedValue(), reportedAt: node.path))
+                return result
+            case .handled, .notHandled, .value, .unusable:
+                break
+            }
+        }
+        return result
+    }
+
+    /// The subscriptions `scope` selects, in delivery order.
+    static func recipients(of type: String, below origin: Node, scope: PublishScope) -> [(Node, Subscription)] {
+        // Preorder (depth-first, children in order) with each entry's parent position, so
+        // `last` can learn what lies below a node without recursion: a million-deep chain
+        // must not overflow the stack.
+        var order: [(node: Node, parent: Int)] = []
+        var pending: [(node: Node, parent: Int)] = origin.children.reversed().map { ($0, -1) }
+        while let (node, parent) = pending.popLast() {
+            order.append((node, parent))
+            let position = order.count - 1
+            for child in node.children.reversed() { pending.append((child, position)) }
+        }
+        let subscribes = order.map { entry in
+            entry.node.subscriptions.contains { !$0.isRemoved && $0.filter.matches(type) }
+        }
+        var selected = subscribes
+        switch scope {
+        case .all:
+            break
+        case .first:
+            // A parent comes before its children in preorder, so `above` is ready in time.
+            var above = [Bool](repeating: false, count: order.count)
+            for (position, entry) in order.enumerated() where entry.parent >= 0 {
+                above[position] = above[entry.parent] || subscribes[entry.parent]
+            }
+            for position in order.indices where above[position] { selected[position] = false }
+        case .last:
+            // Children come after their parent: walking backwards, `below` is complete.
+            var below = [Bool](repeating: false, count: order.count)
+            for position in order.indices.reversed() where order[position].parent >= 0 {
+                let parent = order[position].parent
+                below[parent] = below[parent] || below[position] || subscribes[position]
+            }
+            for position in order.indices where below[position] { selected[position] = false }
+        }
+        var recipients: [(Node, Subscription)] = []
+        for (position, entry) in order.enumerated() where selected[position] {
+            for subscription in entry.node.subscriptions where !subscription.isRemoved && subscription.filter.matches(type) {
+                recipients.append((entry.node, subscription))
+            }
+        }
+        return recipients
+    }
+}
