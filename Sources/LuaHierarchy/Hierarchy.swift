@@ -41,6 +41,21 @@ public final class Hierarchy {
         }
     }
 
+    /// Run-time checking of `triggers`/`reports` declarations (SPEC §6). Default relaxed.
+    public var safety: SafetyLevel {
+        get { dispatcher.safety }
+        set { dispatcher.safety = newValue }
+    }
+
+    /// Receives relaxed-safety warnings, each (domain, type, node) once. Default: stderr.
+    public var onSafetyWarning: (SafetyWarning) -> Void = SafetyWarning.writeToStandardError
+
+    /// Whether errors from a detached subtree reach the presenter. Default drop (SPEC §2).
+    public var detachedPolicy: DetachedPolicy {
+        get { dispatcher.detachedPolicy }
+        set { dispatcher.detachedPolicy = newValue }
+    }
+
     public var traceLevel: TraceLevel {
         get { dispatcher.traceLevel }
         set { dispatcher.traceLevel = newValue }
@@ -59,6 +74,7 @@ public final class Hierarchy {
         dispatcher.traceLevel = options.traceLevel
         dispatcher.depthLimit = max(1, options.depthLimit)
         dispatcher.presenter = { [unowned self] in self.presenter?($0) }
+        dispatcher.onSafetyWarning = { [unowned self] in self.onSafetyWarning($0) }
         moduleFolderList = try host.openLibraries(options.libraries)
         bridge = try LuaBridge(host: host, hierarchy: self)
         if options.libraries == .sandboxed { try host.sealGlobals() }

@@ -17,7 +17,8 @@ enum Console {
     /// The CLI's presenter: an error that passed the root, with type, message, where, the
     /// node it was reported at, its cause chain and, for Lua errors, the traceback.
     static func present(_ presented: PresentedError) {
-        var lines = ["luahier: unhandled error reported at \(presented.reportedAt)"]
+        let origin = presented.detached ? "in a detached subtree, reported at" : "reported at"
+        var lines = ["luahier: unhandled error \(origin) \(presented.reportedAt)"]
         var error: Value? = presented.error
         var depth = 0
         while let current = error, depth < 16 {
@@ -30,6 +31,11 @@ enum Console {
         }
         if error != nil { lines.append("  (cause chain cut at \(depth))") }
         Console.error(lines.joined(separator: "\n"))
+    }
+
+    /// A relaxed-safety warning, one line.
+    static func warn(_ warning: SafetyWarning) {
+        Console.error("luahier: warning: \(warning)")
     }
 
     /// `Type: message (file:line)`.

@@ -37,6 +37,7 @@ struct Run: ParsableCommand {
         let hierarchy = try Hierarchy(options: try host.hierarchyOptions())
         var unhandledErrors = 0
         hierarchy.output = Console.out
+        hierarchy.onSafetyWarning = Console.warn
         hierarchy.presenter = { presented in
             unhandledErrors += 1
             Console.present(presented)

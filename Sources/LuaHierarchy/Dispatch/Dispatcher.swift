@@ -39,6 +39,11 @@ final class Dispatcher {
     let root: Node
     var depthLimit = 100
     var traceLevel = TraceLevel.off
+    var safety = SafetyLevel.relaxed
+    var detachedPolicy = DetachedPolicy.drop
+    /// Receives relaxed-safety warnings, each (type, domain, node) once.
+    var onSafetyWarning: ((SafetyWarning) -> Void)?
+    private var warned: Set<SafetyWarning> = []
     /// Receives errors that pass the root unhandled.
     var presenter: ((PresentedError) -> Void)?
     /// Sees every finished dispatch (nested ones too), e.g. to print traces.
@@ -82,8 +87,16 @@ final class Dispatcher {
         let level = traceLevel
         var trace: [TraceStep]? = level == .off ? nil : []
         var current = initial
+        var safetyCheck = safety != .disabled && root.tree.declaringNodes > 0 ? SafetyCheck(level: safety, origin: origin) : nil
 
         for (node, responders) in chain {
+            if safetyCheck != nil, let declarations = node.declarations {
+                switch safetyCheck!.arrive(at: node, declarations: declarations, with: current) {
+                case .pass: break
+                case .warn(let warning): warn(warning)
+                case .replace(let violation): current = violation
+                }
+            }
             for (offset, responder) in responders.enumerated() {
                 let kind = responder.kind
                 guard !responder.isRemoved, kind.domain == current.domain,
@@ -103,7 +116,7 @@ final class Dispatcher {
                         DispatchResult(
                             status: .unhandled, message: error, handledBy: nil, responder: nil,
                             trace: trace, origin: origin),
-                        present: !detached, hops: chain.count)
+                        present: true, hops: chain.count)
                 case (_, .raised(let error)):
                     produced = error
                     stepResult = .raised(type: error.type)
@@ -143,18 +156,37 @@ final class Dispatcher {
             DispatchResult(
                 status: detached ? .detached : .unhandled, message: current, handledBy: nil,
                 responder: nil, trace: trace, origin: origin),
-            present: !detached && current.domain == .error, hops: chain.count)
+            present: current.domain == .error, hops: chain.count)
+    }
+
+    /// Passes a warning on, the first time this type passes this node undeclared.
+    private func warn(_ warning: SafetyWarning) {
+        var key = warning
+        key.reportedAt = ""
+        key.declared = []
+        // Bounded: a stream of ever-new types must not grow it without end.
+        if warned.count >= 10_000 { warned.removeAll() }
+        guard warned.insert(key).inserted else { return }
+        onSafetyWarning?(warning)
     }
 
     /// Presents an unhandled error (unless asked not to) and lets the observer see the end.
     private func finish(_ result: DispatchResult, present: Bool, hops: Int) -> DispatchResult {
         var result = result
         result.hops = hops
-        if present {
-            presenter?(PresentedError(error: result.message.describedValue(), reportedAt: result.origin.path))
-        }
+        // A cut chain reaches the presenter only when the policy says so (SPEC §2).
+        if present { self.present(result.message, reportedAt: result.origin) }
         observer?(result, depth)
         return result
+    }
+
+    /// Hands an unhandled error to the presenter. One from a detached subtree (a cut chain)
+    /// goes only when the policy says so, marked as such (SPEC §2).
+    func present(_ error: Message, reportedAt origin: Node) {
+        guard let presenter else { return }
+        let detached = !origin.isAttached(to: root)
+        if detached && detachedPolicy == .drop { return }
+        presenter(PresentedError(error: error.describedValue(), reportedAt: origin.path, detached: detached))
     }
 
     private func step(

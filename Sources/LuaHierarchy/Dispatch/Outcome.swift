@@ -71,4 +71,21 @@ public struct PresentedError {
     public var error: Value
     /// The path of the node it was reported (or raised) at.
     public var reportedAt: String
+    /// It came from a detached subtree: it reached the presenter only because
+    /// `DetachedPolicy.presenter` is set.
+    public var detached = false
+
+    public init(error: Value, reportedAt: String, detached: Bool = false) {
+        self.error = error
+        self.reportedAt = reportedAt
+        self.detached = detached
+    }
+}
+
+/// What becomes of an error that reaches the top of a detached subtree unhandled.
+public enum DetachedPolicy: String, Sendable, CaseIterable {
+    /// Nothing reaches the root or its presenter (SPEC §2). The default.
+    case drop
+    /// The root's presenter receives it, marked `detached`.
+    case presenter
 }

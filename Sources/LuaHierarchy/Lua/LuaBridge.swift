@@ -178,6 +178,8 @@ final class LuaBridge {
             },
         ]
         methods["subscribe"] = { [unowned self] call in try subscribe(call) }
+        methods["triggers"] = { [unowned self] call in try declare(.event, call) }
+        methods["reports"] = { [unowned self] call in try declare(.error, call) }
         methods["publish"] = { [unowned self] call in try publish(call) }
         for kind in ResponderKind.allCases {
             methods[kind.rawValue] = { [unowned self] call in try register(kind, call) }
@@ -207,6 +209,8 @@ final class LuaBridge {
                 switch host.string(at: 1) {
                 case "tracing": host.push(hierarchy.traceLevel.rawValue)
                 case "depthLimit": lua_pushinteger(call.L, lua_Integer(hierarchy.depthLimit))
+                case "safety": host.push(hierarchy.safety.rawValue)
+                case "detached": host.push(hierarchy.detachedPolicy.rawValue)
                 default: lua_pushnil(call.L)
                 }
                 return 1
@@ -229,8 +233,20 @@ final class LuaBridge {
                     } else {
                         problem = "hier.depthLimit takes an integer from 1 to 10000"
                     }
+                case "safety":
+                    if let text = host.string(at: 2), let level = SafetyLevel(rawValue: text) {
+                        hierarchy.safety = level
+                    } else {
+                        problem = "hier.safety takes \"strict\", \"relaxed\" or \"disabled\""
+                    }
+                case "detached":
+                    if let text = host.string(at: 2), let policy = DetachedPolicy(rawValue: text) {
+                        hierarchy.detachedPolicy = policy
+                    } else {
+                        problem = "hier.detached takes \"drop\" or \"presenter\""
+                    }
                 default:
-                    problem = "hier has no setting \(host.string(at: 1).map { "'\($0)'" } ?? "of that key") (settings: tracing, depthLimit)"
+                    problem = "hier has no setting \(host.string(at: 1).map { "'\($0)'" } ?? "of that key") (settings: tracing, depthLimit, safety, detached)"
                 }
                 lua_pushboolean(L, problem == nil ? 1 : 0)
                 host.push(optional: problem)
@@ -265,6 +281,18 @@ final class LuaBridge {
         node.appendResponder(responder)
         host.pushRetainingUserdata(responder, metatableRef: handleMetatable)
         return 1
+    }
+
+    /// `node:triggers{...}` / `node:reports{...}`: a type name or a list of them.
+    private func declare(_ domain: Domain, _ call: HostCall) throws -> Int32 {
+        let name = domain == .event ? "triggers" : "reports"
+        let node = try requireNode(call, 1, name)
+        guard call.top == 2, lua_type(call.L, 2) != LUA_TNIL else {
+            throw LuaArgumentError("\(name) takes a list of type names, as in node:\(name){\"A\", \"B\"}")
+        }
+        let types = try filter(at: 2, call, name).typeNames
+        node.declare(types, as: domain, at: call.callerLocation ?? "?")
+        return 0
     }
 
     /// `node:subscribe(type, fn)`: `type` is a type name or a list of them.

@@ -70,7 +70,7 @@ extension Dispatcher {
                 // A host limit tripped: nothing more may run in this entry.
                 result.failed += 1
                 error.setIfAbsent("where", to: subscription.location)
-                presenter?(PresentedError(error: error.describedValue(), reportedAt: node.path))
+                present(error, reportedAt: node)
                 return result
             case .handled, .notHandled, .value, .unusable:
                 break

@@ -2,6 +2,8 @@
 /// counts structural changes (removals, moves) so nodes can cache their paths.
 final class TreeToken {
     var generation = 0
+    /// Nodes that ever declared types: while 0, dispatch skips the safety check.
+    var declaringNodes = 0
 }
 
 /// One node of the responder tree. The tree owns its nodes downward (a parent holds its
@@ -27,6 +29,8 @@ public final class Node {
     var responders: [Responder] = []
     /// In subscription order (SPEC §6).
     var subscriptions: [Subscription] = []
+    /// `triggers{...}` / `reports{...}` (SPEC §6), nil until the first declaration.
+    var declarations: Declarations?
     let tree: TreeToken
     /// Whether this node is its tree's root.
     public let isRoot: Bool
@@ -103,6 +107,13 @@ public final class Node {
         if node.isRoot { return "/" + names.reversed().joined(separator: "/") }
         names.append(node.name)
         return names.reversed().joined(separator: "/")
+    }
+
+    /// Whether the chain from this node reaches `root` (false inside a detached subtree).
+    func isAttached(to root: Node) -> Bool {
+        var node = self
+        while let parent = node.parent { node = parent }
+        return node === root
     }
 
     /// The number of nodes from the root (or the detached top) down to this one.

@@ -1,0 +1,143 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What happens when a value of a type a node did not declare passes it (SPEC §6).
+public enum SafetyLevel: String, Sendable, CaseIterable {
+    /// The value is replaced by a reported `SafetyViolation` error, which continues from
+    /// the declaring node.
+    case strict
+    /// A warning (once per type and node), and the value goes on unchanged. The default.
+    case relaxed
+    /// Declarations are not checked at run time (`luahier check` still reads them).
+    case disabled
+}
+
+/// The types a node declared its subtree may raise: `node:triggers{...}` (events) and
+/// `node:reports{...}` (errors), each with where it was first declared.
+final class Declarations {
+    private(set) var events: [String: String] = [:]
+    private(set) var errors: [String: String] = [:]
+    /// Where the first declaration of each domain was made, for messages.
+    private(set) var eventsLocation: String?
+    private(set) var errorsLocation: String?
+
+    func declare(_ types: [String], as domain: Domain, at location: String) {
+        for type in types {
+            if domain == .event {
+                if events[type] == nil { events[type] = location }
+                if eventsLocation == nil { eventsLocation = location }
+            } else {
+                if errors[type] == nil { errors[type] = location }
+                if errorsLocation == nil { errorsLocation = location }
+            }
+        }
+    }
+
+    func types(_ domain: Domain) -> [String: String] { domain == .event ? events : errors }
+    func location(_ domain: Domain) -> String? { domain == .event ? eventsLocation : errorsLocation }
+}
+
+/// An undeclared type passing a declaring node, under `SafetyLevel.relaxed`.
+public struct SafetyWarning: Hashable, Sendable, CustomStringConvertible {
+    public var domain: Domain
+    public var type: String
+    /// The declaring node the value passed.
+    public var node: String
+    /// What that node (and the declaring nodes below it on the value's way) declared.
+    public var declared: [String]
+    /// Where the node's declaration was made.
+    public var declaredAt: String
+    /// Where the value was triggered or reported.
+    public var reportedAt: String
+
+    /// The default handler: one line on stderr, as Lua's `warn` would write it.
+    public static func writeToStandardError(_ warning: SafetyWarning) {
+        let line = Array("luahier: warning: \(warning)\n".utf8)
+        _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    }
+
+    public var description: String {
+        let verb = domain == .event ? "triggers" : "reports"
+        return "safety: \(domain.rawValue) '\(type)' (from \(reportedAt)) passed \(node), which \(verb) only {\(declared.joined(separator: ", "))} (\(declaredAt))"
+    }
+}
+
+extension Node {
+    /// Declares the event types this subtree may trigger (`node:triggers{...}`). Repeated
+    /// declarations add up.
+    public func declareTriggers(_ types: [String], file: StaticString = #fileID, line: UInt = #line) {
+        declare(types, as: .event, at: "\(file):\(line)")
+    }
+
+    /// Declares the error types this subtree may report (`node:reports{...}`).
+    public func declareReports(_ types: [String], file: StaticString = #fileID, line: UInt = #line) {
+        declare(types, as: .error, at: "\(file):\(line)")
+    }
+
+    func declare(_ types: [String], as domain: Domain, at location: String) {
+        if declarations == nil {
+            declarations = Declarations()
+            tree.declaringNodes += 1
+        }
+        declarations!.declare(types, as: domain, at: location)
+    }
+
+    /// The types this node declared for `domain`, sorted (empty when it declared none).
+    public func declaredTypes(_ domain: Domain) -> [String] {
+        declarations?.types(domain).keys.sorted() ?? []
+    }
+}
+
+/// The run-time check, kept apart from the dispatch loop: the loop calls `arrive(at:with:)`
+/// on each node only when the tree has declarations and safety is not disabled.
+struct SafetyCheck {
+    let level: SafetyLevel
+    let origin: Node
+    /// Types declared by the declaring nodes the value has passed so far, this one included:
+    /// nested declarations compose along the way up.
+    private var allowedEvents: Set<String> = []
+    private var allowedErrors: Set<String> = []
+
+    init(level: SafetyLevel, origin: Node) {
+        self.level = level
+        self.origin = origin
+    }
+
+    enum Verdict {
+        case pass
+        case warn(SafetyWarning)
+        case replace(Message)
+    }
+
+    /// Judges `current` as it reaches `node`, whose declarations are `declarations`.
+    mutating func arrive(at node: Node, declarations: Declarations, with current: Message) -> Verdict {
+        allowedEvents.formUnion(declarations.events.keys)
+        allowedErrors.formUnion(declarations.errors.keys)
+        let domain = current.domain
+        guard declarations.location(domain) != nil, current.type != SafetyCheck.violationType else { return .pass }
+        let allowed = domain == .event ? allowedEvents : allowedErrors
+        guard !allowed.contains(current.type) else { return .pass }
+        let warning = SafetyWarning(
+            domain: domain, type: current.type, node: node.path, declared: allowed.sorted(),
+            declaredAt: declarations.location(domain)!, reportedAt: origin.path)
+        guard level == .strict else { return .warn(warning) }
+        var fields: [String: Value] = [
+            "node": .string(warning.node), "undeclared": .string(warning.type),
+            "domain": .string(domain.rawValue), "declared": .array(warning.declared.map(Value.string)),
+        ]
+        // An error it replaces is its cause, as for any replaced error; an event is kept too.
+        fields[domain == .error ? "cause" : "event"] = current.describedValue()
+        let verb = domain == .event ? "triggers" : "reports"
+        return .replace(
+            .hostError(
+                SafetyCheck.violationType,
+                "\(domain.rawValue) '\(warning.type)' passed \(warning.node), which \(verb) only {\(warning.declared.joined(separator: ", "))}",
+                where: warning.declaredAt, fields))
+    }
+
+    /// Never checked itself, so a violation cannot cascade.
+    static let violationType = "SafetyViolation"
+}
