@@ -47,6 +47,13 @@ public final class Hierarchy {
         set { dispatcher.safety = newValue }
     }
 
+    /// Shows alerts that a `handleAlertErrors` responder handled, and may return the host's
+    /// recovery choice (used when the responder chose none and it is one of the options).
+    public var alertPresenter: ((Alert) -> String?)? {
+        get { dispatcher.alertPresenter }
+        set { dispatcher.alertPresenter = newValue }
+    }
+
     /// Receives relaxed-safety warnings, each (domain, type, node) once. Default: stderr.
     public var onSafetyWarning: (SafetyWarning) -> Void = SafetyWarning.writeToStandardError
 

@@ -23,6 +23,9 @@ struct Run: ParsableCommand {
     @Flag(help: "Exit with status 3 if an error reached the root unhandled.")
     var failOnUnhandled = false
 
+    @Option(help: ArgumentHelp("The recovery option to choose for alerts a handleAlertErrors responder shows, when the script chooses none.", valueName: "option"))
+    var recover: String?
+
     @OptionGroup(title: "Sandbox and limits")
     var host: HostOptions
 
@@ -38,6 +41,8 @@ struct Run: ParsableCommand {
         var unhandledErrors = 0
         hierarchy.output = Console.out
         hierarchy.onSafetyWarning = Console.warn
+        let alerts = AlertBox(recover: recover)
+        hierarchy.alertPresenter = alerts.present
         hierarchy.presenter = { presented in
             unhandledErrors += 1
             Console.present(presented)

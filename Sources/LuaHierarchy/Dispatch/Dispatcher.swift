@@ -17,11 +17,13 @@ struct DispatchResult {
     var origin: Node
     /// How many nodes the chain had: the host's work, which Lua hosts charge for.
     var hops = 0
+    /// The recovery option chosen for an alert that a `handleAlertErrors` handled.
+    var choice: String?
 
     var outcome: Outcome {
         Outcome(
             status: status, kind: message.domain, value: message.describedValue(),
-            by: handledBy?.path, responder: responder, trace: trace, at: origin.path)
+            by: handledBy?.path, responder: responder, trace: trace, at: origin.path, choice: choice)
     }
 }
 
@@ -46,6 +48,8 @@ final class Dispatcher {
     private var warned: Set<SafetyWarning> = []
     /// Receives errors that pass the root unhandled.
     var presenter: ((PresentedError) -> Void)?
+    /// Shows alerts that `handleAlertErrors` handled; may return the host's recovery choice.
+    var alertPresenter: ((Alert) -> String?)?
     /// Sees every finished dispatch (nested ones too), e.g. to print traces.
     var observer: ((DispatchResult, _ depth: Int) -> Void)?
     private(set) var depth = 0
@@ -100,11 +104,15 @@ final class Dispatcher {
             for (offset, responder) in responders.enumerated() {
                 let kind = responder.kind
                 guard !responder.isRemoved, kind.domain == current.domain,
-                    responder.filter.matches(current.type)
+                    responder.filter.matches(current.type),
+                    kind != .handleAlertErrors || current.isAlertable
                 else { continue }
                 let inputType = current.type
                 let before: Value? = level == .full ? .some(current.describedValue()) : .none
-                let reply = responder.body.call(with: &current, returning: kind.replacementDomain)
+                let reply =
+                    kind == .handleAlertErrors
+                    ? responder.body.callForChoice(with: &current)
+                    : responder.body.call(with: &current, returning: kind.replacementDomain)
 
                 var produced: Message
                 var stepResult: TraceStep.Result
@@ -128,6 +136,21 @@ final class Dispatcher {
                             status: .handled, message: current, handledBy: node, responder: info,
                             trace: trace, origin: origin),
                         present: false, hops: chain.count)
+                case (.handleAlertErrors, .choice(let choice)):
+                    var alert = Alert(current.describedValue(), handledBy: node.path, reportedAt: origin.path)!
+                    if let choice, !alert.recovery.contains(choice) {
+                        produced = Message.contractError(responder, reply, options: alert.recovery)
+                        stepResult = .raised(type: produced.type)
+                        break
+                    }
+                    alert.scriptChoice = choice
+                    trace?.append(step(node, offset, responder, inputType, .handled, before, nil))
+                    var result = DispatchResult(
+                        status: .handled, message: current, handledBy: node,
+                        responder: ResponderInfo(index: offset + 1, location: responder.location, kind: kind),
+                        trace: trace, origin: origin)
+                    result.choice = resolve(alert)
+                    return finish(result, present: false, hops: chain.count)
                 case (.receiveEvent, .notHandled), (.receiveError, .notHandled):
                     trace?.append(step(node, offset, responder, inputType, .notHandled, before, nil))
                     continue
@@ -157,6 +180,15 @@ final class Dispatcher {
                 status: detached ? .detached : .unhandled, message: current, handledBy: nil,
                 responder: nil, trace: trace, origin: origin),
             present: current.domain == .error, hops: chain.count)
+    }
+
+    /// Shows a handled alert and settles its recovery option: the responder's choice, else
+    /// the host's (if it is one of the options), else none.
+    private func resolve(_ alert: Alert) -> String? {
+        let hostChoice = alertPresenter?(alert)
+        if let choice = alert.scriptChoice { return choice }
+        guard let hostChoice, alert.recovery.contains(hostChoice) else { return nil }
+        return hostChoice
     }
 
     /// Passes a warning on, the first time this type passes this node undeclared.
@@ -202,7 +234,7 @@ final class Dispatcher {
 
 extension Message {
     /// A `ResponderContractError` for a return the responder's kind does not accept.
-    static func contractError(_ responder: Responder, _ reply: ResponderReply) -> Message {
+    static func contractError(_ responder: Responder, _ reply: ResponderReply, options: [String]? = nil) -> Message {
         let got: String
         switch reply {
         case .handled: got = "\"handled\""
@@ -210,11 +242,13 @@ extension Message {
         case .value(let message): got = "\(message.domain == .event ? "an event" : "an error") (\(message.type))"
         case .unusable(let description): got = description
         case .raised(let message), .aborted(let message): got = "an error (\(message.type))"
+        case .choice(let option): got = option.map { "\"\($0)\"" } ?? "nil"
         }
         let kind = responder.kind
         return .hostError(
             "ResponderContractError",
-            "\(kind.rawValue) responder at \(responder.location) returned \(got); expected \(kind.expectedReturn)",
+            "\(kind.rawValue) responder at \(responder.location) returned \(got); expected \(kind.expectedReturn)"
+                + (options.map { " (" + ($0.isEmpty ? "it has none" : $0.joined(separator: ", ")) + ")" } ?? ""),
             where: responder.location,
             ["responder": .string(kind.rawValue)])
     }

@@ -17,6 +17,8 @@ protocol ForeignPayload: AnyObject {
     func setIfAbsent(_ key: String, to text: String)
     /// Whether `other` is the very same object (not merely an equal one).
     func isSame(as other: any ForeignPayload) -> Bool
+    /// Whether the value has a string field `key` (read raw, without metamethods).
+    func hasStringField(_ key: String) -> Bool
     /// Appends the value as JSON, as `describedValue()` would read (without building it).
     func writeJSON(into writer: inout JSONWriter)
 }

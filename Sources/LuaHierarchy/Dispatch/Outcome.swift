@@ -63,6 +63,9 @@ public struct Outcome {
     public var trace: [TraceStep]?
     /// The path of the node the value was triggered or reported at.
     public var at: String
+    /// For an alert a `handleAlertErrors` handled: the recovery option chosen (by the
+    /// responder's function, or else by the host's alert presenter), if any.
+    public var choice: String?
 }
 
 /// An error that reached a presenter: it passed the root unhandled.

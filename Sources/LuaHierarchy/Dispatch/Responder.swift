@@ -1,7 +1,10 @@
-/// The seven responder kinds of SPEC §4, named as in Lua.
+/// The seven responder kinds of SPEC §4, and `handleAlertErrors` (§6), named as in Lua.
 public enum ResponderKind: String, Sendable, CaseIterable {
     case receiveEvent, handleEvent, transformEvent
     case receiveError, handleError, transformError, catchError
+    /// Handles alertable errors (those with a string `title`): the host presents the alert
+    /// and a recovery option may be chosen. Other errors pass it untouched.
+    case handleAlertErrors
 
     /// The domain of the values this kind is called with.
     public var domain: Domain {
@@ -22,6 +25,7 @@ public enum ResponderKind: String, Sendable, CaseIterable {
         case .handleEvent, .handleError: return "anything"
         case .transformEvent, .catchError: return "an event"
         case .transformError: return "an error"
+        case .handleAlertErrors: return "nil or one of the error's recovery options"
         }
     }
 }
@@ -69,6 +73,8 @@ enum ResponderReply {
     case raised(Message)
     /// A host limit tripped (instructions, time, memory): the dispatch ends with this error.
     case aborted(Message)
+    /// An alert responder's answer: a recovery option, or nil to leave it to the host.
+    case choice(String?)
 }
 
 /// The code behind a responder: a Lua function or a Swift closure.
@@ -76,6 +82,8 @@ protocol ResponderBody: AnyObject {
     /// Calls the body with `input`. A returned value is read in `domain`. The body may
     /// replace `input.payload` with an equivalent it can pass more cheaply next time.
     func call(with input: inout Message, returning domain: Domain) -> ResponderReply
+    /// Calls the body of an alert responder: `.choice` (nil or a string) unless it failed.
+    func callForChoice(with input: inout Message) -> ResponderReply
 }
 
 /// Something a handle can take back: a responder or a subscription.

@@ -34,6 +34,19 @@ final class SwiftResponderBody: ResponderBody {
             return .raised(Message(swiftError: error, where: location))
         }
     }
+
+    /// Alert closures answer `.replace(.string(option))` or a verdict (no choice).
+    func callForChoice(with input: inout Message) -> ResponderReply {
+        do {
+            switch try closure(try input.toValue()) {
+            case .handled, .notHandled: return .choice(nil)
+            case .replace(.string(let option)): return .choice(option)
+            case .replace(let value): return .unusable(description: "\(value)")
+            }
+        } catch {
+            return .raised(Message(swiftError: error, where: location))
+        }
+    }
 }
 
 /// Swift closures as responders (SPEC §4): the same kinds, filters and rules as Lua's.
@@ -94,6 +107,18 @@ extension Node {
         _ body: @escaping (Value) throws -> Value
     ) -> ResponderHandle {
         register(.catchError, filter, file, line) { .replace(try body($0)) }
+    }
+
+    /// Handles alertable errors (a string `title`): the hierarchy's `alertPresenter` shows
+    /// them. `body`, if given, may pick one of the error's `recovery` options (or nil).
+    @discardableResult
+    public func handleAlertErrors(
+        file: StaticString = #fileID, line: UInt = #line, _ body: ((Value) throws -> String?)? = nil
+    ) -> ResponderHandle {
+        register(.handleAlertErrors, .any, file, line) { value in
+            guard let body, let option = try body(value) else { return .notHandled }
+            return .replace(.string(option))
+        }
     }
 
     private func register(

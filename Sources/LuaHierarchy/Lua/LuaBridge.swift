@@ -181,9 +181,10 @@ final class LuaBridge {
         methods["triggers"] = { [unowned self] call in try declare(.event, call) }
         methods["reports"] = { [unowned self] call in try declare(.error, call) }
         methods["publish"] = { [unowned self] call in try publish(call) }
-        for kind in ResponderKind.allCases {
+        for kind in ResponderKind.allCases where kind != .handleAlertErrors {
             methods[kind.rawValue] = { [unowned self] call in try register(kind, call) }
         }
+        methods["handleAlertErrors"] = { [unowned self] call in try registerAlertHandler(call) }
         return methods
     }
 
@@ -354,6 +355,31 @@ final class LuaBridge {
         return 1
     }
 
+    /// `node:handleAlertErrors([fn])`: `fn(err)` may return one of `err.recovery`, or nil to
+    /// leave the choice to the host.
+    private func registerAlertHandler(_ call: HostCall) throws -> Int32 {
+        let node = try requireNode(call, 1, "handleAlertErrors")
+        let body: any ResponderBody
+        let location: String
+        switch call.top {
+        case 1:
+            body = HostChoiceBody()
+            location = call.callerLocation ?? "?"
+        case 2:
+            guard lua_type(call.L, 2) == LUA_TFUNCTION else {
+                throw call.argumentError(2, "handleAlertErrors", "function expected")
+            }
+            location = host.definitionLocation(ofFunctionAt: 2) ?? call.callerLocation ?? "?"
+            body = LuaResponderBody(host: host, functionAt: 2, location: location)
+        default:
+            throw LuaArgumentError("handleAlertErrors takes ([function]), got \(call.top - 1) arguments")
+        }
+        let responder = Responder(kind: .handleAlertErrors, filter: .any, body: body, location: location)
+        node.appendResponder(responder)
+        host.pushRetainingUserdata(responder, metatableRef: handleMetatable)
+        return 1
+    }
+
     /// A filter: nil (any), a type name, or a list of type names.
     private func filter(at index: Int32, _ call: HostCall, _ function: String) throws -> TypeFilter {
         let L = call.L
@@ -423,6 +449,10 @@ final class LuaBridge {
         if let responder = result.responder {
             pushResponderInfo(responder)
             host.setRawField(of: -2, InternedString.responder)
+        }
+        if let choice = result.choice {
+            host.push(choice)
+            host.setRawField(of: -2, "choice")
         }
         if let trace = result.trace {
             lua_createtable(L, Int32(clamping: trace.count), 0)

@@ -19,6 +19,35 @@ final class LuaResponderBody: ResponderBody {
 
 
     func call(with input: inout Message, returning domain: Domain) -> ResponderReply {
+        invoke(with: &input) { L in
+            // Verdicts by address: Lua interns short strings, the host holds the two words.
+            if lua_type(L, -1) == LUA_TSTRING {
+                let address = lua_topointer(L, -1)
+                if address == host.handledAddress { return .handled }
+                if address == host.notHandledAddress { return .notHandled }
+            }
+            do throws(ShapeError) {
+                return .value(try host.message(at: -1, as: domain))
+            } catch {
+                return .unusable(description: error.description)
+            }
+        }
+    }
+
+    func callForChoice(with input: inout Message) -> ResponderReply {
+        invoke(with: &input) { L in
+            switch lua_type(L, -1) {
+            case LUA_TNIL: return .choice(nil)
+            case LUA_TSTRING: return .choice(host.string(at: -1))
+            default: return .unusable(description: "a \(host.typeName(at: -1))")
+            }
+        }
+    }
+
+    /// [-0, +0, -] Calls the function with the input, protected; `read` reads its one result
+    /// at the top of the stack (popped after).
+    @inline(__always)
+    private func invoke(with input: inout Message, read: (LuaState) -> ResponderReply) -> ResponderReply {
         guard !host.isClosed else { return .raised(.hostError("LuaError", "the Lua state is closed", where: nil)) }
         let L = host.thread
         guard lua_checkstack(L, 4) != 0 else {
@@ -32,7 +61,7 @@ final class LuaResponderBody: ResponderBody {
         let result = host.callProtected(nargs: 1, nresults: 1, handlerAt: base + 1)
         defer { lua_settop(L, base) }
         switch result {
-        case .ok: break
+        case .ok: return read(L)
         case .failed(let error) where error.isYieldAcrossHost:
             return .raised(
                 .hostError(
@@ -41,17 +70,6 @@ final class LuaResponderBody: ResponderBody {
                     where: error.describedValue()["where"]?.stringValue ?? location))
         case .failed(let error): return .raised(error)
         case .limitExceeded(let error): return .aborted(error)
-        }
-        // Verdicts by address: Lua interns short strings, the host holds the two words.
-        if lua_type(L, -1) == LUA_TSTRING {
-            let address = lua_topointer(L, -1)
-            if address == host.handledAddress { return .handled }
-            if address == host.notHandledAddress { return .notHandled }
-        }
-        do {
-            return .value(try host.message(at: -1, as: domain))
-        } catch {
-            return .unusable(description: error.description)
         }
     }
 }

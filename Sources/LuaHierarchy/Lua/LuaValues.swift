@@ -253,6 +253,11 @@ final class LuaPayload: ForeignPayload {
         return withPushed { (try? host.value(at: -1, strict: false)) ?? .string("<unconvertible>") }
     }
 
+    func hasStringField(_ key: String) -> Bool {
+        guard !host.isClosed else { return false }
+        return withPushed { host.stringField(ofTableAt: -1, key) != nil }
+    }
+
     func isSame(as other: any ForeignPayload) -> Bool {
         guard let other = other as? LuaPayload else { return false }
         return other.host === host && other.identity == identity

@@ -72,7 +72,7 @@ extension Dispatcher {
                 error.setIfAbsent("where", to: subscription.location)
                 present(error, reportedAt: node)
                 return result
-            case .handled, .notHandled, .value, .unusable:
+            case .handled, .notHandled, .value, .unusable, .choice:
                 break
             }
         }

@@ -8,7 +8,7 @@ public enum LineStatus: String, Sendable, CaseIterable {
 /// Turns one JSON request line into one JSON outcome line on one hierarchy (one Lua state).
 ///
 /// Request: `{"id": any, "at": "/path", "event": E}` or `{..., "error": E}`. Outcome:
-/// `{"line", "id", "status", "kind", "value", "by", "responder", "trace"}` (absent fields
+/// `{"line", "id", "status", "kind", "value", "by", "responder", "choice", "trace"}` (absent fields
 /// omitted), or `{"line", "id", "status": "invalid", "error": {type, message, where}}`.
 struct LineProcessor {
     let hierarchy: Hierarchy
@@ -157,6 +157,10 @@ struct LineProcessor {
         if let responder = outcome.responder {
             output.writeKey("responder")
             output.writeString(responder.location)
+        }
+        if let choice = outcome.choice {
+            output.writeKey("choice")
+            output.writeString(choice)
         }
         if let trace = outcome.trace {
             output.writeKey("trace")

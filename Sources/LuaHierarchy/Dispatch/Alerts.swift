@@ -1,0 +1,48 @@
+/// An alertable error (SPEC §3: it has a string `title`) that a `handleAlertErrors`
+/// responder handled: what a host shows, AppKit's `presentError:` with recovery options.
+public struct Alert: Sendable {
+    public var title: String
+    /// The error's `message`, if it is a string.
+    public var message: String?
+    /// The error's `recovery` options (its string items, in order), e.g. ["Retry", "Cancel"].
+    public var recovery: [String]
+    /// The option the responder's function chose, if it chose one.
+    public var scriptChoice: String?
+    /// The whole error.
+    public var error: Value
+    /// The node whose responder handled it, and where it was reported.
+    public var handledBy: String
+    public var reportedAt: String
+
+    /// Nil when `error` is not alertable.
+    init?(_ error: Value, handledBy: String, reportedAt: String) {
+        guard let title = error["title"]?.stringValue else { return nil }
+        self.title = title
+        self.message = error["message"]?.stringValue
+        if case .array(let items)? = error["recovery"] {
+            recovery = items.compactMap(\.stringValue)
+        } else {
+            recovery = []
+        }
+        self.error = error
+        self.handledBy = handledBy
+        self.reportedAt = reportedAt
+    }
+}
+
+/// The body of `handleAlertErrors()` without a function: it leaves the choice to the host.
+final class HostChoiceBody: ResponderBody {
+    func call(with input: inout Message, returning domain: Domain) -> ResponderReply { .handled }
+    func callForChoice(with input: inout Message) -> ResponderReply { .choice(nil) }
+}
+
+extension Message {
+    /// Whether the error has a string `title` (SPEC §3's AlertableError).
+    var isAlertable: Bool {
+        guard domain == .error else { return false }
+        switch payload {
+        case .value(let value): return value["title"]?.stringValue != nil
+        case .foreign(let foreign): return foreign.hasStringField("title")
+        }
+    }
+}

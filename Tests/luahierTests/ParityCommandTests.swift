@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+
+/// Publishing, safety, alerts and the detached policy as the CLI shows them (SPEC §6, §8).
+@Suite("luahier run: alerts, safety warnings, detached errors")
+struct ParityCommandTests {
+    private let upload = """
+        local app = hier.root:child("app")
+        app:handleAlertErrors()
+        local o = app:child("upload"):reportError({
+            type = "UploadFailed", title = "Upload failed",
+            message = "The server did not answer.", recovery = {"Retry", "Cancel"},
+        })
+        print(o.status, o.choice)
+        """
+
+    private func box(chosen: String) -> String {
+        let lines = ["Upload failed", "The server did not answer.", "", "Options: Retry, Cancel", "Chosen:  " + chosen]
+        let width = max(30, lines.map(\.count).max()!)
+        return (["┌─ Alert " + String(repeating: "─", count: width - 6) + "┐"]
+            + lines.map { "│ " + $0.padding(toLength: width, withPad: " ", startingAt: 0) + " │" }
+            + ["└" + String(repeating: "─", count: width + 2) + "┘", "  reported at /app/upload, handled by /app", ""])
+            .joined(separator: "\n")
+    }
+
+    @Test func anAlertIsABoxOnStderrAndRecoverChooses() throws {
+        let script = try Luahier.script(upload)
+        let chosen = try Luahier.run(["run", "--recover", "Retry", script])
+        #expect(chosen.status == 0)
+        #expect(chosen.stdout == "handled\tRetry\n")
+        #expect(chosen.stderr == box(chosen: "Retry (--recover)"))
+
+        let unchosen = try Luahier.run(["run", script])
+        #expect(unchosen.stdout == "handled\tnil\n")
+        #expect(unchosen.stderr == box(chosen: "none (pass --recover OPTION to choose)"))
+
+        let wrong = try Luahier.run(["run", script, "--recover", "Later"])
+        #expect(wrong.stdout == "handled\tnil\n")
+        #expect(wrong.stderr == box(chosen: "none (--recover Later is not one of the options)"))
+    }
+
+    @Test func theScriptsChoiceIsShownAsSuch() throws {
+        let script = try Luahier.script(upload.replacingOccurrences(of: "app:handleAlertErrors()", with: "app:handleAlertErrors(function() return 'Cancel' end)"))
+        let result = try Luahier.run(["run", "--recover", "Retry", script])
+        #expect(result.stdout == "handled\tCancel\n")
+        #expect(result.stderr.contains("│ Chosen:  Cancel (by the script)"))
+    }
+
+    @Test func longAlertTextIsWrappedInsideTheBox() throws {
+        let script = try Luahier.script("""
+            hier.root:handleAlertErrors()
+            hier.root:reportError({title = "T", message = string.rep("word ", 40) .. "\\nsecond\\tline"})
+            """)
+        let result = try Luahier.run(["run", script])
+        let lines = result.stderr.split(separator: "\n").map(String.init)
+        let inside = lines.dropLast().filter { $0.hasPrefix("│") }
+        #expect(inside.count == 6)  // the title, 4 lines of words (13, 13, 13, 1), "second line"
+        #expect(Set(lines.dropLast().map(\.count)).count == 1, "every line of the box is as wide")
+        #expect(inside.last?.hasPrefix("│ second line ") == true)
+    }
+
+    @Test func relaxedSafetyWarnsOnStderrOnce() throws {
+        let script = try Luahier.script("""
+            local app = hier.root:child("app")
+            app:triggers{"Tap"}
+            for i = 1, 3 do app:child("x"):triggerEvent("Swipe") end
+            print("done")
+            """)
+        let result = try Luahier.run(["run", script])
+        #expect(result.status == 0)
+        #expect(result.stdout == "done\n")
+        #expect(result.stderr == "luahier: warning: safety: event 'Swipe' (from /app/x) passed /app, which triggers only {Tap} (\(script):2)\n")
+    }
+
+    @Test func detachedErrorsArePresentedOnlyUnderThePresenterPolicy() throws {
+        let source = """
+            local cut = hier.root:child("cut")
+            cut:remove()
+            print(cut:reportError({type = "Lost", message = "nobody listens"}).status)
+            """
+        let dropped = try Luahier.run(["run", "--fail-on-unhandled", try Luahier.script(source)])
+        #expect(dropped.status == 0)
+        #expect(dropped.stdout == "detached\n")
+        #expect(dropped.stderr.isEmpty)
+        let script = try Luahier.script("hier.detached = 'presenter'\n" + source)
+        let presented = try Luahier.run(["run", "--fail-on-unhandled", script])
+        #expect(presented.status == 3)
+        #expect(presented.stdout == "detached\n")
+        #expect(presented.stderr.hasPrefix("""
+            luahier: unhandled error in a detached subtree, reported at cut
+              Lost: nobody listens (\(script):4)
+            """))
+    }
+}
