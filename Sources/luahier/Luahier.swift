@@ -16,7 +16,7 @@ struct Luahier: ParsableCommand {
               2  usage error (bad flags, missing file)
               3  with --fail-on-unhandled: an error reached the root unhandled
             """,
-        subcommands: [Run.self, Dispatch.self]
+        subcommands: [Run.self, Dispatch.self, Check.self, Tree.self]
     )
 
     /// Parses and runs on a large-stack thread, mapping every failure to a documented exit

@@ -6,13 +6,19 @@ import Testing
 /// them after a deliberate change (and read the diff).
 @Suite("Example scripts")
 struct ExampleScriptTests {
-    /// How each example runs: its command line and the expected exit status.
+    /// How each example runs: the golden files' name, the command line, the exit status.
     static let examples: [String: (arguments: [String], status: Int32)] = [
         "signin.lua": (["run", "scripts/signin.lua"], 0),
         "escalation.lua": (["run", "scripts/escalation.lua"], 0),
         "trace.lua": (["run", "--trace", "scripts/trace.lua"], 0),
         // Two of its input lines are bad on purpose: exit 1, every line answered.
         "alerts.lua": (["dispatch", "scripts/alerts.lua", "--input", "scripts/alerts.jsonl"], 1),
+        "alerts.lua.check": (["check", "scripts/alerts.lua"], 0),
+        "workspace.lua": (["run", "scripts/workspace.lua", "--recover", "Retry"], 0),
+        "workspace.lua.check": (["check", "scripts/workspace.lua"], 0),
+        "workspace.lua.tree": (["tree", "scripts/workspace.lua"], 0),
+        "workspace.lua.tree-dot": (["tree", "scripts/workspace.lua", "--format", "dot"], 0),
+        "workspace.lua.tree-json": (["tree", "scripts/workspace.lua", "--format", "json"], 0),
     ]
 
     static let golden = Luahier.packageRoot.appendingPathComponent("Tests/luahierTests/Golden")
@@ -21,7 +27,36 @@ struct ExampleScriptTests {
         let scripts = try FileManager.default.contentsOfDirectory(
             atPath: Luahier.packageRoot.appendingPathComponent("scripts").path
         ).filter { $0.hasSuffix(".lua") }
-        #expect(Set(scripts) == Set(Self.examples.keys))
+        let run = Set(Self.examples.values.flatMap { $0.arguments.filter { $0.hasPrefix("scripts/") && $0.hasSuffix(".lua") } })
+        #expect(run == Set(scripts.map { "scripts/" + $0 }))
+    }
+
+    static let graphviz = ["/usr/bin/dot", "/usr/local/bin/dot"].first { FileManager.default.isExecutableFile(atPath: $0) }
+
+    /// The DOT golden is proven valid by Graphviz itself (`.ci/run` installs it).
+    @Test(.enabled(if: graphviz != nil, "Graphviz (dot) is not installed"))
+    func theTreeInDOTRendersWithGraphviz() throws {
+        let tree = try Luahier.run(try #require(Self.examples["workspace.lua.tree-dot"]).arguments)
+        #expect(tree.status == 0)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("luahier-tree-\(getpid()).dot")
+        try tree.stdout.write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let dot = Process()
+        dot.executableURL = URL(fileURLWithPath: Self.graphviz!)
+        dot.arguments = ["-Tsvg", file.path]
+        let output = Pipe()
+        let errors = Pipe()
+        dot.standardOutput = output
+        dot.standardError = errors
+        try dot.run()
+        let svg = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let complaints = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        dot.waitUntilExit()
+        #expect(dot.terminationStatus == 0)
+        #expect(complaints.isEmpty, "dot said: \(complaints)")
+        #expect(svg.contains("<svg"))
+        // Graphviz writes "-" in SVG text as "&#45;".
+        for path in ["/app/editor/tab&#45;1", "/app/sidebar/outline"] { #expect(svg.contains(path)) }
     }
 
     @Test(arguments: Self.examples.keys.sorted())

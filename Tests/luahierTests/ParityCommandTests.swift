@@ -92,3 +92,28 @@ struct ParityCommandTests {
             """))
     }
 }
+
+@Suite("luahier dispatch: alerts and safety")
+struct DispatchParityTests {
+    @Test func anAlertsChoiceIsInTheOutcomeLineAndStrictSafetyApplies() throws {
+        let rules = try Luahier.script("""
+            local app = hier.root:child("app")
+            hier.safety = "strict"
+            app:reports{"Upload"}
+            app:handleAlertErrors(function(e) if e.auto then return "Retry" end end)
+            app:receiveError("SafetyViolation", function() return "handled" end)
+            """, name: "rules.lua")
+        let result = try Luahier.run(["dispatch", rules], stdin: [
+            #"{"at": "/app", "error": {"type": "Upload", "title": "T", "recovery": ["Retry", "Cancel"], "auto": true}}"#,
+            #"{"at": "/app", "error": {"type": "Upload", "title": "T", "recovery": ["Retry", "Cancel"]}}"#,
+            #"{"at": "/app", "error": {"type": "Disk", "message": "m"}}"#,
+        ].joined(separator: "\n") + "\n")
+        #expect(result.status == 0)
+        let lines = try DispatchCommandTests.outcomes(result)
+        #expect(lines.map { $0["choice"] as? String } == ["Retry", nil, nil])
+        #expect(lines.map { $0["status"] as? String } == ["handled", "handled", "handled"])
+        #expect((lines[2]["value"] as? [String: Any])?["type"] as? String == "SafetyViolation")
+        // No box in the rules engine: stderr has only the summary.
+        #expect(result.stderr == "luahier: 3 lines: 3 handled, 0 unhandled, 0 detached, 0 invalid\n")
+    }
+}

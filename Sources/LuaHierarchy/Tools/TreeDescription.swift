@@ -1,0 +1,68 @@
+/// A snapshot of a tree for tools (`luahier tree`, `luahier check`): every node in preorder
+/// (depth-first, children in order), flat, so a million-deep chain needs no recursion.
+public struct TreeDescription: Sendable {
+    public struct Responder: Sendable, Hashable {
+        /// 1-based position on its node.
+        public var index: Int
+        public var kind: ResponderKind
+        /// The filter's type names, sorted; empty when it takes any type.
+        public var filter: [String]
+        public var location: String
+    }
+
+    public struct Subscription: Sendable, Hashable {
+        public var types: [String]
+        public var location: String
+    }
+
+    public struct Entry: Sendable {
+        public var name: String
+        public var path: String
+        /// 0 for the root.
+        public var depth: Int
+        /// The parent's position in `entries`; nil for the root.
+        public var parent: Int?
+        /// Whether the node is the last of its parent's children (for drawing).
+        public var isLastChild: Bool
+        public var hasChildren: Bool
+        public var responders: [Responder]
+        public var subscriptions: [Subscription]
+        /// Declared types (`triggers{...}`, `reports{...}`), sorted, with where each was declared.
+        public var triggers: [(type: String, location: String)]
+        public var reports: [(type: String, location: String)]
+    }
+
+    public var entries: [Entry] = []
+
+    /// The tree below and including `top`, as it stands now.
+    public init(of top: Node) {
+        var pending: [(node: Node, depth: Int, parent: Int?, isLast: Bool)] = [(top, 0, nil, true)]
+        while let (node, depth, parent, isLast) = pending.popLast() {
+            let children = node.children
+            let declarations = node.declarations
+            entries.append(
+                Entry(
+                    name: node.name, path: node.path, depth: depth, parent: parent, isLastChild: isLast,
+                    hasChildren: !children.isEmpty,
+                    responders: node.responders.enumerated().map { offset, responder in
+                        Responder(
+                            index: offset + 1, kind: responder.kind, filter: responder.filter.typeNames,
+                            location: responder.location)
+                    },
+                    subscriptions: node.subscriptions.map { Subscription(types: $0.filter.typeNames, location: $0.location) },
+                    triggers: (declarations?.events ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
+                    reports: (declarations?.errors ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
+            let position = entries.count - 1
+            for (offset, child) in children.enumerated().reversed() {
+                pending.append((child, depth + 1, position, offset == children.count - 1))
+            }
+        }
+    }
+}
+
+extension Hierarchy {
+    /// The whole tree, for tools.
+    public func describeTree() -> TreeDescription {
+        TreeDescription(of: root)
+    }
+}

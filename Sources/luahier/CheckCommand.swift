@@ -1,0 +1,45 @@
+import ArgumentParser
+import LuaHierarchy
+
+/// `luahier check RULES.lua [host options] [-- ARGS...]`
+struct Check: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Load rules and report what can never work, as file:line: (CODE) message.",
+        discussion: """
+            Codes: requireExplicitResponders (a type declared with triggers{} or reports{} \
+            that no responder at or above the declaring node names in its filter), \
+            unreachableResponder (a responder after an untyped handleEvent/handleError on the \
+            same node), unknownType (a filter naming a type the tree's declarations do not \
+            know, once the tree declares its types). Findings go to stdout, a summary to \
+            stderr. Exit 0 when clean; 1 with findings or when the rules fail to load; 2 on \
+            usage errors.
+            """
+    )
+
+    @Argument(help: "The rules script to load.")
+    var file: String
+
+    @OptionGroup(title: "Sandbox and limits")
+    var host: HostOptions
+
+    @Argument(parsing: .postTerminator, help: "Arguments for the script, after --.")
+    var arguments: [String] = []
+
+    func validate() throws {
+        try Validate.fileExists(file)
+    }
+
+    func run() throws {
+        let hierarchy = try RulesLoader.load(file, arguments: arguments, host: host)
+        let tree = hierarchy.describeTree()
+        let findings = tree.check()
+        for finding in findings { print(finding) }
+        let responders = tree.entries.reduce(0) { $0 + $1.responders.count }
+        if findings.isEmpty {
+            Console.error("check: \(file): no findings (\(tree.entries.count) nodes, \(responders) responders)")
+        } else {
+            Console.error("check: \(file): \(findings.count) finding\(findings.count == 1 ? "" : "s")")
+            throw ExitCode(ExitStatus.scriptFailed)
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import ArgumentParser
+import LuaHierarchy
+
+/// `luahier tree RULES.lua [--format text|dot|json] [host options] [-- ARGS...]`
+struct Tree: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Load rules and print the tree with each node's responders and subscriptions.",
+        discussion: """
+            text draws the tree with box-drawing characters; dot is a Graphviz digraph \
+            (luahier tree rules.lua --format dot | dot -Tsvg > tree.svg); json is a stable, \
+            flat list of nodes in depth-first order for tools. The rules' print output goes to \
+            stderr. Exit 0; 1 if the rules fail to load; 2 on usage errors.
+            """
+    )
+
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case text, dot, json
+    }
+
+    @Argument(help: "The rules script to load.")
+    var file: String
+
+    @Option(help: "text, dot or json.")
+    var format: Format = .text
+
+    @OptionGroup(title: "Sandbox and limits")
+    var host: HostOptions
+
+    @Argument(parsing: .postTerminator, help: "Arguments for the script, after --.")
+    var arguments: [String] = []
+
+    func validate() throws {
+        try Validate.fileExists(file)
+    }
+
+    func run() throws {
+        let tree = try RulesLoader.load(file, arguments: arguments, host: host).describeTree()
+        switch format {
+        case .text: print(tree.text(), terminator: "")
+        case .dot: print(tree.dot(), terminator: "")
+        case .json: print(tree.json(), terminator: "")
+        }
+    }
+}
