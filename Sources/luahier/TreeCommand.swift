@@ -38,7 +38,13 @@ struct Tree: ParsableCommand {
         switch format {
         case .text: print(tree.text(), terminator: "")
         case .dot: print(tree.dot(), terminator: "")
-        case .json: print(tree.json(), terminator: "")
+        case .json:
+            do {
+                print(try tree.json(), terminator: "")
+            } catch {
+                Console.error("luahier: \(error)")
+                throw ExitCode(ExitStatus.scriptFailed)
+            }
         }
     }
 }

@@ -114,11 +114,36 @@ struct CheckTests {
             hier.root:child("b")
             """)
         let tree = f.hierarchy.describeTree()
-        #expect(tree.entries.map(\.path) == ["/", "/a", "/a/x", "/b"])
+        #expect(tree.entries.indices.map(tree.path(of:)) == ["/", "/a", "/a/x", "/b"])
+        var built: [String] = []
+        tree.forEachPath { _, path in built.append(path) }
+        #expect(built == ["/", "/a", "/a/x", "/b"])
+        #expect(tree.totalPathBytes == built.map(\.utf8.count).reduce(0, +))
         #expect(tree.entries.map(\.parent) == [nil, 0, 1, 0])
         #expect(tree.entries.map(\.isLastChild) == [true, false, true, true])
         #expect(tree.entries[1].responders == [.init(index: 1, kind: .receiveEvent, filter: ["A", "B"], location: "test.lua:2")])
         #expect(tree.entries[2].subscriptions == [.init(types: ["P"], location: "test.lua:3")])
         #expect(tree.entries[1].reports.map(\.type) == ["E"] && tree.entries[1].reports.map(\.location) == ["test.lua:4"])
+    }
+
+    /// A deep chain: text lines stay short, JSON is refused with a clear error past its limit,
+    /// paths come out right at every depth.
+    @Test func deepTreesStayBounded() throws {
+        let f = try Fixture()
+        var node = f.hierarchy.root
+        for level in 0..<1_000 { node = try node.child("n\(level)") }
+        node.receiveEvent { _ in .handled }
+        let tree = f.hierarchy.describeTree()
+        let lines = tree.text().split(separator: "\n")
+        #expect(lines.count == 1_002)
+        #expect(lines.map(\.count).max()! < 4 * TreeDescription.drawnLevels + 100)
+        #expect(lines[1_000] == "⋯ " + String(repeating: "    ", count: TreeDescription.drawnLevels) + "└── n999")
+        #expect(tree.path(of: 1_000).hasSuffix("/n998/n999"))
+        var last = ""
+        tree.forEachPath { _, path in last = path }
+        #expect(last == tree.path(of: 1_000))
+        #expect(throws: TreeTooLarge.self) { try tree.json(maxPathBytes: 100_000) }
+        #expect(try tree.json().hasSuffix("}\n"))
+        #expect(tree.dot().split(separator: "\n").count == 3 + 1_001 * 2 - 1 + 1)
     }
 }

@@ -99,6 +99,27 @@ struct ToolCommandTests {
         #expect(plain.split(separator: "\n").filter { $0.hasPrefix("edge ") }.count == 3)
     }
 
+    /// A hostile tree: 3,000 levels of 100-byte names. Its paths would take ~450 MB, so JSON
+    /// is refused with a clear message; text stays a line per node, each of bounded width.
+    @Test func aVeryDeepTreeIsBoundedInEveryFormat() throws {
+        let script = try Luahier.script("""
+            local node = hier.root
+            for i = 1, 3000 do node = node:child(string.rep("x", 96) .. string.format("%04d", i)) end
+            """)
+        let json = try Luahier.run(["tree", script, "--format", "json"])
+        #expect(json.status == 1)
+        #expect(json.stdout.isEmpty)
+        #expect(json.stderr.hasPrefix("luahier: the tree is too deep for --format json: its paths alone take "))
+        let text = try Luahier.run(["tree", script])
+        #expect(text.status == 0)
+        let lines = text.stdout.split(separator: "\n")
+        #expect(lines.count == 3_001)
+        #expect(lines.map(\.count).max()! < 300)
+        let dot = try Luahier.run(["tree", script, "--format", "dot"])
+        #expect(dot.status == 0)
+        #expect(dot.stdout.utf8.count < 3_001 * 150)
+    }
+
     @Test func treeRefusesAnUnknownFormat() throws {
         let result = try Luahier.run(["tree", try Luahier.script(""), "--format", "svg"])
         #expect(result.status == 2)

@@ -33,11 +33,11 @@ extension TreeDescription {
         var findings: [Finding] = []
         let declaredEvents = Set(entries.flatMap { $0.triggers.map(\.type) })
         let declaredErrors = Set(entries.flatMap { $0.reports.map(\.type) })
-        let unreachable = entries.map(unreachableResponders(on:))
-        for (position, entry) in entries.enumerated() {
+        let unreachable = entries.indices.map(unreachableResponders(on:))
+        for position in entries.indices {
             findings += missingResponders(for: position, unreachable: unreachable)
             findings += unreachable[position].map(\.finding)
-            findings += unknownTypes(on: entry, events: declaredEvents, errors: declaredErrors)
+            findings += unknownTypes(on: position, events: declaredEvents, errors: declaredErrors)
         }
         return findings
     }
@@ -50,13 +50,14 @@ extension TreeDescription {
         let entry = entries[position]
         var findings: [Finding] = []
         for (domain, declared) in [(Domain.event, entry.triggers), (.error, entry.reports)] {
+            let path = declared.isEmpty ? "" : self.path(of: position)
             for (type, location) in declared
             where !hasTypedResponder(for: type, domain, from: position, unreachable: unreachable) {
                 let verb = domain == .event ? "triggers" : "reports"
                 findings.append(
                     Finding(
                         code: .requireExplicitResponders, location: location,
-                        message: "\(entry.path) \(verb) '\(type)', but no \(domain.rawValue) responder that can run at \(entry.path) or above names it in its filter"))
+                        message: "\(path) \(verb) '\(type)', but no \(domain.rawValue) responder that can run at \(path) or above names it in its filter"))
             }
         }
         return findings
@@ -83,7 +84,8 @@ extension TreeDescription {
     /// makes events arrive again); an untyped `handleError` stops every error. A value made
     /// inside the node (an error a responder raises) is not counted: the check is about the
     /// paths rules are written for.
-    private func unreachableResponders(on entry: Entry) -> [(index: Int, finding: Finding)] {
+    private func unreachableResponders(on position: Int) -> [(index: Int, finding: Finding)] {
+        let entry = entries[position]
         var findings: [(index: Int, finding: Finding)] = []
         var stoppedBy: [Domain: Responder] = [:]
         for responder in entry.responders {
@@ -93,7 +95,7 @@ extension TreeDescription {
                     (responder.index,
                      Finding(
                         code: .unreachableResponder, location: responder.location,
-                        message: "#\(responder.index) \(responder.kind.rawValue) on \(entry.path) never runs: #\(stopper.index) \(stopper.kind.rawValue) (\(stopper.location)) takes every \(domain.rawValue) before it")))
+                        message: "#\(responder.index) \(responder.kind.rawValue) on \(path(of: position)) never runs: #\(stopper.index) \(stopper.kind.rawValue) (\(stopper.location)) takes every \(domain.rawValue) before it")))
                 continue
             }
             switch responder.kind {
@@ -109,7 +111,8 @@ extension TreeDescription {
     /// `unknownType`: once the tree declares its event (or error) types, a filter naming
     /// another one is a typo or dead code. Host error types are always known. Subscriptions
     /// are not judged: published events travel down, and declarations are about what comes up.
-    private func unknownTypes(on entry: Entry, events: Set<String>, errors: Set<String>) -> [Finding] {
+    private func unknownTypes(on position: Int, events: Set<String>, errors: Set<String>) -> [Finding] {
+        let entry = entries[position]
         var findings: [Finding] = []
         func judge(_ types: [String], _ domain: Domain, _ what: String, _ location: String) {
             let known = domain == .event ? events : errors.union(Self.hostErrorTypes)
@@ -119,7 +122,7 @@ extension TreeDescription {
                 findings.append(
                     Finding(
                         code: .unknownType, location: location,
-                        message: "\(what) on \(entry.path) filters '\(type)', which no node \(verb) (declared: \((domain == .event ? events : errors).sorted().joined(separator: ", ")))"))
+                        message: "\(what) on \(path(of: position)) filters '\(type)', which no node \(verb) (declared: \((domain == .event ? events : errors).sorted().joined(separator: ", ")))"))
             }
         }
         for responder in entry.responders {

@@ -17,8 +17,7 @@ public struct TreeDescription: Sendable {
 
     public struct Entry: Sendable {
         public var name: String
-        public var path: String
-        /// 0 for the root.
+        /// 0 for the root (or the described top).
         public var depth: Int
         /// The parent's position in `entries`; nil for the root.
         public var parent: Int?
@@ -33,16 +32,19 @@ public struct TreeDescription: Sendable {
     }
 
     public var entries: [Entry] = []
+    /// The described top's path: `/` for the root.
+    public var topPath: String
 
     /// The tree below and including `top`, as it stands now.
     public init(of top: Node) {
+        topPath = top.path
         var pending: [(node: Node, depth: Int, parent: Int?, isLast: Bool)] = [(top, 0, nil, true)]
         while let (node, depth, parent, isLast) = pending.popLast() {
             let children = node.children
             let declarations = node.declarations
             entries.append(
                 Entry(
-                    name: node.name, path: node.path, depth: depth, parent: parent, isLastChild: isLast,
+                    name: node.name, depth: depth, parent: parent, isLastChild: isLast,
                     hasChildren: !children.isEmpty,
                     responders: node.responders.enumerated().map { offset, responder in
                         Responder(
@@ -57,6 +59,58 @@ public struct TreeDescription: Sendable {
                 pending.append((child, depth + 1, position, offset == children.count - 1))
             }
         }
+    }
+}
+
+extension TreeDescription {
+    /// The path of the entry at `position`, built on demand: storing every path would cost
+    /// the square of the depth in a deep chain.
+    public func path(of position: Int) -> String {
+        var names: [String] = []
+        var current = position
+        while let parent = entries[current].parent {
+            names.append(entries[current].name)
+            current = parent
+        }
+        let base = topPath == "/" ? "" : topPath
+        return names.isEmpty ? topPath : base + "/" + names.reversed().joined(separator: "/")
+    }
+
+    /// Calls `body` with each entry's position and path, in order, building each path from
+    /// its parent's in one reused buffer: time in proportion to the paths' total size,
+    /// memory in proportion to the depth.
+    public func forEachPath(_ body: (Int, String) -> Void) {
+        var buffer = topPath == "/" ? "" : topPath
+        var lengthAtDepth: [Int] = [buffer.utf8.count]
+        for (position, entry) in entries.enumerated() {
+            if entry.parent == nil {
+                body(position, topPath)
+                continue
+            }
+            let keep = lengthAtDepth[entry.depth - 1]
+            lengthAtDepth.removeSubrange(entry.depth...)
+            buffer = String(decoding: buffer.utf8.prefix(keep), as: UTF8.self)
+            buffer += "/" + entry.name
+            lengthAtDepth.append(buffer.utf8.count)
+            body(position, buffer)
+        }
+    }
+
+    /// The bytes every path together takes: what `json()` would write for them.
+    public var totalPathBytes: Int {
+        // What a child's path starts with: the root's "/" is its own separator.
+        var prefix = [Int](repeating: 0, count: entries.count)
+        var total = 0
+        for (position, entry) in entries.enumerated() {
+            if let parent = entry.parent {
+                prefix[position] = prefix[parent] + 1 + entry.name.utf8.count
+                total += prefix[position]
+            } else {
+                prefix[position] = topPath == "/" ? 0 : topPath.utf8.count
+                total += topPath.utf8.count
+            }
+        }
+        return total
     }
 }
 

@@ -12,29 +12,39 @@ extension TreeDescription {
     ///     └── log
     public func text() -> String {
         var lines: [String] = []
-        // The prefix each entry's children continue with.
-        var childPrefix = [String](repeating: "", count: entries.count)
-        for (position, entry) in entries.enumerated() {
+        // segments[d] continues the lines below a node at depth d: "│   " while it has later
+        // siblings, else blanks. Only the current path's segments are kept.
+        var segments: [String] = []
+        for entry in entries {
+            segments.removeSubrange(min(entry.depth, segments.count)...)
             var head: String
-            var prefix = ""
-            if let parent = entry.parent {
-                prefix = childPrefix[parent]
-                head = prefix + (entry.isLastChild ? "└── " : "├── ") + Self.display(entry.name)
-                childPrefix[position] = prefix + (entry.isLastChild ? "    " : "│   ")
+            if entry.parent != nil {
+                head = Self.indent(segments.dropFirst()) + (entry.isLastChild ? "└── " : "├── ") + Self.display(entry.name)
+                segments.append(entry.isLastChild ? "    " : "│   ")
             } else {
-                head = entry.depth == 0 && entry.path == "/" ? "/" : Self.display(entry.path)
+                head = Self.display(topPath)
+                segments.append("")
             }
             head += Self.declarationSummary(entry)
             lines.append(head)
-            let detailPrefix = childPrefix[position] + (entry.hasChildren ? "│  " : "   ")
+            let detailPrefix = Self.indent(segments.dropFirst()) + (entry.hasChildren ? "│  " : "   ")
             for responder in entry.responders { lines.append(detailPrefix + Self.line(responder)) }
             for subscription in entry.subscriptions { lines.append(detailPrefix + Self.line(subscription)) }
         }
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// A Graphviz digraph: one box per node (its path, declarations, subscriptions and
-    /// responders as left-aligned lines), an edge from each parent to each child.
+    /// Levels of indentation drawn in full; deeper lines show the last ones after "⋯ ", so a
+    /// line stays short however deep the tree is.
+    static let drawnLevels = 32
+
+    private static func indent(_ segments: ArraySlice<String>) -> String {
+        guard segments.count > drawnLevels else { return segments.joined() }
+        return "⋯ " + segments.suffix(drawnLevels).joined()
+    }
+
+    /// A Graphviz digraph: one box per node (its name, declarations, responders and
+    /// subscriptions as left-aligned lines), an edge from each parent to each child.
     public func dot() -> String {
         var lines = [
             "digraph luahier {",
@@ -42,7 +52,7 @@ extension TreeDescription {
             "  node [shape=box, fontname=\"monospace\", fontsize=10];",
         ]
         for (position, entry) in entries.enumerated() {
-            var label = [Self.display(entry.path) + Self.declarationSummary(entry)]
+            var label = [Self.display(entry.parent == nil ? topPath : entry.name) + Self.declarationSummary(entry)]
             label += entry.responders.map(Self.line)
             label += entry.subscriptions.map(Self.line)
             let text = label.map { Self.dotEscaped($0) + "\\l" }.joined()
@@ -54,12 +64,18 @@ extension TreeDescription {
     }
 
     /// `{"format": "luahier-tree", "version": 1, "nodes": [...]}`: the nodes flat, in
-    /// preorder, each naming its parent's path; keys sorted, so the bytes are stable.
-    public func json() -> String {
-        let nodes: [Value] = entries.map { entry in
+    /// preorder, each naming its parent's path; keys sorted, so the bytes are stable. Refused
+    /// when the paths alone would take more than `maxPathBytes` (a very deep chain).
+    public func json(maxPathBytes: Int = 64 << 20) throws(TreeTooLarge) -> String {
+        let pathBytes = totalPathBytes
+        guard pathBytes <= maxPathBytes else { throw TreeTooLarge(pathBytes: pathBytes, limit: maxPathBytes) }
+        var paths: [String] = []
+        paths.reserveCapacity(entries.count)
+        forEachPath { _, path in paths.append(path) }
+        let nodes: [Value] = entries.enumerated().map { position, entry in
             var node: [String: Value] = [
                 "name": .string(entry.name),
-                "path": .string(entry.path),
+                "path": .string(paths[position]),
                 "depth": .int(Int64(entry.depth)),
                 "triggers": .array(entry.triggers.map { .map(["type": .string($0.type), "where": .string($0.location)]) }),
                 "reports": .array(entry.reports.map { .map(["type": .string($0.type), "where": .string($0.location)]) }),
@@ -76,7 +92,7 @@ extension TreeDescription {
                     return .map(fields)
                 }),
             ]
-            if let parent = entry.parent { node["parent"] = .string(entries[parent].path) }
+            if let parent = entry.parent { node["parent"] = .string(paths[parent]) }
             return .map(node)
         }
         return JSON.encode(.map(["format": "luahier-tree", "version": 1, "nodes": .array(nodes)])) + "\n"
@@ -127,5 +143,14 @@ extension TreeDescription {
             }
         }
         return escaped
+    }
+}
+
+/// A tree whose JSON rendering would be too large: its paths alone exceed the limit.
+public struct TreeTooLarge: Error, Sendable, CustomStringConvertible {
+    public var pathBytes: Int
+    public var limit: Int
+    public var description: String {
+        "the tree is too deep for --format json: its paths alone take \(pathBytes) bytes (limit \(limit)); --format text and dot draw it"
     }
 }
