@@ -78,11 +78,12 @@ extension Node {
     }
 
     func declare(_ types: [String], as domain: Domain, at location: String) {
-        if declarations == nil {
-            declarations = Declarations()
+        let extras = makeExtras()
+        if extras.declarations == nil {
+            extras.declarations = Declarations()
             tree.declaringNodes += 1
         }
-        declarations!.declare(types, as: domain, at: location)
+        extras.declarations!.declare(types, as: domain, at: location)
     }
 
     /// The types this node declared for `domain`, sorted (empty when it declared none).

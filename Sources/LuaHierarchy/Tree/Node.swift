@@ -23,14 +23,30 @@ public final class Node {
     private var nextSibling: Node?
     private unowned(unsafe) var previousSibling: Node?
     public private(set) var childCount = 0
-    /// Built once a node has many children, so `child(_:)` stays O(1) in wide trees.
-    private var childIndex: [String: Node]?
     /// In registration order. Dispatch snapshots this array (copy-on-write makes it O(1)).
     var responders: [Responder] = []
-    /// In subscription order (SPEC §6).
-    var subscriptions: [Subscription] = []
-    /// `triggers{...}` / `reports{...}` (SPEC §6), nil until the first declaration.
-    var declarations: Declarations?
+    /// What few nodes have, out of line, so a plain node stays small in a million-node tree.
+    private(set) var extras: Extras?
+
+    final class Extras {
+        /// Built once a node has many children, so `child(_:)` stays O(1) in wide trees.
+        var childIndex: [String: Node]?
+        /// In subscription order (SPEC §6).
+        var subscriptions: [Subscription] = []
+        /// `triggers{...}` / `reports{...}` (SPEC §6), nil until the first declaration.
+        var declarations: Declarations?
+    }
+
+    /// The extras, made on first use.
+    func makeExtras() -> Extras {
+        if let extras { return extras }
+        let made = Extras()
+        extras = made
+        return made
+    }
+
+    var subscriptions: [Subscription] { extras?.subscriptions ?? [] }
+    var declarations: Declarations? { extras?.declarations }
     let tree: TreeToken
     /// Whether this node is its tree's root.
     public let isRoot: Bool
@@ -60,7 +76,7 @@ public final class Node {
         var child = firstChild
         firstChild = nil
         lastChild = nil
-        childIndex = nil
+        extras?.childIndex = nil
         childCount = 0
         while let current = child {
             child = current.nextSibling
@@ -138,7 +154,7 @@ public final class Node {
 
     /// The child called `name`, or nil.
     public func existingChild(_ name: String) -> Node? {
-        if let childIndex { return childIndex[name] }
+        if let childIndex = extras?.childIndex { return childIndex[name] }
         var child = firstChild
         while let current = child {
             if current.name == name { return current }
@@ -153,7 +169,7 @@ public final class Node {
         guard let parent else { return }
         if let previousSibling { previousSibling.nextSibling = nextSibling } else { parent.firstChild = nextSibling }
         if let nextSibling { nextSibling.previousSibling = previousSibling } else { parent.lastChild = previousSibling }
-        parent.childIndex?[name] = nil
+        parent.extras?.childIndex?[name] = nil
         parent.childCount -= 1
         tree.generation &+= 1
         previousSibling = nil
@@ -184,10 +200,11 @@ public final class Node {
         if let lastChild { lastChild.nextSibling = node } else { firstChild = node }
         lastChild = node
         childCount += 1
-        if childIndex != nil {
-            childIndex![node.name] = node
+        // Mutated in place through the class reference: a copy per insert would be O(n²).
+        if extras?.childIndex != nil {
+            extras!.childIndex![node.name] = node
         } else if childCount > 16 {
-            childIndex = Dictionary(uniqueKeysWithValues: children.map { ($0.name, $0) })
+            makeExtras().childIndex = Dictionary(uniqueKeysWithValues: children.map { ($0.name, $0) })
         }
     }
 
@@ -202,11 +219,11 @@ public final class Node {
 
     func appendSubscription(_ subscription: Subscription) {
         subscription.node = self
-        subscriptions.append(subscription)
+        makeExtras().subscriptions.append(subscription)
     }
 
     func detachSubscription(_ subscription: Subscription) {
-        subscriptions.removeAll { $0 === subscription }
+        extras?.subscriptions.removeAll { $0 === subscription }
     }
 
     static func validate(name: String) throws(TreeError) {
