@@ -16,29 +16,19 @@ struct Check: ParsableCommand {
             """
     )
 
-    @Argument(help: "The rules script to load.")
-    var file: String
-
-    @OptionGroup(title: "Sandbox and limits")
-    var host: HostOptions
-
-    @Argument(parsing: .postTerminator, help: "Arguments for the script, after --.")
-    var arguments: [String] = []
-
-    func validate() throws {
-        try Validate.fileExists(file)
-    }
+    @OptionGroup
+    var rules: RulesScript
 
     func run() throws {
-        let hierarchy = try RulesLoader.load(file, arguments: arguments, host: host)
+        let hierarchy = try rules.load()
         let tree = hierarchy.describeTree()
         let findings = tree.check()
         for finding in findings { print(finding) }
         let responders = tree.entries.reduce(0) { $0 + $1.responders.count }
         if findings.isEmpty {
-            Console.error("check: \(file): no findings (\(tree.entries.count) nodes, \(responders) responders)")
+            Console.error("check: \(rules.file): no findings (\(tree.entries.count) nodes, \(responders) responders)")
         } else {
-            Console.error("check: \(file): \(findings.count) finding\(findings.count == 1 ? "" : "s")")
+            Console.error("check: \(rules.file): \(findings.count) finding\(findings.count == 1 ? "" : "s")")
             throw ExitCode(ExitStatus.scriptFailed)
         }
     }

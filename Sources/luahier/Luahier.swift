@@ -12,7 +12,7 @@ struct Luahier: ParsableCommand {
             Exit codes:
               0  success
               1  the script failed (syntax or runtime error, printed as file:line: message);
-                 dispatch: some input line was invalid
+                 dispatch: some input line was invalid; check: there were findings
               2  usage error (bad flags, missing file)
               3  with --fail-on-unhandled: an error reached the root unhandled
             """,

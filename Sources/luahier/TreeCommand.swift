@@ -17,24 +17,14 @@ struct Tree: ParsableCommand {
         case text, dot, json
     }
 
-    @Argument(help: "The rules script to load.")
-    var file: String
-
     @Option(help: "text, dot or json.")
     var format: Format = .text
 
-    @OptionGroup(title: "Sandbox and limits")
-    var host: HostOptions
-
-    @Argument(parsing: .postTerminator, help: "Arguments for the script, after --.")
-    var arguments: [String] = []
-
-    func validate() throws {
-        try Validate.fileExists(file)
-    }
+    @OptionGroup
+    var rules: RulesScript
 
     func run() throws {
-        let tree = try RulesLoader.load(file, arguments: arguments, host: host).describeTree()
+        let tree = try rules.load().describeTree()
         switch format {
         case .text: print(tree.text(), terminator: "")
         case .dot: print(tree.dot(), terminator: "")

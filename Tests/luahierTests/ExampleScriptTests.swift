@@ -31,28 +31,13 @@ struct ExampleScriptTests {
         #expect(run == Set(scripts.map { "scripts/" + $0 }))
     }
 
-    static let graphviz = ["/usr/bin/dot", "/usr/local/bin/dot"].first { FileManager.default.isExecutableFile(atPath: $0) }
-
     /// The DOT golden is proven valid by Graphviz itself (`.ci/run` installs it).
-    @Test(.enabled(if: graphviz != nil, "Graphviz (dot) is not installed"))
+    @Test(.enabled(if: Graphviz.dot != nil, "Graphviz (dot) is not installed"))
     func theTreeInDOTRendersWithGraphviz() throws {
         let tree = try Luahier.run(try #require(Self.examples["workspace.lua.tree-dot"]).arguments)
         #expect(tree.status == 0)
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("luahier-tree-\(getpid()).dot")
-        try tree.stdout.write(to: file, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: file) }
-        let dot = Process()
-        dot.executableURL = URL(fileURLWithPath: Self.graphviz!)
-        dot.arguments = ["-Tsvg", file.path]
-        let output = Pipe()
-        let errors = Pipe()
-        dot.standardOutput = output
-        dot.standardError = errors
-        try dot.run()
-        let svg = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let complaints = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        dot.waitUntilExit()
-        #expect(dot.terminationStatus == 0)
+        let (status, svg, complaints) = try Graphviz.render(tree.stdout, format: "svg")
+        #expect(status == 0)
         #expect(complaints.isEmpty, "dot said: \(complaints)")
         #expect(svg.contains("<svg"))
         // Graphviz writes "-" in SVG text as "&#45;".

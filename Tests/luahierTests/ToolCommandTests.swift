@@ -77,23 +77,13 @@ struct ToolCommandTests {
         #expect(try Luahier.run(["tree", script, "--format", "json"]).stdout == result.stdout)
     }
 
-    @Test(.enabled(if: ExampleScriptTests.graphviz != nil, "Graphviz (dot) is not installed"))
+    @Test(.enabled(if: Graphviz.dot != nil, "Graphviz (dot) is not installed"))
     func treeDOTWithOddNamesRendersWithGraphviz() throws {
         let result = try Luahier.run(["tree", try Luahier.script(oddNames), "--format", "dot"])
         #expect(result.status == 0)
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("luahier-odd-\(getpid()).dot")
-        try result.stdout.write(to: file, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: file) }
-        let dot = Process()
-        dot.executableURL = URL(fileURLWithPath: ExampleScriptTests.graphviz!)
-        dot.arguments = ["-Tplain", file.path]
-        let output = Pipe()
-        dot.standardOutput = output
-        dot.standardError = Pipe()
-        try dot.run()
-        let plain = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        dot.waitUntilExit()
-        #expect(dot.terminationStatus == 0)
+        let (status, plain, complaints) = try Graphviz.render(result.stdout, format: "plain")
+        #expect(status == 0)
+        #expect(complaints.isEmpty, "dot said: \(complaints)")
         // `plain` lists 4 nodes and 3 edges.
         #expect(plain.split(separator: "\n").filter { $0.hasPrefix("node ") }.count == 4)
         #expect(plain.split(separator: "\n").filter { $0.hasPrefix("edge ") }.count == 3)
