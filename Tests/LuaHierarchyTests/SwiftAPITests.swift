@@ -274,3 +274,26 @@ struct ScriptTests {
         #expect(error.message.contains("binary"))
     }
 }
+
+/// The README's Swift lines for issue-6 features, compiled and run as written there.
+@Suite("README: Swift forms of publishing, safety, alerts, tools")
+struct ReadmeSwiftTests {
+    @Test func theSnippetRunsAsDocumented() throws {
+        let f = try Fixture()
+        let hierarchy = f.hierarchy
+        let feed = try hierarchy.makeNode(at: "/app/feed")
+        var repaints = 0
+        feed.subscribe(.type("ThemeChanged")) { _ in repaints += 1 }
+        let published = try hierarchy.publish(.event("ThemeChanged"), at: "/app", to: .last)
+        #expect(published.delivered == 1 && repaints == 1)
+        feed.declareTriggers(["Refresh"])
+        hierarchy.safety = .strict
+        hierarchy.alertPresenter = { alert in alert.recovery.first }
+        hierarchy.detachedPolicy = .presenter
+        feed.handleAlertErrors()
+        let alert = try hierarchy.report(.map(["title": "T", "recovery": ["Retry", "Cancel"]]), at: "/app/feed")
+        #expect(alert.choice == "Retry")
+        #expect(hierarchy.check().map(\.code) == [.requireExplicitResponders])
+        #expect(hierarchy.describeTree().text().contains("└── feed  triggers{Refresh}"))
+    }
+}
