@@ -137,7 +137,11 @@ final class Dispatcher {
                             trace: trace, origin: origin),
                         present: false, hops: chain.count)
                 case (.handleAlertErrors, .choice(let choice)):
-                    var alert = Alert(current.describedValue(), handledBy: node.path, reportedAt: origin.path)!
+                    // isAlertable read the title raw; a value that cannot be read as plain
+                    // data after all is left to the responders after this one.
+                    guard var alert = Alert(current.describedValue(), handledBy: node.path, reportedAt: origin.path) else {
+                        continue
+                    }
                     if let choice, !alert.recovery.contains(choice) {
                         produced = Message.contractError(responder, reply, options: alert.recovery)
                         stepResult = .raised(type: produced.type)
