@@ -107,6 +107,7 @@ typedef struct luahier_Guard {
     char last_source[LUA_IDSIZE];
     int last_line;
     lua_State *main;               /* read by the allocator to note where a refusal happened */
+    int run_ref;                   /* registry reference to the responder-run loop (0: none) */
 } luahier_Guard;
 
 /* The count hook runs every this many instructions; once tripped, at every instruction. */
@@ -349,6 +350,61 @@ static inline void luahier_rawsetfield(lua_State *L, int t, const char *k) {
     lua_rawset(L, t);
 }
 
+/* [-0, +0, -] Whether the function running at `ar`'s level is the responder-run loop, a
+ * frame of the host's own that tracebacks leave out. It is compared with the one the host
+ * registered (a static inline function has one address per compiled file). */
+static inline int luahier_isrunframe(lua_State *L, lua_Debug *ar) {
+    int ref = luahier_guard(L)->run_ref;
+    if (ref <= 0) return 0;
+    lua_getinfo(L, "f", ar);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+    int is_run = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    return is_run;
+}
+
+/* [-0, +1, m] "stack traceback:" and a line per frame from `level` on, as luaL_traceback
+ * writes it (the first 10 and the last 11 frames of a deep stack), without the host's
+ * responder-run frames. */
+static inline void luahier_pushtraceback(lua_State *L, int level) {
+    lua_Debug ar;
+    /* The first level past the stack, found by doubling then halving: lua_getstack walks
+     * from the top, so walking every level of a deep stack would take its square. */
+    int low = level, high = level + 1;
+    while (lua_getstack(L, high, &ar)) { low = high; high *= 2; }
+    while (low < high) {
+        int middle = low + (high - low) / 2;
+        if (lua_getstack(L, middle, &ar)) low = middle + 1; else high = middle;
+    }
+    int last = low;
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    luaL_addstring(&b, "stack traceback:");
+    int shown = 0;
+    for (int at = level; at < last; at++) {
+        if (!lua_getstack(L, at, &ar) || luahier_isrunframe(L, &ar)) continue;
+        if (shown == 10 && last - at > 11) {
+            lua_pushfstring(L, "\n\t...\t(skipping %d levels)", last - at - 11);
+            luaL_addvalue(&b);
+            at = last - 11 - 1;
+            shown++;
+            continue;
+        }
+        shown++;
+        lua_getinfo(L, "Slnt", &ar);
+        if (ar.currentline <= 0) lua_pushfstring(L, "\n\t%s: in ", ar.short_src);
+        else lua_pushfstring(L, "\n\t%s:%d: in ", ar.short_src, ar.currentline);
+        luaL_addvalue(&b);
+        if (*ar.namewhat != '\0') lua_pushfstring(L, "%s '%s'", ar.namewhat, ar.name);
+        else if (*ar.what == 'm') lua_pushliteral(L, "main chunk");
+        else if (*ar.what != 'C') lua_pushfstring(L, "function <%s:%d>", ar.short_src, ar.linedefined);
+        else lua_pushliteral(L, "?");
+        luaL_addvalue(&b);
+        if (ar.istailcall) luaL_addstring(&b, "\n\t(...tail calls...)");
+    }
+    luaL_pushresult(&b);
+}
+
 /* [-1, +1, e] The message handler of every protected call into Lua.
  * A table error keeps its identity and gains `where` if it has none. Any other value
  * becomes { type = "LuaError", message, where, traceback }, with the "chunk:line: "
@@ -386,9 +442,50 @@ static inline int luahier_msgh(lua_State *L) {
     }
     lua_pushlstring(L, msg + skip, len - skip);
     luahier_rawsetfield(L, table, "message");
-    luaL_traceback(L, L, NULL, 1);
+    luahier_pushtraceback(L, 1);
     luahier_rawsetfield(L, table, "traceback");
     return 1;
+}
+
+/* ---- Runs of responders ------------------------------------------------------------ */
+
+/* Consecutive Lua `receive*` responders of one dispatch, called in one protected call instead
+ * of one each (LuaResponderRunner.swift). The dispatcher's rules still hold: each is called
+ * with the same value, in order; the first answer other than the interned "notHandled" ends
+ * the run and goes back to Swift, which applies it; so does any registration change (a
+ * responder removed meanwhile must not be called). */
+typedef struct luahier_Run {
+    const int *refs;          /* registry references of the functions, in order */
+    int count;
+    int reached;              /* the index being called; after the run, how far it got */
+    int stopped;              /* 1: refs[reached] answered, its answer is on the stack */
+    const void *not_handled;  /* the interned "notHandled" string */
+    const long *changes;      /* a counter of registration changes, and its value at start */
+    long changes_at_start;
+} luahier_Run;
+
+/* [-2, +(0|1), e] A lua_CFunction, called protected with (light userdata run, value). On an
+ * error, `reached` names the responder that raised it. */
+static inline int luahier_runresponders(lua_State *L) {
+    luahier_Run *run = (luahier_Run *)lua_touserdata(L, 1);
+    run->stopped = 0;
+    for (int i = 0; i < run->count; i++) {
+        run->reached = i;
+        lua_rawgeti(L, LUA_REGISTRYINDEX, run->refs[i]);
+        lua_pushvalue(L, 2);
+        lua_call(L, 1, 1);
+        if (lua_type(L, -1) != LUA_TSTRING || lua_topointer(L, -1) != run->not_handled) {
+            run->stopped = 1;
+            return 1;
+        }
+        lua_pop(L, 1);
+        if (*run->changes != run->changes_at_start) {
+            run->reached = i + 1;
+            return 0;
+        }
+    }
+    run->reached = run->count;
+    return 0;
 }
 
 #endif

@@ -81,6 +81,7 @@ public final class Hierarchy {
         dispatcher.traceLevel = options.traceLevel
         dispatcher.depthLimit = max(1, options.depthLimit)
         dispatcher.presenter = { [unowned self] in self.presenter?($0) }
+        dispatcher.runner = host
         dispatcher.onSafetyWarning = { [unowned self] in self.onSafetyWarning($0) }
         moduleFolderList = try host.openLibraries(options.libraries)
         bridge = try LuaBridge(host: host, hierarchy: self)

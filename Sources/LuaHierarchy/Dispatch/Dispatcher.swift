@@ -50,13 +50,25 @@ final class Dispatcher {
     var presenter: ((PresentedError) -> Void)?
     /// Shows alerts that `handleAlertErrors` handled; may return the host's recovery choice.
     var alertPresenter: ((Alert) -> String?)?
+    /// Calls runs of Lua responders in one go (ResponderRun.swift); nil: one call each.
+    var runner: (any ResponderRunner)?
     /// Sees every finished dispatch (nested ones too), e.g. to print traces.
     var observer: ((DispatchResult, _ depth: Int) -> Void)?
-    private(set) var depth = 0
-    private var chainBuffers: [[(node: Node, responders: [Responder])]] = []
+    @exclusivity(unchecked) private(set) var depth = 0
+    @exclusivity(unchecked) private var chainBuffers: [[(node: Node, responders: [Responder])]] = []
+
+    /// The run being gathered: runs happen only in top-level dispatches, so one buffer
+    /// serves (a closure-scoped buffer would box the loop's variables).
+    private let runTokens = UnsafeMutablePointer<Int32>.allocate(capacity: Dispatcher.runCapacity)
+    private let runPositions = UnsafeMutablePointer<RunPosition>.allocate(capacity: Dispatcher.runCapacity)
 
     init(root: Node) {
         self.root = root
+    }
+
+    deinit {
+        runTokens.deallocate()
+        runPositions.deallocate()
     }
 
     /// One nesting level more (a dispatch or a publish), refused past the limit (SPEC §4).
@@ -92,91 +104,127 @@ final class Dispatcher {
         var trace: [TraceStep]? = level == .off ? nil : []
         var current = initial
         var safetyCheck = safety != .disabled && root.tree.declaringNodes > 0 ? SafetyCheck(level: safety, origin: origin) : nil
+        // Consecutive Lua receive responders go to the runner as one run. Not with full
+        // tracing (it records the value around every call), nor while the safety check may
+        // replace the value between nodes, nor in nested dispatches: a run costs Lua one more
+        // C-stack level (its C loop), and Lua allows 200, so one level per nesting keeps the
+        // nesting limit (100) the limit that is reached.
+        let runner = level == .full || safetyCheck != nil || depth > 1 ? nil : self.runner
+        let changes = UnsafePointer(root.tree.registrationChanges)
 
-        for (node, responders) in chain {
-            if safetyCheck != nil, let declarations = node.declarations {
-                switch safetyCheck!.arrive(at: node, declarations: declarations, with: current) {
-                case .pass: break
-                case .warn(let warning): warn(warning)
-                case .replace(let violation): current = violation
+        let tokens = runTokens
+        let positions = runPositions
+        // The cursor: responder `offset` of chain entry `index`. A run is gathered as
+        // the cursor moves and called when something else must happen first.
+        var index = 0
+        var offset = 0
+        var arrived = -1
+        var pending = 0
+        var node = origin
+        var responders: [Responder] = []
+        var loaded = -1
+        while true {
+            if index < chain.count && index != loaded {
+                (node, responders) = chain[index]
+                loaded = index
+            }
+            // Arriving at a node (once, even one without responders): the safety check.
+            if index < chain.count && index > arrived {
+                arrived = index
+                if safetyCheck != nil, let declarations = node.declarations {
+                    switch safetyCheck!.arrive(at: node, declarations: declarations, with: current) {
+                    case .pass: break
+                    case .warn(let warning): warn(warning)
+                    case .replace(let violation): current = violation
+                    }
                 }
             }
-            for (offset, responder) in responders.enumerated() {
+            if index < chain.count && offset >= responders.count {
+                index += 1
+                offset = 0
+                continue
+            }
+            let atEnd = index == chain.count
+            var single: Responder?
+            if !atEnd {
+                let responder = responders[offset]
                 let kind = responder.kind
                 guard !responder.isRemoved, kind.domain == current.domain,
                     responder.filter.matches(current.type),
                     kind != .handleAlertErrors || current.isAlertable
-                else { continue }
-                let inputType = current.type
-                let before: Value? = level == .full ? .some(current.describedValue()) : .none
-                let reply =
-                    kind == .handleAlertErrors
-                    ? responder.body.callForChoice(with: &current)
-                    : responder.body.call(with: &current, returning: kind.replacementDomain)
-
-                var produced: Message
-                var stepResult: TraceStep.Result
-                switch (kind, reply) {
-                case (_, .aborted(var error)):
-                    error.setIfAbsent("where", to: responder.location)
-                    trace?.append(step(node, offset, responder, inputType, .raised(type: error.type), before, nil))
-                    return finish(
-                        DispatchResult(
-                            status: .unhandled, message: error, handledBy: nil, responder: nil,
-                            trace: trace, origin: origin),
-                        present: true, hops: chain.count)
-                case (_, .raised(let error)):
-                    produced = error
-                    stepResult = .raised(type: error.type)
-                case (.handleEvent, _), (.handleError, _), (.receiveEvent, .handled), (.receiveError, .handled):
-                    trace?.append(step(node, offset, responder, inputType, .handled, before, nil))
-                    let info = ResponderInfo(index: offset + 1, location: responder.location, kind: kind)
-                    return finish(
-                        DispatchResult(
-                            status: .handled, message: current, handledBy: node, responder: info,
-                            trace: trace, origin: origin),
-                        present: false, hops: chain.count)
-                case (.handleAlertErrors, .choice(let choice)):
-                    // isAlertable read the title raw; a value that cannot be read as plain
-                    // data after all is left to the responders after this one.
-                    guard var alert = Alert(current.describedValue(), handledBy: node.path, reportedAt: origin.path) else {
-                        continue
-                    }
-                    if let choice, !alert.recovery.contains(choice) {
-                        produced = Message.contractError(responder, reply, options: alert.recovery)
-                        stepResult = .raised(type: produced.type)
-                        break
-                    }
-                    alert.scriptChoice = choice
-                    trace?.append(step(node, offset, responder, inputType, .handled, before, nil))
-                    var result = DispatchResult(
-                        status: .handled, message: current, handledBy: node,
-                        responder: ResponderInfo(index: offset + 1, location: responder.location, kind: kind),
-                        trace: trace, origin: origin)
-                    result.choice = resolve(alert)
-                    return finish(result, present: false, hops: chain.count)
-                case (.receiveEvent, .notHandled), (.receiveError, .notHandled):
-                    trace?.append(step(node, offset, responder, inputType, .notHandled, before, nil))
+                else {
+                    offset += 1
                     continue
-                case (.receiveEvent, .value(let value)), (.receiveError, .value(let value)),
-                    (.transformEvent, .value(let value)), (.transformError, .value(let value)),
-                    (.catchError, .value(let value)):
-                    produced = value
-                    stepResult = .replaced(value.domain, type: value.type)
-                default:
-                    produced = Message.contractError(responder, reply)
-                    stepResult = .raised(type: produced.type)
                 }
-                if produced.domain == .error {
-                    produced.setIfAbsent("where", to: responder.location)
-                    if current.domain == .error && !produced.isSameObject(as: current) {
-                        produced.setIfAbsent("cause", to: current)
+                if runner != nil && responder.runToken != 0 {
+                    tokens[pending] = responder.runToken
+                    positions[pending] = RunPosition(node: Int32(index), offset: Int32(offset))
+                    pending += 1
+                    offset += 1
+                    if pending < Self.runCapacity { continue }
+                } else {
+                    single = responder
+                }
+            }
+
+            if pending > 0 {
+                let count = pending
+                pending = 0
+                let inputType = current.type
+                let result = runner!.callRun(
+                    UnsafeBufferPointer(start: tokens, count: count), with: &current,
+                    returning: current.domain, changes: changes
+                ) { chain[Int(positions[$0].node)].responders[Int(positions[$0].offset)].location }
+                let answered: Int
+                switch result {
+                case .continued(let called): answered = called
+                case .stopped(let stoppedAt, _): answered = stoppedAt
+                }
+                if trace != nil {
+                    for position in UnsafeBufferPointer(start: positions, count: answered) {
+                        let (runNode, runResponders) = chain[Int(position.node)]
+                        let offset = Int(position.offset)
+                        trace!.append(step(runNode, offset, runResponders[offset], inputType, .notHandled, nil, nil))
                     }
                 }
-                current = produced
-                let after: Value? = level == .full ? .some(current.describedValue()) : .none
-                trace?.append(step(node, offset, responder, inputType, stepResult, before, after))
+                switch result {
+                case .continued(let called) where called == count:
+                    break
+                case .continued(let called):
+                    // Registrations changed: go on after the last one called, checking again.
+                    let last = positions[called - 1]
+                    (index, offset) = (Int(last.node), Int(last.offset) + 1)
+                    continue
+                case .stopped(let stoppedAt, let reply):
+                    let position = positions[stoppedAt]
+                    let (runNode, runResponders) = chain[Int(position.node)]
+                    if let end = apply(
+                        reply, of: runResponders[Int(position.offset)], offset: Int(position.offset),
+                        at: runNode, input: inputType, before: nil, to: &current, trace: &trace,
+                        origin: origin, hops: chain.count)
+                    {
+                        return end
+                    }
+                    (index, offset) = (Int(position.node), Int(position.offset) + 1)
+                    continue
+                }
             }
+            if atEnd { break }
+            guard let responder = single else { continue }
+
+            let inputType = current.type
+            let before: Value? = level == .full ? .some(current.describedValue()) : .none
+            let reply =
+                responder.kind == .handleAlertErrors
+                ? responder.body.callForChoice(with: &current)
+                : responder.body.call(with: &current, returning: responder.kind.replacementDomain)
+            if let end = apply(
+                reply, of: responder, offset: offset, at: node, input: inputType, before: before,
+                to: &current, trace: &trace, origin: origin, hops: chain.count)
+            {
+                return end
+            }
+            offset += 1
         }
 
         return finish(
@@ -184,6 +232,79 @@ final class Dispatcher {
                 status: detached ? .detached : .unhandled, message: current, handledBy: nil,
                 responder: nil, trace: trace, origin: origin),
             present: current.domain == .error, hops: chain.count)
+    }
+
+    /// The most responders one run holds; a longer stretch is called as several runs.
+    static let runCapacity = 32
+
+    /// Applies what responder `offset` of `node` answered (SPEC §4): the dispatch's end, or
+    /// nil to go on with the next responder, `current` replaced if the answer replaced it.
+    private func apply(
+        _ reply: ResponderReply, of responder: Responder, offset: Int, at node: Node, input inputType: String,
+        before: Value?, to current: inout Message, trace: inout [TraceStep]?, origin: Node, hops: Int
+    ) -> DispatchResult? {
+        let kind = responder.kind
+        var produced: Message
+        var stepResult: TraceStep.Result
+        switch (kind, reply) {
+        case (_, .aborted(var error)):
+            error.setIfAbsent("where", to: responder.location)
+            trace?.append(step(node, offset, responder, inputType, .raised(type: error.type), before, nil))
+            return finish(
+                DispatchResult(
+                    status: .unhandled, message: error, handledBy: nil, responder: nil, trace: trace, origin: origin),
+                present: true, hops: hops)
+        case (_, .raised(let error)):
+            produced = error
+            stepResult = .raised(type: error.type)
+        case (.handleEvent, _), (.handleError, _), (.receiveEvent, .handled), (.receiveError, .handled):
+            trace?.append(step(node, offset, responder, inputType, .handled, before, nil))
+            let info = ResponderInfo(index: offset + 1, location: responder.location, kind: kind)
+            return finish(
+                DispatchResult(
+                    status: .handled, message: current, handledBy: node, responder: info, trace: trace, origin: origin),
+                present: false, hops: hops)
+        case (.handleAlertErrors, .choice(let choice)):
+            // isAlertable read the title raw; a value that cannot be read as plain data after
+            // all is left to the responders after this one.
+            guard var alert = Alert(current.describedValue(), handledBy: node.path, reportedAt: origin.path) else {
+                return nil
+            }
+            if let choice, !alert.recovery.contains(choice) {
+                produced = Message.contractError(responder, reply, options: alert.recovery)
+                stepResult = .raised(type: produced.type)
+                break
+            }
+            alert.scriptChoice = choice
+            trace?.append(step(node, offset, responder, inputType, .handled, before, nil))
+            var result = DispatchResult(
+                status: .handled, message: current, handledBy: node,
+                responder: ResponderInfo(index: offset + 1, location: responder.location, kind: kind),
+                trace: trace, origin: origin)
+            result.choice = resolve(alert)
+            return finish(result, present: false, hops: hops)
+        case (.receiveEvent, .notHandled), (.receiveError, .notHandled):
+            trace?.append(step(node, offset, responder, inputType, .notHandled, before, nil))
+            return nil
+        case (.receiveEvent, .value(let value)), (.receiveError, .value(let value)),
+            (.transformEvent, .value(let value)), (.transformError, .value(let value)),
+            (.catchError, .value(let value)):
+            produced = value
+            stepResult = .replaced(value.domain, type: value.type)
+        default:
+            produced = Message.contractError(responder, reply)
+            stepResult = .raised(type: produced.type)
+        }
+        if produced.domain == .error {
+            produced.setIfAbsent("where", to: responder.location)
+            if current.domain == .error && !produced.isSameObject(as: current) {
+                produced.setIfAbsent("cause", to: current)
+            }
+        }
+        current = produced
+        let after: Value? = traceLevel == .full ? .some(current.describedValue()) : .none
+        trace?.append(step(node, offset, responder, inputType, stepResult, before, after))
+        return nil
     }
 
     /// Shows a handled alert and settles its recovery option: the responder's choice, else

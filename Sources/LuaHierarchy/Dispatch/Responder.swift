@@ -103,23 +103,30 @@ final class Responder: Registration {
     /// Where the code was written, `file:line`: a Lua function's definition, a Swift call site.
     let location: String
     /// Set by `remove()`: a removed responder is skipped even by dispatches already running.
-    var isRemoved = false
+    @exclusivity(unchecked) var isRemoved = false
     /// Unowned (not weak: a weak reference gives the node a side table and slows every
     /// retain of it); the node clears it when it goes away.
     unowned(unsafe) var node: Node?
+    /// Non-zero when the hierarchy's `ResponderRunner` can call this responder in a run
+    /// (a Lua `receive*`): what the runner knows it by.
+    let runToken: Int32
 
-    init(kind: ResponderKind, filter: TypeFilter, body: any ResponderBody, location: String) {
+    init(kind: ResponderKind, filter: TypeFilter, body: any ResponderBody, location: String, runToken: Int32 = 0) {
         self.kind = kind
         self.filter = filter
         self.body = body
         self.location = location
+        self.runToken = kind == .receiveEvent || kind == .receiveError ? runToken : 0
     }
 
     /// Takes the responder off its node. Idempotent.
     func remove() {
         guard !isRemoved else { return }
         isRemoved = true
-        node?.detachResponder(self)
+        if let node {
+            node.tree.registrationChanges.pointee &+= 1
+            node.detachResponder(self)
+        }
     }
 
     var summary: String { "responder \(kind.rawValue) (\(location))" }

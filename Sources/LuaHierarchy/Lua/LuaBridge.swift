@@ -276,9 +276,8 @@ final class LuaBridge {
             throw call.argumentError(function, name, "function expected")
         }
         let location = host.definitionLocation(ofFunctionAt: function) ?? call.callerLocation ?? "?"
-        let responder = Responder(
-            kind: kind, filter: filter, body: LuaResponderBody(host: host, functionAt: function, location: location),
-            location: location)
+        let body = LuaResponderBody(host: host, functionAt: function, location: location)
+        let responder = Responder(kind: kind, filter: filter, body: body, location: location, runToken: body.ref)
         node.appendResponder(responder)
         host.pushRetainingUserdata(responder, metatableRef: handleMetatable)
         return 1
@@ -428,7 +427,14 @@ final class LuaBridge {
     private func pushOutcome(_ result: DispatchResult) {
         let L = host.thread
         lua_checkstack(L, 6)
-        lua_createtable(L, 0, 7)
+        // Sized exactly: an unhandled outcome has four fields, and a table of four hash slots
+        // is half the size of one of eight (less memory, less collector work per dispatch).
+        var fields: Int32 = 4
+        if result.handledBy != nil { fields += 1 }
+        if result.responder != nil { fields += 1 }
+        if result.choice != nil { fields += 1 }
+        if result.trace != nil { fields += 1 }
+        lua_createtable(L, 0, fields)
         switch result.status {
         case .handled: host.push(InternedString.handled)
         case .unhandled: host.push(InternedString.unhandled)

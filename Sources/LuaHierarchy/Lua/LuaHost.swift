@@ -16,13 +16,13 @@ final class LuaHost {
     let mainThread: LuaState
     /// The Lua thread now running: the main thread, or the coroutine that called the
     /// innermost host function. Every push and call goes to it.
-    private(set) var thread: LuaState
-    private(set) var isClosed = false
+    @exclusivity(unchecked) private(set) var thread: LuaState
+    @exclusivity(unchecked) private(set) var isClosed = false
     private var functions: [HostFunction] = []
     /// Objects whose Lua userdata was collected. Released at the next safe point, never
     /// inside a finalizer: a `deinit` may call back into Lua.
-    private var pendingReleases: [Unmanaged<AnyObject>] = []
-    private var protectedDepth = 0
+    @exclusivity(unchecked) private var pendingReleases: [Unmanaged<AnyObject>] = []
+    @exclusivity(unchecked) private var protectedDepth = 0
     /// Registry reference to a weak-keyed table: table -> true (event) / false (error).
     private(set) var domainTags: Int32 = 0
     /// Strings the hot path pushes or compares, each held by a registry reference: pushing
@@ -34,7 +34,7 @@ final class LuaHost {
     private(set) var notHandledAddress: UnsafeRawPointer?
     /// Set by the `__gc` host function so that its own exit does not drain releases (it runs
     /// inside a collection); the next host function or protected call does.
-    private var finalizing = false
+    @exclusivity(unchecked) private var finalizing = false
 
     /// Memory and budget counters shared with the C allocator and count hook.
     let guardState: UnsafeMutablePointer<luahier_Guard>
@@ -62,6 +62,8 @@ final class LuaHost {
             push(word.text)
             internedRefs.append(ref())
         }
+        luahier_pushcfunction(state, luahier_runresponders)
+        guardState.pointee.run_ref = ref()
         push(InternedString.handled)
         handledAddress = lua_topointer(state, -1)
         push(InternedString.notHandled)

@@ -19,19 +19,7 @@ final class LuaResponderBody: ResponderBody {
 
 
     func call(with input: inout Message, returning domain: Domain) -> ResponderReply {
-        invoke(with: &input) { L in
-            // Verdicts by address: Lua interns short strings, the host holds the two words.
-            if lua_type(L, -1) == LUA_TSTRING {
-                let address = lua_topointer(L, -1)
-                if address == host.handledAddress { return .handled }
-                if address == host.notHandledAddress { return .notHandled }
-            }
-            do throws(ShapeError) {
-                return .value(try host.message(at: -1, as: domain))
-            } catch {
-                return .unusable(description: error.description)
-            }
-        }
+        invoke(with: &input) { _ in host.reply(at: -1, as: domain) }
     }
 
     func callForChoice(with input: inout Message) -> ResponderReply {
@@ -62,14 +50,42 @@ final class LuaResponderBody: ResponderBody {
         defer { lua_settop(L, base) }
         switch result {
         case .ok: return read(L)
+        case .failed, .limitExceeded: return ResponderReply(failure: result, location: location)
+        }
+    }
+}
+
+extension LuaHost {
+    /// [-0, +0, m] What a responder's result at `index` answers, read in `domain`.
+    func reply(at index: Int32, as domain: Domain) -> ResponderReply {
+        let L = thread
+        // Verdicts by address: Lua interns short strings, the host holds the two words.
+        if lua_type(L, index) == LUA_TSTRING {
+            let address = lua_topointer(L, index)
+            if address == handledAddress { return .handled }
+            if address == notHandledAddress { return .notHandled }
+        }
+        do throws(ShapeError) {
+            return .value(try message(at: index, as: domain))
+        } catch {
+            return .unusable(description: error.description)
+        }
+    }
+}
+
+extension ResponderReply {
+    /// The reply for a responder call at `location` that did not end well.
+    init(failure: LuaHost.CallResult, location: String) {
+        switch failure {
         case .failed(let error) where error.isYieldAcrossHost:
-            return .raised(
+            self = .raised(
                 .hostError(
                     "ResponderContractError",
                     "responder at \(location) yielded: responders run inside the host and cannot yield (use a coroutine of your own inside the responder)",
                     where: error.describedValue()["where"]?.stringValue ?? location))
-        case .failed(let error): return .raised(error)
-        case .limitExceeded(let error): return .aborted(error)
+        case .failed(let error): self = .raised(error)
+        case .limitExceeded(let error): self = .aborted(error)
+        case .ok: self = .notHandled
         }
     }
 }

@@ -4,6 +4,15 @@ final class TreeToken {
     var generation = 0
     /// Nodes that ever declared types: while 0, dispatch skips the safety check.
     var declaringNodes = 0
+    /// Counts responders removed, at a fixed address, so a run of responders called from C
+    /// can stop as soon as one goes (ResponderRun.swift).
+    let registrationChanges: UnsafeMutablePointer<Int> = {
+        let counter = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+        counter.initialize(to: 0)
+        return counter
+    }()
+
+    deinit { registrationChanges.deallocate() }
 }
 
 /// One node of the responder tree. The tree owns its nodes downward (a parent holds its
@@ -17,14 +26,14 @@ public final class Node {
     public let name: String
     /// Nil for the root and for the top of a detached subtree. Unowned because a parent
     /// always outlives its attached children; teardown clears it in the children it leaves.
-    public private(set) unowned(unsafe) var parent: Node?
+    @exclusivity(unchecked) public private(set) unowned(unsafe) var parent: Node?
     private var firstChild: Node?
     private unowned(unsafe) var lastChild: Node?
     private var nextSibling: Node?
     private unowned(unsafe) var previousSibling: Node?
     public private(set) var childCount = 0
     /// In registration order. Dispatch snapshots this array (copy-on-write makes it O(1)).
-    var responders: [Responder] = []
+    @exclusivity(unchecked) var responders: [Responder] = []
     /// What few nodes have, out of line, so a plain node stays small in a million-node tree.
     private(set) var extras: Extras?
 
