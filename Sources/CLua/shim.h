@@ -467,6 +467,9 @@ typedef struct luahier_Run {
 /* [-2, +(0|1), e] A lua_CFunction, called protected with (light userdata run, value). On an
  * error, `reached` names the responder that raised it. */
 static inline int luahier_runresponders(lua_State *L) {
+    /* Only the host makes light userdata; anything else (trusted code reaching this
+     * function through the debug library) is refused rather than read as a run. */
+    luaL_checktype(L, 1, LUA_TLIGHTUSERDATA);
     luahier_Run *run = (luahier_Run *)lua_touserdata(L, 1);
     run->stopped = 0;
     for (int i = 0; i < run->count; i++) {
