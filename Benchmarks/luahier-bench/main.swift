@@ -133,7 +133,7 @@ func engineOptions() -> Hierarchy.Options {
 }
 
 /// A chain of `depth` nodes below the root, one Lua responder each (the leaf's may handle).
-func engineFromLua(depth: Int, handledAtLeaf: Bool = false, tracing: TraceLevel = .off) throws -> Double {
+func engineFromLua(depth: Int, handledAtLeaf: Bool = false, tracing: TraceLevel = .off, readTrace: Bool = false) throws -> Double {
     let hierarchy = try Hierarchy(options: engineOptions())
     hierarchy.traceLevel = tracing
     try hierarchy.run(source: """
@@ -146,8 +146,10 @@ func engineFromLua(depth: Int, handledAtLeaf: Bool = false, tracing: TraceLevel 
         leaf = node
         event = { type = "Tap" }
         function bench(n) for i = 1, n do leaf:triggerEvent(event) end end
+        function benchReading(n) for i = 1, n do local _ = #leaf:triggerEvent(event).trace end end
         """, chunkName: "bench.lua")
-    return try measure(dispatches) { n in try hierarchy.run(source: "bench(\(n))", chunkName: "run.lua") }
+    let loop = readTrace ? "benchReading" : "bench"
+    return try measure(dispatches) { n in try hierarchy.run(source: "\(loop)(\(n))", chunkName: "run.lua") }
 }
 
 func engineFromSwift(depth: Int) throws -> Double {
@@ -196,6 +198,10 @@ print("")
 print("Tracing:")
 let traced = try engineFromLua(depth: 10, tracing: .path)
 row("depth 10, tracing path", traced, against: ("of tracing off (target <= 2x)", lua10))
+// The outcome's trace is built when first read: the row above never reads it, this one
+// reads it every time.
+let tracedAndRead = try engineFromLua(depth: 10, tracing: .path, readTrace: true)
+row("depth 10, tracing path, trace read each time", tracedAndRead, against: ("of tracing off", lua10))
 
 // MARK: Tree size, memory, Swift closures
 

@@ -107,3 +107,25 @@ struct ResponderRunTests {
             """) == ["ResponderContractError at test.lua:5", "handled", "LuaError at test.lua:5", "handled"])
     }
 }
+
+@Suite("Lazy traces")
+struct LazyTraceTests {
+    @Test func aTraceIsBuiltOnFirstReadOnceAndSurvivesCollections() throws {
+        let f = try Fixture("""
+            hier.tracing = true
+            local n = hier.root:child("a"):child("b")
+            n:receiveEvent(function() return "notHandled" end)
+            hier.node("/a"):receiveEvent(function() return "handled" end)
+            kept = n:triggerEvent("Tap")
+            print(rawget(kept, "trace"))
+            for i = 1, 200 do n:triggerEvent("Tap") end
+            fullgc()
+            local trace = kept.trace
+            print(#trace, trace[1].node, trace[1].result, trace[2].node, trace[2].result)
+            print(rawequal(kept.trace, trace), rawget(kept, "trace") == trace, kept.nothing)
+            hier.tracing = false
+            print(n:triggerEvent("Tap").trace, getmetatable(n:triggerEvent("Tap")))
+            """)
+        #expect(f.printed == ["nil", "2\t/a/b\tnotHandled\t/a\thandled", "true\ttrue\tnil", "nil\tnil"])
+    }
+}

@@ -10,6 +10,12 @@ final class LuaBridge {
     /// node address -> userdata, weak-valued: a node's userdata lives while Lua holds it,
     /// and the same node always reads as the same Lua object.
     private var nodeCache: Int32 = 0
+    /// Lazy traces: an outcome's trace becomes a Lua table only when a script reads it. The
+    /// outcome gets `tracedOutcomeMetatable`, whose `__index` builds it from the steps kept
+    /// in `pendingTraces` (outcome -> userdata holding them, weak keys).
+    private var tracedOutcomeMetatable: Int32 = 0
+    private var traceStepsMetatable: Int32 = 0
+    private var pendingTraces: Int32 = 0
 
     init(host: LuaHost, hierarchy: Hierarchy) throws(HierarchyError) {
         self.host = host
@@ -47,6 +53,9 @@ final class LuaBridge {
         nodeMetatable = host.makeTableRef()
         handleMetatable = host.makeTableRef()
         nodeCache = host.makeTableRef(weakMode: "v")
+        tracedOutcomeMetatable = host.makeTableRef()
+        traceStepsMetatable = host.makeTableRef()
+        pendingTraces = host.makeTableRef(weakMode: "k")
         let finalize: HostFunction = { call in call.host.finalizeRetainingUserdata(at: 1); return 0 }
         withTable(nodeMetatable) {
             host.pushFunction(finalize)
@@ -56,6 +65,14 @@ final class LuaBridge {
                 return 1
             }
             host.setRawField(of: -2, "__tostring")
+        }
+        withTable(traceStepsMetatable) {
+            host.pushFunction(finalize)
+            host.setRawField(of: -2, "__gc")
+        }
+        withTable(tracedOutcomeMetatable) {
+            host.pushFunction { [unowned self] call in try materializeTrace(call) }
+            host.setRawField(of: -2, "__index")
         }
         withTable(handleMetatable) {
             host.pushFunction(finalize)
@@ -433,7 +450,6 @@ final class LuaBridge {
         if result.handledBy != nil { fields += 1 }
         if result.responder != nil { fields += 1 }
         if result.choice != nil { fields += 1 }
-        if result.trace != nil { fields += 1 }
         lua_createtable(L, 0, fields)
         switch result.status {
         case .handled: host.push(InternedString.handled)
@@ -461,17 +477,52 @@ final class LuaBridge {
             host.setRawField(of: -2, "choice")
         }
         if let trace = result.trace {
-            lua_createtable(L, Int32(clamping: trace.count), 0)
-            for (offset, step) in trace.enumerated() {
-                pushTraceStep(step)
-                lua_rawseti(L, -2, lua_Integer(offset + 1))
-            }
-            host.setRawField(of: -2, InternedString.trace)
+            // pendingTraces[outcome] = the steps; the outcome's metatable builds the table.
+            lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(pendingTraces))
+            lua_pushvalue(L, -2)
+            host.pushRetainingUserdata(TraceSteps(trace), metatableRef: traceStepsMetatable)
+            lua_rawset(L, -3)
+            luahier_pop(L, 1)
+            lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(tracedOutcomeMetatable))
+            lua_setmetatable(L, -2)
         }
     }
 
-    private func pushResponderInfo(_ info: ResponderInfo) {
-        lua_createtable(host.thread, 0, 3)
+    /// `__index` of a traced outcome: `outcome.trace`, built on first read and then stored
+    /// in the outcome (so it is built once, and later reads are plain field reads).
+    private func materializeTrace(_ call: HostCall) throws -> Int32 {
+        let L = call.L
+        guard lua_type(L, 1) == LUA_TTABLE, host.string(at: 2) == "trace" else {
+            lua_pushnil(L)
+            return 1
+        }
+        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(pendingTraces))
+        lua_pushvalue(L, 1)
+        lua_rawget(L, -2)
+        let steps = (host.retainedObject(at: -1, metatableRef: traceStepsMetatable) as? TraceSteps)?.steps
+        luahier_pop(L, 1)
+        guard let steps else {
+            luahier_pop(L, 1)
+            lua_pushnil(L)
+            return 1
+        }
+        lua_pushvalue(L, 1)
+        lua_pushnil(L)
+        lua_rawset(L, -3)
+        luahier_pop(L, 1)
+        lua_createtable(L, Int32(clamping: steps.count), 0)
+        for (offset, step) in steps.enumerated() {
+            pushTraceStep(step)
+            lua_rawseti(L, -2, lua_Integer(offset + 1))
+        }
+        lua_pushvalue(L, -1)
+        host.setRawField(of: 1, InternedString.trace)
+        return 1
+    }
+
+    /// [-0, +1, m] `{index, where, kind}`, with room for `extra` more fields.
+    private func pushResponderInfo(_ info: ResponderInfo, extra: Int32 = 0) {
+        lua_createtable(host.thread, 0, 3 + extra)
         lua_pushinteger(host.thread, lua_Integer(info.index))
         host.setRawField(of: -2, InternedString.index)
         host.push(info.location)
@@ -480,20 +531,37 @@ final class LuaBridge {
         host.setRawField(of: -2, InternedString.kind)
     }
 
+    /// [-0, +1, m] One trace step: the responder's fields plus node, input and result (and
+    /// before/after with full tracing), in a table sized for them, with interned keys: a
+    /// traced dispatch makes one of these per responder call.
     private func pushTraceStep(_ step: TraceStep) {
-        pushResponderInfo(step.responder)
+        let values = (step.before == nil ? 0 : 1) + (step.after == nil ? 0 : 1)
+        pushResponderInfo(step.responder, extra: 3 + Int32(values))
         host.push(step.node)
-        host.setRawField(of: -2, "node")
+        host.setRawField(of: -2, InternedString.node)
         host.push(step.input)
-        host.setRawField(of: -2, "input")
-        host.push(step.resultDescription)
-        host.setRawField(of: -2, "result")
-        for (key, value) in [("before", step.before), ("after", step.after)] {
-            guard let value else { continue }
-            do { try host.push(value) } catch { host.push("<\(error)>") }
-            host.setRawField(of: -2, key)
+        host.setRawField(of: -2, InternedString.input)
+        switch step.result {
+        case .handled: host.push(InternedString.handled)
+        case .notHandled: host.push(InternedString.notHandled)
+        default: host.push(step.resultDescription)
         }
+        host.setRawField(of: -2, InternedString.result)
+        if let before = step.before { pushTraceValue(before, as: InternedString.before) }
+        if let after = step.after { pushTraceValue(after, as: InternedString.after) }
     }
+
+    /// [-0, +0, m] Sets `key` of the table on top to `value` (described if it cannot be made).
+    private func pushTraceValue(_ value: Value, as key: InternedString) {
+        do { try host.push(value) } catch { host.push("<\(error)>") }
+        host.setRawField(of: -2, key)
+    }
+}
+
+/// A dispatch's trace steps, held for the outcome until a script reads `outcome.trace`.
+private final class TraceSteps {
+    let steps: [TraceStep]
+    init(_ steps: [TraceStep]) { self.steps = steps }
 }
 
 /// Lua-side glue: method lookup stays in Lua (no host call to find a method), `print`

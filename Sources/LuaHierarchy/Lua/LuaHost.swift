@@ -27,7 +27,7 @@ final class LuaHost {
     private(set) var domainTags: Int32 = 0
     /// Strings the hot path pushes or compares, each held by a registry reference: pushing
     /// one is a raw index instead of hashing its bytes again.
-    private var internedRefs: [Int32] = []
+    @exclusivity(unchecked) private var internedRefs: [Int32] = []
     /// The addresses of the interned "handled" and "notHandled": Lua interns short strings,
     /// so a responder's verdict is recognised by address.
     private(set) var handledAddress: UnsafeRawPointer?

@@ -107,6 +107,7 @@ extension LuaHost {
 enum InternedString: Int, CaseIterable {
     case handled, notHandled, type, status, kind, value, at, by, responder, trace, index
     case whereKey, event, error, unhandled, detached
+    case node, input, result, before, after
 
     var text: String { self == .whereKey ? "where" : String(describing: self) }
 }
