@@ -17,10 +17,10 @@ struct Check: ParsableCommand {
     )
 
     @OptionGroup
-    var rules: RulesScript
+    var rules: ScriptArguments
 
     func run() throws {
-        let hierarchy = try rules.load()
+        let hierarchy = try rules.loadForInspection()
         let tree = hierarchy.describeTree()
         let findings = tree.check()
         for finding in findings { print(finding) }

@@ -14,9 +14,6 @@ struct Run: ParsableCommand {
             """
     )
 
-    @Argument(help: "The Lua script to run.")
-    var file: String
-
     @Flag(help: "Print every dispatch's trace (node, responder, input, result) to stderr.")
     var trace = false
 
@@ -26,18 +23,11 @@ struct Run: ParsableCommand {
     @Option(help: ArgumentHelp("The recovery option to choose for alerts a handleAlertErrors responder shows, when the script chooses none.", valueName: "option"))
     var recover: String?
 
-    @OptionGroup(title: "Sandbox and limits")
-    var host: HostOptions
-
-    @Argument(parsing: .postTerminator, help: "Arguments for the script, after --.")
-    var arguments: [String] = []
-
-    func validate() throws {
-        try Validate.fileExists(file)
-    }
+    @OptionGroup
+    var script: ScriptArguments
 
     func run() throws {
-        let hierarchy = try Hierarchy(options: try host.hierarchyOptions())
+        let hierarchy = try script.makeHierarchy()
         var unhandledErrors = 0
         hierarchy.output = Console.out
         hierarchy.onSafetyWarning = Console.warn
@@ -52,7 +42,7 @@ struct Run: ParsableCommand {
             hierarchy.onDispatch = Console.printTrace
         }
         do {
-            try hierarchy.run(file: file, arguments: arguments)
+            try hierarchy.run(file: script.file, arguments: script.arguments)
         } catch {
             Console.scriptFailed(error)
             throw ExitCode(ExitStatus.scriptFailed)

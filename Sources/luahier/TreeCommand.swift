@@ -21,10 +21,10 @@ struct Tree: ParsableCommand {
     var format: Format = .text
 
     @OptionGroup
-    var rules: RulesScript
+    var rules: ScriptArguments
 
     func run() throws {
-        let tree = try rules.load().describeTree()
+        let tree = try rules.loadForInspection().describeTree()
         switch format {
         case .text: print(tree.text(), terminator: "")
         case .dot: print(tree.dot(), terminator: "")

@@ -1,10 +1,10 @@
 import ArgumentParser
 import LuaHierarchy
 
-/// The rules file and its arguments, for the commands that inspect rules rather than run
-/// them (`check`, `tree`).
-struct RulesScript: ParsableArguments {
-    @Argument(help: "The rules script to load.")
+/// The script, the sandbox and limit flags, and the script's own arguments after `--`:
+/// what `run`, `check` and `tree` all take.
+struct ScriptArguments: ParsableArguments {
+    @Argument(help: "The Lua script.")
     var file: String
 
     @OptionGroup(title: "Sandbox and limits")
@@ -17,10 +17,16 @@ struct RulesScript: ParsableArguments {
         try Validate.fileExists(file)
     }
 
-    /// The hierarchy after running the file, or exit 1 with `file:line: message` on stderr.
+    /// A hierarchy with these flags, before the script runs.
+    func makeHierarchy() throws -> Hierarchy {
+        try Hierarchy(options: try host.hierarchyOptions())
+    }
+
+    /// For the commands that inspect rules rather than run them (`check`, `tree`): the
+    /// hierarchy after running the file, or exit 1 with `file:line: message` on stderr.
     /// `print` and presented errors go to stderr, so stdout holds only the command's result.
-    func load() throws -> Hierarchy {
-        let hierarchy = try Hierarchy(options: try host.hierarchyOptions())
+    func loadForInspection() throws -> Hierarchy {
+        let hierarchy = try makeHierarchy()
         hierarchy.output = { Console.error($0) }
         hierarchy.presenter = Console.present
         hierarchy.onSafetyWarning = Console.warn
