@@ -48,6 +48,22 @@ func jsonParsers(_ path: String) throws {
     row("LuaHierarchy JSON.parse (to Value)", own, against: ("Foundation", foundation))
 }
 
+/// `--profile-swift N`: only N depth-10 dispatches through Swift closures, for a profiler
+/// (valgrind --tool=callgrind .build/release/luahier-bench --profile-swift 20000).
+if let flag = CommandLine.arguments.firstIndex(of: "--profile-swift"), flag + 1 < CommandLine.arguments.count,
+    let count = Int(CommandLine.arguments[flag + 1])
+{
+    let hierarchy = try Hierarchy()
+    var node = hierarchy.root
+    for level in 1...10 {
+        node = try node.child("s\(level)")
+        node.receiveEvent(.any) { event in event["type"] == nil ? .handled : .notHandled }
+    }
+    let event = Value.event("Tap")
+    for _ in 0..<count { _ = try hierarchy.trigger(event, at: node) }
+    exit(0)
+}
+
 if let flag = CommandLine.arguments.firstIndex(of: "--json"), flag + 1 < CommandLine.arguments.count {
     try jsonParsers(CommandLine.arguments[flag + 1])
     exit(0)

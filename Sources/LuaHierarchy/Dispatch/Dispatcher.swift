@@ -27,6 +27,12 @@ struct DispatchResult {
     }
 }
 
+/// One node of a dispatch's chain snapshot, with its responders as they were at the start.
+struct ChainLink {
+    let node: Node
+    let responders: [Responder]
+}
+
 /// Walks a value up the chain (SPEC §4–5). Knows nodes and responders, nothing of Lua.
 ///
 /// The rules, in the order the code applies them:
@@ -55,7 +61,7 @@ final class Dispatcher {
     /// Sees every finished dispatch (nested ones too), e.g. to print traces.
     var observer: ((DispatchResult, _ depth: Int) -> Void)?
     @exclusivity(unchecked) private(set) var depth = 0
-    @exclusivity(unchecked) private var chainBuffers: [[(node: Node, responders: [Responder])]] = []
+    @exclusivity(unchecked) private var chainBuffers: [[ChainLink]] = []
 
     /// The run being gathered: runs happen only in top-level dispatches, so one buffer
     /// serves (a closure-scoped buffer would box the loop's variables).
@@ -95,7 +101,7 @@ final class Dispatcher {
         }
         var top = origin
         while true {
-            chain.append((top, top.responders))
+            chain.append(ChainLink(node: top, responders: top.responders))
             guard let parent = top.parent else { break }
             top = parent
         }
@@ -125,7 +131,8 @@ final class Dispatcher {
         var loaded = -1
         while true {
             if index < chain.count && index != loaded {
-                (node, responders) = chain[index]
+                node = chain[index].node
+                responders = chain[index].responders
                 loaded = index
             }
             // Arriving at a node (once, even one without responders): the safety check.
@@ -182,9 +189,9 @@ final class Dispatcher {
                 }
                 if trace != nil {
                     for position in UnsafeBufferPointer(start: positions, count: answered) {
-                        let (runNode, runResponders) = chain[Int(position.node)]
+                        let link = chain[Int(position.node)]
                         let offset = Int(position.offset)
-                        trace!.append(step(runNode, offset, runResponders[offset], inputType, .notHandled, nil, nil))
+                        trace!.append(step(link.node, offset, link.responders[offset], inputType, .notHandled, nil, nil))
                     }
                 }
                 switch result {
@@ -197,10 +204,10 @@ final class Dispatcher {
                     continue
                 case .stopped(let stoppedAt, let reply):
                     let position = positions[stoppedAt]
-                    let (runNode, runResponders) = chain[Int(position.node)]
+                    let link = chain[Int(position.node)]
                     if let end = apply(
-                        reply, of: runResponders[Int(position.offset)], offset: Int(position.offset),
-                        at: runNode, input: inputType, before: nil, to: &current, trace: &trace,
+                        reply, of: link.responders[Int(position.offset)], offset: Int(position.offset),
+                        at: link.node, input: inputType, before: nil, to: &current, trace: &trace,
                         origin: origin, hops: chain.count)
                     {
                         return end
@@ -212,12 +219,19 @@ final class Dispatcher {
             if atEnd { break }
             guard let responder = single else { continue }
 
+            let kind = responder.kind
             let inputType = current.type
             let before: Value? = level == .full ? .some(current.describedValue()) : .none
             let reply =
-                responder.kind == .handleAlertErrors
+                kind == .handleAlertErrors
                 ? responder.body.callForChoice(with: &current)
-                : responder.body.call(with: &current, returning: responder.kind.replacementDomain)
+                : responder.body.call(with: &current, returning: kind.replacementDomain)
+            // The most common answer, without the general path's copies.
+            if case .notHandled = reply, kind == .receiveEvent || kind == .receiveError {
+                if trace != nil { trace!.append(step(node, offset, responder, inputType, .notHandled, nil, nil)) }
+                offset += 1
+                continue
+            }
             if let end = apply(
                 reply, of: responder, offset: offset, at: node, input: inputType, before: before,
                 to: &current, trace: &trace, origin: origin, hops: chain.count)
