@@ -18,9 +18,6 @@ struct Dispatch: ParsableCommand {
             """
     )
 
-    @Argument(help: "The rules script: builds the tree and its responders.")
-    var rules: String
-
     @Option(help: ArgumentHelp("The JSON-lines input, or - for stdin.", valueName: "file"))
     var input = "-"
 
@@ -36,23 +33,20 @@ struct Dispatch: ParsableCommand {
     @Option(help: ArgumentHelp("Longest input line, e.g. 64K, 1M; longer ones are answered LineTooLong.", valueName: "size"))
     var maxLine = "1M"
 
-    @OptionGroup(title: "Sandbox and limits")
-    var host: HostOptions
-
-    @Argument(parsing: .postTerminator, help: "Arguments for the rules script, after --.")
-    var arguments: [String] = []
+    /// The rules script (it builds the tree and its responders), sandbox flags, arguments.
+    @OptionGroup
+    var rules: ScriptArguments
 
     func validate() throws {
-        try Validate.fileExists(rules)
         if input != "-" { try Validate.fileExists(input) }
         guard (1...256).contains(jobs) else { throw ValidationError("--jobs must be between 1 and 256") }
         guard try maxLineBytes() > 0 else { throw ValidationError("--max-line must be more than 0") }
     }
 
     func run() throws {
-        var options = LineDispatcher.Options(rulesFile: rules)
-        options.arguments = arguments
-        options.hierarchy = try host.hierarchyOptions()
+        var options = LineDispatcher.Options(rulesFile: rules.file)
+        options.arguments = rules.arguments
+        options.hierarchy = try rules.host.hierarchyOptions()
         options.hierarchy.traceLevel = trace.level
         options.jobs = jobs
         options.strict = strict

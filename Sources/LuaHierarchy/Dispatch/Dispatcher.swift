@@ -316,7 +316,8 @@ final class Dispatcher {
             }
         }
         current = produced
-        let after: Value? = traceLevel == .full ? .some(current.describedValue()) : .none
+        // Full tracing is what records `before`; the value after goes with it.
+        let after: Value? = before != nil ? .some(current.describedValue()) : .none
         trace?.append(step(node, offset, responder, inputType, stepResult, before, after))
         return nil
     }

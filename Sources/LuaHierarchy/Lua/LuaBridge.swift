@@ -289,12 +289,8 @@ final class LuaBridge {
         default:
             throw LuaArgumentError("\(name) takes ([filter,] function), got \(call.top - 1) arguments")
         }
-        guard lua_type(call.L, function) == LUA_TFUNCTION else {
-            throw call.argumentError(function, name, "function expected")
-        }
-        let location = host.definitionLocation(ofFunctionAt: function) ?? call.callerLocation ?? "?"
-        let body = LuaResponderBody(host: host, functionAt: function, location: location)
-        let responder = Responder(kind: kind, filter: filter, body: body, location: location, runToken: body.ref)
+        let body = try luaBody(at: function, call, name)
+        let responder = Responder(kind: kind, filter: filter, body: body, location: body.location, runToken: body.ref)
         node.appendResponder(responder)
         host.pushRetainingUserdata(responder, metatableRef: handleMetatable)
         return 1
@@ -322,10 +318,8 @@ final class LuaBridge {
             throw call.argumentError(2, "subscribe", "type name or list of type names expected")
         }
         let filter = try self.filter(at: 2, call, "subscribe")
-        guard lua_type(call.L, 3) == LUA_TFUNCTION else { throw call.argumentError(3, "subscribe", "function expected") }
-        let location = host.definitionLocation(ofFunctionAt: 3) ?? call.callerLocation ?? "?"
-        let subscription = Subscription(
-            filter: filter, body: LuaResponderBody(host: host, functionAt: 3, location: location), location: location)
+        let body = try luaBody(at: 3, call, "subscribe")
+        let subscription = Subscription(filter: filter, body: body, location: body.location)
         node.appendSubscription(subscription)
         host.pushRetainingUserdata(subscription, metatableRef: handleMetatable)
         return 1
@@ -382,11 +376,9 @@ final class LuaBridge {
             body = HostChoiceBody()
             location = call.callerLocation ?? "?"
         case 2:
-            guard lua_type(call.L, 2) == LUA_TFUNCTION else {
-                throw call.argumentError(2, "handleAlertErrors", "function expected")
-            }
-            location = host.definitionLocation(ofFunctionAt: 2) ?? call.callerLocation ?? "?"
-            body = LuaResponderBody(host: host, functionAt: 2, location: location)
+            let function = try luaBody(at: 2, call, "handleAlertErrors")
+            body = function
+            location = function.location
         default:
             throw LuaArgumentError("handleAlertErrors takes ([function]), got \(call.top - 1) arguments")
         }
@@ -394,6 +386,14 @@ final class LuaBridge {
         node.appendResponder(responder)
         host.pushRetainingUserdata(responder, metatableRef: handleMetatable)
         return 1
+    }
+
+    /// The function argument at `index` as a body for a responder or subscription, named by
+    /// where it was defined (else where it was registered).
+    private func luaBody(at index: Int32, _ call: HostCall, _ name: String) throws -> LuaResponderBody {
+        guard lua_type(call.L, index) == LUA_TFUNCTION else { throw call.argumentError(index, name, "function expected") }
+        let location = host.definitionLocation(ofFunctionAt: index) ?? call.callerLocation ?? "?"
+        return LuaResponderBody(host: host, functionAt: index, location: location)
     }
 
     /// A filter: nil (any), a type name, or a list of type names.
