@@ -46,8 +46,9 @@ struct ChainLink {
 final class Dispatcher {
     let root: Node
     var depthLimit = 100
-    var traceLevel = TraceLevel.off
-    var safety = SafetyLevel.relaxed
+    // The settings a `ChainPlan` depends on count as chain changes.
+    var traceLevel = TraceLevel.off { didSet { root.tree.noteChainChange() } }
+    var safety = SafetyLevel.relaxed { didSet { root.tree.noteChainChange() } }
     var detachedPolicy = DetachedPolicy.drop
     /// Receives relaxed-safety warnings, each (type, domain, node) once.
     var onSafetyWarning: ((SafetyWarning) -> Void)?
@@ -59,8 +60,15 @@ final class Dispatcher {
     /// Calls runs of Lua responders in one go (ResponderRun.swift); nil: one call each.
     var runner: (any ResponderRunner)?
     /// Sees every finished dispatch (nested ones too), e.g. to print traces.
-    var observer: ((DispatchResult, _ depth: Int) -> Void)?
-    @exclusivity(unchecked) private(set) var depth = 0
+    var observer: ((DispatchResult, _ depth: Int) -> Void)? { didSet { root.tree.noteChainChange() } }
+    /// How many dispatches and publishes are under way, nested: at a fixed address, so a
+    /// runner that starts top-level dispatches by itself (LuaFastPath.swift) can count too.
+    let depthCounter: UnsafeMutablePointer<Int> = {
+        let counter = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+        counter.initialize(to: 0)
+        return counter
+    }()
+    var depth: Int { depthCounter.pointee }
     @exclusivity(unchecked) private var chainBuffers: [[ChainLink]] = []
 
     /// The run being gathered: runs happen only in top-level dispatches, so one buffer
@@ -75,15 +83,16 @@ final class Dispatcher {
     deinit {
         runTokens.deallocate()
         runPositions.deallocate()
+        depthCounter.deallocate()
     }
 
     /// One nesting level more (a dispatch or a publish), refused past the limit (SPEC §4).
     func enterNesting() throws(DispatchDepthExceeded) {
         guard depth < depthLimit else { throw DispatchDepthExceeded(limit: depthLimit) }
-        depth += 1
+        depthCounter.pointee += 1
     }
 
-    func leaveNesting() { depth -= 1 }
+    func leaveNesting() { depthCounter.pointee -= 1 }
 
     func dispatch(_ initial: Message, at origin: Node) throws(DispatchDepthExceeded) -> DispatchResult {
         try enterNesting()
@@ -105,26 +114,76 @@ final class Dispatcher {
             guard let parent = top.parent else { break }
             top = parent
         }
-        let detached = top !== root
         let level = traceLevel
-        var trace: [TraceStep]? = level == .off ? nil : []
-        var current = initial
-        var safetyCheck = safety != .disabled && root.tree.declaringNodes > 0 ? SafetyCheck(level: safety, origin: origin) : nil
+        let safetyCheck = safety != .disabled && root.tree.declaringNodes > 0 ? SafetyCheck(level: safety, origin: origin) : nil
         // Consecutive Lua receive responders go to the runner as one run. Not with full
         // tracing (it records the value around every call), nor while the safety check may
         // replace the value between nodes, nor in nested dispatches: a run costs Lua one more
         // C-stack level (its C loop), and Lua allows 200, so one level per nesting keeps the
         // nesting limit (100) the limit that is reached.
         let runner = level == .full || safetyCheck != nil || depth > 1 ? nil : self.runner
-        let changes = UnsafePointer(root.tree.registrationChanges)
+        return walk(
+            chain, detached: top !== root, from: initial, at: origin, level: level, safetyCheck: safetyCheck,
+            runner: runner, start: RunPosition(node: 0, offset: 0), after: nil)
+    }
+
+    /// Whether a top-level dispatch may be walked by a runner of its own with a `ChainPlan`
+    /// (LuaFastPath.swift): what it skips (trace steps, safety checks, the observer) must
+    /// all be off.
+    var plansAllowed: Bool {
+        traceLevel == .off && observer == nil && runner != nil
+            && (safety == .disabled || root.tree.declaringNodes == 0)
+    }
+
+    /// Takes over a top-level event dispatch that a runner walked along `plan` by itself
+    /// until event entry `entry`: after `reply` if that responder answered something other
+    /// than `notHandled`, else from the responder itself (one the runner does not call),
+    /// or, `after` set, from the one after it. The dispatch goes on with the settings it
+    /// started with (those plans allow), whatever they are now.
+    func resume(
+        _ plan: ChainPlan, atEntry entry: Int, reply: ResponderReply?, after: Bool, with message: Message
+    ) throws(DispatchDepthExceeded) -> DispatchResult {
+        try enterNesting()
+        defer { leaveNesting() }
+        var start = plan.eventEntries[entry]
+        if after { start.offset += 1 }
+        return walk(
+            plan.links, detached: plan.detached, from: message, at: plan.links[0].node, level: .off,
+            safetyCheck: nil, runner: depth > 1 ? nil : runner, start: start,
+            after: reply.map { ($0, plan.eventEntries[entry]) })
+    }
+
+    /// Walks `initial` up `chain` from the cursor `start` (SPEC §4), first applying
+    /// `after.reply`, the answer of the responder at `after.position`, if given.
+    private func walk(
+        _ chain: [ChainLink], detached: Bool, from initial: Message, at origin: Node, level: TraceLevel,
+        safetyCheck: SafetyCheck?, runner: (any ResponderRunner)?, start: RunPosition,
+        after: (reply: ResponderReply, position: RunPosition)?
+    ) -> DispatchResult {
+        var trace: [TraceStep]? = level == .off ? nil : []
+        var current = initial
+        var safetyCheck = safetyCheck
+        let changes = UnsafePointer(root.tree.chainChanges)
 
         let tokens = runTokens
         let positions = runPositions
         // The cursor: responder `offset` of chain entry `index`. A run is gathered as
         // the cursor moves and called when something else must happen first.
-        var index = 0
-        var offset = 0
-        var arrived = -1
+        var index = Int(start.node)
+        var offset = Int(start.offset)
+        var arrived = index - 1
+        if let (reply, position) = after {
+            let link = chain[Int(position.node)]
+            let responder = link.responders[Int(position.offset)]
+            if let end = apply(
+                reply, of: responder, offset: Int(position.offset), at: link.node, input: current.type, before: nil,
+                to: &current, trace: &trace, origin: origin, hops: chain.count)
+            {
+                return end
+            }
+            (index, offset) = (Int(position.node), Int(position.offset) + 1)
+            arrived = index
+        }
         var pending = 0
         var node = origin
         var responders: [Responder] = []

@@ -124,7 +124,7 @@ final class Responder: Registration {
         guard !isRemoved else { return }
         isRemoved = true
         if let node {
-            node.tree.registrationChanges.pointee &+= 1
+            node.tree.noteChainChange()
             node.detachResponder(self)
         }
     }

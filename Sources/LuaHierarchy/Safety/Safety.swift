@@ -84,6 +84,7 @@ extension Node {
             tree.declaringNodes += 1
         }
         extras.declarations!.declare(types, as: domain, at: location)
+        tree.noteChainChange()
     }
 
     /// The types this node declared for `domain`, sorted (empty when it declared none).

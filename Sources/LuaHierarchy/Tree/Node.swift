@@ -4,15 +4,22 @@ final class TreeToken {
     var generation = 0
     /// Nodes that ever declared types: while 0, dispatch skips the safety check.
     var declaringNodes = 0
-    /// Counts responders removed, at a fixed address, so a run of responders called from C
-    /// can stop as soon as one goes (ResponderRun.swift).
-    let registrationChanges: UnsafeMutablePointer<Int> = {
+    /// Counts every change that can make a chain snapshot differ from the tree: responders
+    /// added or removed, subtrees removed or moved, types declared, dispatch settings changed.
+    /// At a fixed address, so code in C can read it: a run of responders stops as soon as it
+    /// moves (ResponderRun.swift), and a cached chain plan is valid only while it stands still
+    /// (ChainPlan.swift).
+    let chainChanges: UnsafeMutablePointer<Int> = {
         let counter = UnsafeMutablePointer<Int>.allocate(capacity: 1)
         counter.initialize(to: 0)
         return counter
     }()
 
-    deinit { registrationChanges.deallocate() }
+    deinit { chainChanges.deallocate() }
+
+    /// Notes a change that cached chains must see.
+    @inline(__always)
+    func noteChainChange() { chainChanges.pointee &+= 1 }
 }
 
 /// One node of the responder tree. The tree owns its nodes downward (a parent holds its
@@ -181,6 +188,7 @@ public final class Node {
         parent.extras?.childIndex?[name] = nil
         parent.childCount -= 1
         tree.generation &+= 1
+        tree.noteChainChange()
         previousSibling = nil
         nextSibling = nil
         self.parent = nil
@@ -201,6 +209,7 @@ public final class Node {
         remove()
         newParent.attach(self)
         tree.generation &+= 1
+        tree.noteChainChange()
     }
 
     private func attach(_ node: Node) {
@@ -220,6 +229,7 @@ public final class Node {
     func appendResponder(_ responder: Responder) {
         responder.node = self
         responders.append(responder)
+        tree.noteChainChange()
     }
 
     func detachResponder(_ responder: Responder) {
