@@ -78,11 +78,17 @@ static inline int luahier_trampoline(lua_State *L) {
     return lua_error(L);
 }
 
-/* [-0, +1, -] The trampoline as a closure over `entry` and `nup` upvalues already pushed. */
-static inline void luahier_pushhostfunction(lua_State *L, luahier_HostFunction entry, int nup) {
+/* [-nup, +1, -] `function` (the trampoline, or a C function that ends in it) as a closure
+ * over `entry` and the `nup` upvalues already pushed. */
+static inline void luahier_pushhostclosure(lua_State *L, luahier_HostFunction entry, lua_CFunction function, int nup) {
     lua_pushlightuserdata(L, (void *)entry);
     lua_insert(L, -(nup + 1));
-    lua_pushcclosure(L, luahier_trampoline, nup + 1);
+    lua_pushcclosure(L, function, nup + 1);
+}
+
+/* [-nup, +1, -] The trampoline as a closure over `entry` and `nup` upvalues already pushed. */
+static inline void luahier_pushhostfunction(lua_State *L, luahier_HostFunction entry, int nup) {
+    luahier_pushhostclosure(L, entry, luahier_trampoline, nup);
 }
 
 
@@ -108,6 +114,7 @@ typedef struct luahier_Guard {
     int last_line;
     lua_State *main;               /* read by the allocator to note where a refusal happened */
     int run_ref;                   /* registry reference to the responder-run loop (0: none) */
+    int plan_ref;                  /* registry reference to the plan walk of the fast path */
 } luahier_Guard;
 
 /* The count hook runs every this many instructions; once tripped, at every instruction. */
@@ -354,12 +361,18 @@ static inline void luahier_rawsetfield(lua_State *L, int t, const char *k) {
  * frame of the host's own that tracebacks leave out. It is compared with the one the host
  * registered (a static inline function has one address per compiled file). */
 static inline int luahier_isrunframe(lua_State *L, lua_Debug *ar) {
-    int ref = luahier_guard(L)->run_ref;
-    if (ref <= 0) return 0;
+    luahier_Guard *g = luahier_guard(L);
+    if (g->run_ref <= 0) return 0;
     lua_getinfo(L, "f", ar);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, g->run_ref);
     int is_run = lua_rawequal(L, -1, -2);
-    lua_pop(L, 2);
+    lua_pop(L, 1);
+    if (!is_run && g->plan_ref > 0) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, g->plan_ref);
+        is_run = lua_rawequal(L, -1, -2);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
     return is_run;
 }
 
@@ -489,6 +502,239 @@ static inline int luahier_runresponders(lua_State *L) {
     }
     run->reached = run->count;
     return 0;
+}
+
+/* ---- The trigger fast path ------------------------------------------------------------ */
+
+/* `node:triggerEvent(event)` at the top level, walked in C along a plan the host made for the
+ * node (ChainPlan.swift, LuaFastPath.swift): no Swift on the way unless something other than
+ * "notHandled" or "handled" happens. Anything the plan does not cover goes to the host as it
+ * is; anything the walk cannot finish goes to the host to finish, from where the walk was.
+ *
+ * A plan is a table, all in its array part: */
+enum {
+    LUAHIER_PLAN_STAMP = 1,    /* the tree's chain-change count when it was made */
+    LUAHIER_PLAN_OBJECT = 2,   /* the host's ChainPlan (a userdata) */
+    LUAHIER_PLAN_AT = 3,       /* the origin's path */
+    LUAHIER_PLAN_END = 4,      /* the status of an event that passes it all: "unhandled" or "detached" */
+    LUAHIER_PLAN_HOPS = 5,     /* nodes in the chain, charged to the instruction budget */
+    LUAHIER_PLAN_COUNT = 6,    /* event responders in the chain */
+    LUAHIER_PLAN_ENTRIES = 7,  /* then per responder, in dispatch order: */
+    LUAHIER_PLAN_STRIDE = 5    /* function (false: the host calls it), filter (false: any; a type
+                                * name; or a set of them), node path, index on its node, where */
+};
+
+/* The upvalues of the fast `triggerEvent` closure. */
+enum {
+    LUAHIER_UP_ENTRY = 1,      /* the host entry (the trampoline's upvalue 1) */
+    LUAHIER_UP_INDEX,          /* the host function's index (its upvalue 2) */
+    LUAHIER_UP_FAST,           /* the luahier_Fast */
+    LUAHIER_UP_PLANS,          /* node userdata -> plan, weak keys */
+    LUAHIER_UP_TAGS,           /* the host's domain tags: table -> true (event) / false (error) */
+    LUAHIER_UP_TYPE, LUAHIER_UP_STATUS, LUAHIER_UP_KIND, LUAHIER_UP_VALUE, LUAHIER_UP_AT,
+    LUAHIER_UP_BY, LUAHIER_UP_RESPONDER, LUAHIER_UP_INDEXKEY, LUAHIER_UP_WHERE,
+    LUAHIER_UP_EVENT, LUAHIER_UP_RECEIVEEVENT, LUAHIER_UP_HANDLED,
+    LUAHIER_UP_COUNT = LUAHIER_UP_HANDLED
+};
+
+/* How a walk that the host must finish stopped (the codes above 0 are lua_pcall's). */
+enum {
+    LUAHIER_STOP_ANSWER = -1,  /* a responder answered something else: the answer is passed */
+    LUAHIER_STOP_HOST = -2,    /* a responder the host calls (another kind, a Swift closure) */
+    LUAHIER_STOP_CHANGED = -3  /* the tree changed after a responder: go on after it */
+};
+
+/* What the fast path shares with the host. */
+typedef struct luahier_Fast {
+    const long *changes;       /* the tree's chain-change count */
+    long *depth;               /* the dispatcher's nesting depth */
+    const void *not_handled;   /* the interned verdicts */
+    const void *handled;
+    long long dispatch_charge; /* charged to the instruction budget per dispatch */
+    long long walks;           /* dispatches the fast path took, and of those, */
+    long long handovers;       /* how many the host finished (for tests and benchmarks) */
+} luahier_Fast;
+
+/* [-4, +(0|1), e] A lua_CFunction, called protected with (light userdata run, plan, value,
+ * type): calls each matching responder of the plan in order while it answers "notHandled".
+ * `stopped`: 0 all called; 1 the one at `reached` answered (on the stack); 2 the one at
+ * `reached` is for the host to call; 3 the tree changed after the one at `reached`. */
+static inline int luahier_runplan(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TLIGHTUSERDATA);
+    luahier_Run *run = (luahier_Run *)lua_touserdata(L, 1);
+    for (int i = 0; i < run->count; i++) {
+        int slot = LUAHIER_PLAN_ENTRIES + i * LUAHIER_PLAN_STRIDE;
+        run->reached = i;
+        int matches = 1;
+        switch (lua_rawgeti(L, 2, slot + 1)) {
+        case LUA_TSTRING:
+            matches = lua_rawequal(L, -1, 4);
+            break;
+        case LUA_TTABLE:
+            lua_pushvalue(L, 4);
+            matches = lua_rawget(L, -2) != LUA_TNIL;
+            lua_pop(L, 1);
+            break;
+        default:
+            break;
+        }
+        lua_pop(L, 1);
+        if (!matches) continue;
+        if (lua_rawgeti(L, 2, slot) != LUA_TFUNCTION) {
+            lua_pop(L, 1);
+            run->stopped = 2;
+            return 0;
+        }
+        lua_pushvalue(L, 3);
+        lua_call(L, 1, 1);
+        if (lua_type(L, -1) != LUA_TSTRING || lua_topointer(L, -1) != run->not_handled) {
+            run->stopped = 1;
+            return 1;
+        }
+        lua_pop(L, 1);
+        if (*run->changes != run->changes_at_start) {
+            run->stopped = 3;
+            return 0;
+        }
+    }
+    run->reached = run->count;
+    run->stopped = 0;
+    return 0;
+}
+
+/* [-0, +1, -] Pushes upvalue `n`. */
+static inline void luahier_pushup(lua_State *L, int n) { lua_pushvalue(L, lua_upvalueindex(n)); }
+
+/* [-?, +1, e] `node:triggerEvent(event)`. The fast path takes a top-level dispatch of an
+ * event table from a node with a current plan; anything else goes to the host unchanged. */
+static inline int luahier_trigger(lua_State *L) {
+    luahier_Fast *fast = (luahier_Fast *)lua_touserdata(L, lua_upvalueindex(LUAHIER_UP_FAST));
+    if (*fast->depth != 0 || lua_gettop(L) != 2 || lua_type(L, 1) != LUA_TUSERDATA || lua_type(L, 2) != LUA_TTABLE)
+        return luahier_trampoline(L);
+    lua_pushvalue(L, 1);
+    if (lua_rawget(L, lua_upvalueindex(LUAHIER_UP_PLANS)) != LUA_TTABLE) {
+        lua_settop(L, 2);
+        return luahier_trampoline(L);
+    }
+    /* 3: the plan */
+    lua_rawgeti(L, 3, LUAHIER_PLAN_STAMP);
+    int current = lua_tointegerx(L, -1, NULL) == *fast->changes;
+    lua_pop(L, 1);
+    lua_pushvalue(L, lua_upvalueindex(LUAHIER_UP_TYPE));
+    if (!current || lua_rawget(L, 2) != LUA_TSTRING) {
+        lua_settop(L, 2);
+        return luahier_trampoline(L);
+    }
+    /* 4: the event's type, read once, as the host reads it */
+    luahier_Guard *g = luahier_guard(L);
+    int caller_in_host = g->in_host;
+    lua_pushvalue(L, 2);
+    switch (lua_rawget(L, lua_upvalueindex(LUAHIER_UP_TAGS))) {
+    case LUA_TNIL:
+        /* First travel: tagged as an event, as the host does (host allocations never fail). */
+        lua_pop(L, 1);
+        g->in_host = 1;
+        lua_pushvalue(L, 2);
+        lua_pushboolean(L, 1);
+        lua_rawset(L, lua_upvalueindex(LUAHIER_UP_TAGS));
+        g->in_host = caller_in_host;
+        break;
+    case LUA_TBOOLEAN:
+        if (lua_toboolean(L, -1)) {
+            lua_pop(L, 1);
+            break;
+        }
+        /* fallthrough: an error table, which the host refuses with its message */
+    default:
+        lua_settop(L, 2);
+        return luahier_trampoline(L);
+    }
+    luahier_charge(L, fast->dispatch_charge);
+    fast->walks++;
+
+    luahier_Run run;
+    memset(&run, 0, sizeof run);
+    lua_rawgeti(L, 3, LUAHIER_PLAN_COUNT);
+    run.count = (int)lua_tointegerx(L, -1, NULL);
+    lua_pop(L, 1);
+    run.not_handled = fast->not_handled;
+    run.changes = fast->changes;
+    run.changes_at_start = *fast->changes;
+    /* [5 msgh, walk, run, plan, value, type] */
+    lua_pushcfunction(L, luahier_msgh);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, g->plan_ref);
+    lua_pushlightuserdata(L, &run);
+    lua_pushvalue(L, 3);
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, 4);
+    int caller_refused = g->memory_refused;
+    g->in_host = 0;
+    g->memory_refused = 0;
+    *fast->depth = 1;
+    int status = lua_pcall(L, 4, 1, 5);
+    *fast->depth = 0;
+    g->in_host = caller_in_host;
+    int memory_refused = g->memory_refused;
+    g->memory_refused = caller_refused;
+    /* 6: the answer, the error, or nil */
+
+    int handled = status == LUA_OK && run.stopped == 1 && lua_type(L, 6) == LUA_TSTRING
+        && lua_topointer(L, 6) == fast->handled;
+    if (status != LUA_OK || (run.stopped != 0 && !handled)) {
+        /* For the host to finish: (node, event, plan, type, answer or error, fast, entry,
+         * how it stopped, whether memory was refused). */
+        int code = status != LUA_OK ? status
+            : run.stopped == 1 ? LUAHIER_STOP_ANSWER
+            : run.stopped == 2 ? LUAHIER_STOP_HOST : LUAHIER_STOP_CHANGED;
+        fast->handovers++;
+        lua_remove(L, 5);
+        lua_pushlightuserdata(L, fast);
+        lua_pushinteger(L, run.reached);
+        lua_pushinteger(L, code);
+        lua_pushboolean(L, memory_refused);
+        return luahier_trampoline(L);
+    }
+
+    /* The outcome, made as the host makes it (host allocations never fail). */
+    g->in_host = 1;
+    lua_createtable(L, 0, handled ? 6 : 4);
+    int outcome = lua_gettop(L);
+    luahier_pushup(L, LUAHIER_UP_STATUS);
+    if (handled) luahier_pushup(L, LUAHIER_UP_HANDLED);
+    else lua_rawgeti(L, 3, LUAHIER_PLAN_END);
+    lua_rawset(L, outcome);
+    luahier_pushup(L, LUAHIER_UP_KIND);
+    luahier_pushup(L, LUAHIER_UP_EVENT);
+    lua_rawset(L, outcome);
+    luahier_pushup(L, LUAHIER_UP_VALUE);
+    lua_pushvalue(L, 2);
+    lua_rawset(L, outcome);
+    luahier_pushup(L, LUAHIER_UP_AT);
+    lua_rawgeti(L, 3, LUAHIER_PLAN_AT);
+    lua_rawset(L, outcome);
+    if (handled) {
+        int slot = LUAHIER_PLAN_ENTRIES + run.reached * LUAHIER_PLAN_STRIDE;
+        luahier_pushup(L, LUAHIER_UP_BY);
+        lua_rawgeti(L, 3, slot + 2);
+        lua_rawset(L, outcome);
+        luahier_pushup(L, LUAHIER_UP_RESPONDER);
+        lua_createtable(L, 0, 3);
+        luahier_pushup(L, LUAHIER_UP_INDEXKEY);
+        lua_rawgeti(L, 3, slot + 3);
+        lua_rawset(L, outcome + 2);
+        luahier_pushup(L, LUAHIER_UP_WHERE);
+        lua_rawgeti(L, 3, slot + 4);
+        lua_rawset(L, outcome + 2);
+        luahier_pushup(L, LUAHIER_UP_KIND);
+        luahier_pushup(L, LUAHIER_UP_RECEIVEEVENT);
+        lua_rawset(L, outcome + 2);
+        lua_rawset(L, outcome);
+    }
+    g->in_host = caller_in_host;
+    lua_rawgeti(L, 3, LUAHIER_PLAN_HOPS);
+    luahier_charge(L, lua_tointegerx(L, -1, NULL));
+    lua_pop(L, 1);
+    return 1;
 }
 
 #endif

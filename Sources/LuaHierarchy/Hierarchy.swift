@@ -213,6 +213,12 @@ public final class Hierarchy {
     /// The Lua stack height of the running thread: 0 between calls.
     var luaStackTop: Int32 { host.stackTop }
 
+    /// How many `triggerEvent` calls the fast path took, how many of those the dispatcher
+    /// finished, and how many plans are kept (LuaFastPath.swift).
+    var fastPath: (walks: Int, handovers: Int, plans: Int) {
+        (Int(bridge.fastState.pointee.walks), Int(bridge.fastState.pointee.handovers), bridge.planCount)
+    }
+
     /// Bytes the Lua state holds now, and at most since it was created.
     public var luaMemory: (used: Int, peak: Int) { (host.memoryUsed, host.memoryPeak) }
 

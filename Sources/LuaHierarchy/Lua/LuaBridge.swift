@@ -16,12 +16,22 @@ final class LuaBridge {
     private var tracedOutcomeMetatable: Int32 = 0
     private var traceStepsMetatable: Int32 = 0
     private var pendingTraces: Int32 = 0
+    /// The fast path of `triggerEvent` (LuaFastPath.swift): what it shares with C, its plans
+    /// (node userdata -> plan table, weak keys), the metatable of the `ChainPlan` userdata in
+    /// them, and how many were made since the table was last emptied.
+    let fastState = UnsafeMutablePointer<luahier_Fast>.allocate(capacity: 1)
+    private(set) var plans: Int32 = 0
+    private(set) var planMetatable: Int32 = 0
+    var planCount = 0
 
     init(host: LuaHost, hierarchy: Hierarchy) throws(HierarchyError) {
         self.host = host
         self.hierarchy = hierarchy
+        fastState.initialize(to: luahier_Fast())
         try install()
     }
+
+    deinit { fastState.deallocate() }
 
     // MARK: Nodes as Lua values
 
@@ -56,6 +66,8 @@ final class LuaBridge {
         tracedOutcomeMetatable = host.makeTableRef()
         traceStepsMetatable = host.makeTableRef()
         pendingTraces = host.makeTableRef(weakMode: "k")
+        plans = host.makeTableRef(weakMode: "k")
+        planMetatable = host.makeTableRef()
         let finalize: HostFunction = { call in call.host.finalizeRetainingUserdata(at: 1); return 0 }
         withTable(nodeMetatable) {
             host.pushFunction(finalize)
@@ -66,9 +78,11 @@ final class LuaBridge {
             }
             host.setRawField(of: -2, "__tostring")
         }
-        withTable(traceStepsMetatable) {
-            host.pushFunction(finalize)
-            host.setRawField(of: -2, "__gc")
+        for metatable in [traceStepsMetatable, planMetatable] {
+            withTable(metatable) {
+                host.pushFunction(finalize)
+                host.setRawField(of: -2, "__gc")
+            }
         }
         withTable(tracedOutcomeMetatable) {
             host.pushFunction { [unowned self] call in try materializeTrace(call) }
@@ -89,6 +103,7 @@ final class LuaBridge {
         lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(nodeMetatable))
         lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(handleMetatable))
         pushFunctionTable(nodeMethods())
+        installFastTrigger(inMethodsAt: -1)
         pushFunctionTable(nodeGetters())
         pushFunctionTable(["remove": { [unowned self] call in
             guard let registration = registration(at: 1) else { throw call.argumentError(1, "remove", "handle expected") }
@@ -123,7 +138,7 @@ final class LuaBridge {
     }
 
     /// The node argument at `index`, or an argument error.
-    private func requireNode(_ call: HostCall, _ index: Int32, _ function: String) throws -> Node {
+    func requireNode(_ call: HostCall, _ index: Int32, _ function: String) throws -> Node {
         guard let node = node(at: index) else { throw call.argumentError(index, function, "node expected") }
         return node
     }
@@ -175,14 +190,6 @@ final class LuaBridge {
                 guard let parent = self.node(at: 2) else { throw call.argumentError(2, "moveTo", "node expected") }
                 do { try node.move(to: parent) } catch { throw LuaArgumentError("\(error)") }
                 return 0
-            },
-            "triggerEvent": { [unowned self] call in
-                let node = try requireNode(call, 1, "triggerEvent")
-                let event: Message
-                do { event = try host.message(at: 2, as: .event) } catch {
-                    throw call.argumentError(2, "triggerEvent", "event expected, got \(error)")
-                }
-                return try dispatch(event, at: node, call)
             },
             "reportError": { [unowned self] call in
                 let node = try requireNode(call, 1, "reportError")
@@ -426,7 +433,7 @@ final class LuaBridge {
     /// instructions its responders run: the host's own work.
     static let dispatchCharge: Int64 = 200
 
-    private func dispatch(_ message: Message, at node: Node, _ call: HostCall) throws -> Int32 {
+    func dispatch(_ message: Message, at node: Node, _ call: HostCall) throws -> Int32 {
         host.charge(instructions: Self.dispatchCharge)
         let result: DispatchResult
         do {
@@ -441,7 +448,7 @@ final class LuaBridge {
 
     /// [-0, +1, m] An outcome table: status, kind, value, by, responder, trace, at. Keys and
     /// the status and kind words are interned strings: this runs once per dispatch.
-    private func pushOutcome(_ result: DispatchResult) {
+    func pushOutcome(_ result: DispatchResult) {
         let L = host.thread
         lua_checkstack(L, 6)
         // Sized exactly: an unhandled outcome has four fields, and a table of four hash slots

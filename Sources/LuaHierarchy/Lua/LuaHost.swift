@@ -64,6 +64,8 @@ final class LuaHost {
         }
         luahier_pushcfunction(state, luahier_runresponders)
         guardState.pointee.run_ref = ref()
+        luahier_pushcfunction(state, luahier_runplan)
+        guardState.pointee.plan_ref = ref()
         push(InternedString.handled)
         handledAddress = lua_topointer(state, -1)
         push(InternedString.notHandled)
@@ -177,6 +179,16 @@ final class LuaHost {
         luahier_pushhostfunction(thread, hostEntry, 1)
     }
 
+    /// [-0, +1, m] Pushes `function`, a C function that may hand its call to `body` through
+    /// the trampoline (which it ends in), as a closure with the upvalues `pushUpvalues` pushes
+    /// and returns the count of, after the trampoline's two.
+    func pushFunction(_ body: @escaping HostFunction, via function: lua_CFunction, upvalues pushUpvalues: () -> Int32) {
+        functions.append(body)
+        lua_pushinteger(thread, lua_Integer(functions.count - 1))
+        let count = pushUpvalues()
+        luahier_pushhostclosure(thread, hostEntry, function, 1 + count)
+    }
+
     /// Runs host function `index` for the C trampoline. Returns its result count, or -1
     /// with the error value pushed for the trampoline to raise.
     fileprivate func runFunction(_ index: Int, on L: LuaState) -> Int32 {
@@ -257,6 +269,13 @@ final class LuaHost {
         if protectedDepth == 0 && !pendingReleases.isEmpty { drainReleases() }
         guard status != LUA_OK else { return .ok }
         defer { luahier_pop(L, 1) }
+        return failure(status: status, memoryRefused: memoryRefused)
+    }
+
+    /// [-0, +0, -] How a protected call that ended with `status` (not LUA_OK) failed, its
+    /// error value at the top of the stack; `memoryRefused`: whether the allocator refused
+    /// memory during the call.
+    func failure(status: Int32, memoryRefused: Bool) -> CallResult {
         if var tripped = trippedLimit {
             // The error the hook raised went through the message handler: it knows the line.
             if let location = stringField(ofTableAt: -1, "where") { tripped.setIfAbsent("where", to: location) }

@@ -1,0 +1,201 @@
+import CLua
+
+/// The fast path of `node:triggerEvent(event)` (issue 4's hot path).
+///
+/// A top-level dispatch of an event table from a node the host has a current plan for is
+/// walked in C (`luahier_trigger` in shim.h): the chain's Lua `receiveEvent` responders are
+/// called in one protected call, and while they answer "notHandled" and end in "handled" or
+/// at the top, Swift is never entered and the outcome is made in C, as `pushOutcome` makes it.
+/// Whatever else happens (a replacement, an error, a responder of another kind or in Swift,
+/// a tree change) goes back to the dispatcher, which finishes the dispatch from there with the
+/// same plan (`Dispatcher.resume`), so every rule of SPEC §4 stays the dispatcher's.
+///
+/// The plan (a `ChainPlan`, and its Lua table that the C walk reads) is made by the host's
+/// own `triggerEvent` the first time it dispatches from the node at the top level, and only
+/// while nothing it skips is on (tracing, safety declarations, an observer). It is current
+/// while the tree's chain-change count stands still. At most `maxPlans` are kept, in a
+/// weak-keyed table (node userdata -> plan), so they cost memory only for nodes Lua holds.
+extension LuaBridge {
+    /// How many plans are kept before all are dropped and made again as needed.
+    static let maxPlans = 1024
+
+    /// Sets `triggerEvent` in the node methods table at `index` to the fast closure.
+    func installFastTrigger(inMethodsAt index: Int32) {
+        let L = host.thread
+        let methods = lua_absindex(L, index)
+        fastState.pointee = luahier_Fast(
+            changes: UnsafePointer(hierarchy.root.tree.chainChanges), depth: hierarchy.dispatcher.depthCounter,
+            not_handled: host.notHandledAddress, handled: host.handledAddress, dispatch_charge: Self.dispatchCharge,
+            walks: 0, handovers: 0)
+        host.pushFunction({ [unowned self] call in try triggerEvent(call) }, via: luahier_trigger) {
+            // The upvalues after the trampoline's two, in the order of shim.h's LUAHIER_UP_*.
+            lua_pushlightuserdata(L, fastState)
+            lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(plans))
+            lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(host.domainTags))
+            let words: [InternedString] = [.type, .status, .kind, .value, .at, .by, .responder, .index, .whereKey, .event]
+            for word in words { host.push(word) }
+            host.push(ResponderKind.receiveEvent.rawValue)
+            host.push(InternedString.handled)
+            return Int32(LUAHIER_UP_COUNT) - 2
+        }
+        host.setRawField(of: methods, "triggerEvent")
+    }
+
+    /// The host side of `triggerEvent`: a call the fast path did not take, or one it hands
+    /// over to be finished.
+    private func triggerEvent(_ call: HostCall) throws -> Int32 {
+        let L = call.L
+        if call.top == 9, lua_type(L, 6) == LUA_TLIGHTUSERDATA, lua_touserdata(L, 6) == UnsafeMutableRawPointer(fastState) {
+            return try finishFastDispatch(call)
+        }
+        let node = try requireNode(call, 1, "triggerEvent")
+        let event: Message
+        do { event = try host.message(at: 2, as: .event) } catch {
+            throw call.argumentError(2, "triggerEvent", "event expected, got \(error)")
+        }
+        if hierarchy.dispatcher.depth == 0 && lua_type(L, 2) == LUA_TTABLE { preparePlan(for: node, nodeAt: 1) }
+        return try dispatch(event, at: node, call)
+    }
+
+    /// Makes the plan for dispatching from `node` (whose userdata is at `index`) unless it
+    /// has a current one, or plans are not allowed now.
+    private func preparePlan(for node: Node, nodeAt index: Int32) {
+        guard hierarchy.dispatcher.plansAllowed else { return }
+        let L = host.thread
+        let userdata = lua_absindex(L, index)
+        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(plans))
+        let table = lua_gettop(L)
+        defer { lua_settop(L, table - 1) }
+        lua_pushvalue(L, userdata)
+        if lua_rawget(L, table) == LUA_TTABLE {
+            lua_rawgeti(L, -1, lua_Integer(LUAHIER_PLAN_STAMP))
+            if luahier_tointeger(L, -1) == node.tree.chainChanges.pointee { return }
+        }
+        lua_settop(L, table)
+        if planCount >= Self.maxPlans {
+            clear(tableAt: table)
+            planCount = 0
+        }
+        lua_pushvalue(L, userdata)
+        if let plan = ChainPlan.make(from: node, root: hierarchy.root) {
+            push(plan, from: node)
+            planCount += 1
+        } else {
+            lua_pushnil(L)
+        }
+        lua_rawset(L, table)
+    }
+
+    /// [-0, +0, -] Empties the table at `index`.
+    private func clear(tableAt index: Int32) {
+        let L = host.thread
+        lua_pushnil(L)
+        while lua_next(L, index) != 0 {
+            luahier_pop(L, 1)
+            lua_pushvalue(L, -1)
+            lua_pushnil(L)
+            lua_rawset(L, index)
+        }
+    }
+
+    /// [-0, +1, m] The Lua table of `plan`, laid out as shim.h's LUAHIER_PLAN_* say.
+    private func push(_ plan: ChainPlan, from origin: Node) {
+        let L = host.thread
+        let count = plan.eventEntries.count
+        let stride = LUAHIER_PLAN_STRIDE
+        let first = LUAHIER_PLAN_ENTRIES
+        lua_createtable(L, Int32(first - 1 + stride * count), 0)
+        func set(_ slot: Int) { lua_rawseti(L, -2, lua_Integer(slot)) }
+        lua_pushinteger(L, lua_Integer(plan.stamp))
+        set(LUAHIER_PLAN_STAMP)
+        host.pushRetainingUserdata(plan, metatableRef: planMetatable)
+        set(LUAHIER_PLAN_OBJECT)
+        host.push(origin.path)
+        set(LUAHIER_PLAN_AT)
+        host.push(plan.detached ? InternedString.detached : InternedString.unhandled)
+        set(LUAHIER_PLAN_END)
+        lua_pushinteger(L, lua_Integer(plan.links.count))
+        set(LUAHIER_PLAN_HOPS)
+        lua_pushinteger(L, lua_Integer(count))
+        set(LUAHIER_PLAN_COUNT)
+        for entry in 0..<count {
+            let position = plan.eventEntries[entry]
+            let link = plan.links[Int(position.node)]
+            let responder = link.responders[Int(position.offset)]
+            let slot = first + stride * entry
+            // Lua receiveEvent responders are called in C; the others are the host's to call.
+            if responder.kind == .receiveEvent && responder.runToken != 0 {
+                lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(responder.runToken))
+            } else {
+                lua_pushboolean(L, 0)
+            }
+            set(slot)
+            switch responder.filter {
+            case .any:
+                lua_pushboolean(L, 0)
+            case .types(let names) where names.count == 1:
+                host.push(names.first!)
+            case .types(let names):
+                lua_createtable(L, 0, Int32(names.count))
+                for name in names {
+                    host.push(name)
+                    lua_pushboolean(L, 1)
+                    lua_rawset(L, -3)
+                }
+            }
+            set(slot + 1)
+            host.push(link.node.path)
+            set(slot + 2)
+            lua_pushinteger(L, lua_Integer(position.offset + 1))
+            set(slot + 3)
+            host.push(responder.location)
+            set(slot + 4)
+        }
+    }
+
+    /// Finishes a dispatch the fast path walked until something the dispatcher must apply.
+    /// Arguments: (node, event, plan, type, answer or error, fast, entry, code, memory refused).
+    private func finishFastDispatch(_ call: HostCall) throws -> Int32 {
+        let L = call.L
+        lua_rawgeti(L, 3, lua_Integer(LUAHIER_PLAN_OBJECT))
+        let plan = host.retainedObject(at: -1, metatableRef: planMetatable) as? ChainPlan
+        luahier_pop(L, 1)
+        let entry = Int(luahier_tointeger(L, 7))
+        guard let plan, let node = node(at: 1), plan.links[0].node === node, let type = host.string(at: 4),
+            plan.eventEntries.indices.contains(entry)
+        else {
+            throw LuaArgumentError("triggerEvent: not a dispatch the host can finish")
+        }
+        lua_pushvalue(L, 2)
+        let event = Message(
+            domain: .event, type: type,
+            payload: .foreign(LuaPayload(host: host, ref: host.ref(), identity: lua_topointer(L, 2))))
+        var reply: ResponderReply?
+        var after = false
+        switch Int(luahier_tointeger(L, 8)) {
+        case LUAHIER_STOP_ANSWER:
+            reply = host.reply(at: 5, as: .event)
+        case LUAHIER_STOP_HOST:
+            break
+        case LUAHIER_STOP_CHANGED:
+            after = true
+        case Int(LUA_ERRRUN), Int(LUA_ERRMEM), Int(LUA_ERRERR):
+            lua_pushvalue(L, 5)
+            let failure = host.failure(
+                status: Int32(luahier_tointeger(L, 8)), memoryRefused: lua_toboolean(L, 9) != 0)
+            luahier_pop(L, 1)
+            reply = ResponderReply(failure: failure, location: plan.responder(atEntry: entry).location)
+        default:
+            throw LuaArgumentError("triggerEvent: not a dispatch the host can finish")
+        }
+        let result: DispatchResult
+        do {
+            result = try hierarchy.dispatcher.resume(plan, atEntry: entry, reply: reply, after: after, with: event)
+        } catch {
+            throw RaisedMessage(message: Message(swiftError: error, where: call.callerLocation ?? "?"))
+        }
+        host.charge(instructions: Int64(result.hops))
+        pushOutcome(result)
+        return 1
+    }
+}

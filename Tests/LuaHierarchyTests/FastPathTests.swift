@@ -1,0 +1,345 @@
+import Testing
+@testable import LuaHierarchy
+
+/// `node:triggerEvent(event)` walked in C along a kept plan (LuaFastPath.swift). The first
+/// top-level dispatch of an event table from a node makes the plan; later ones take the fast
+/// path. Every rule must hold exactly as on the dispatcher's own path: each test checks that
+/// the fast path was really taken (`fastPath.walks`).
+@Suite("Fast path of triggerEvent")
+struct FastPathTests {
+    /// `twice(node, make)`: triggers `make()` at `node` twice (the first makes the plan) and
+    /// returns the second outcome; `show(o)` prints its fields on one line.
+    private let helpers = """
+        function twice(node, make) node:triggerEvent(make()) return node:triggerEvent(make()) end
+        function show(o)
+            local r = o.responder
+            print(o.status, o.kind, o.value.type, o.by or "-", r and (r.index .. " " .. r.kind .. " " .. r.where) or "-", o.at)
+        end
+
+        """
+
+    @Test func unhandledAndHandledOutcomesAreTheDispatchersOwn() throws {
+        let f = try Fixture(helpers + """
+            local a = hier.root:child("a")
+            local b = a:child("b")
+            b:receiveEvent(function(e) return "notHandled" end)
+            a:receiveEvent("Other", function(e) return "handled" end)
+            a:receiveEvent({"Tap", "Press"}, function(e) if e.stop then return "handled" end return "notHandled" end)
+            leaf = b
+            """)
+        let walksBefore = f.hierarchy.fastPath.walks
+        // The first of each pair goes the dispatcher's way, the second the fast way: the two
+        // lines of each pair must be equal.
+        let lines = try f.output("""
+            for _, stop in ipairs({false, true}) do
+                show(leaf:triggerEvent({type = "Tap", stop = stop}))
+                show(leaf:triggerEvent({type = "Tap", stop = stop}))
+            end
+            local ev = {type = "Tap"}
+            local o = leaf:triggerEvent(ev)
+            print(o.value == ev, rawget(o, "trace"), rawget(o, "choice"))
+            local keys = {} for k in pairs(o) do keys[#keys + 1] = k end table.sort(keys)
+            print(table.concat(keys, ","))
+            """)
+        #expect(lines == [
+            "unhandled\tevent\tTap\t-\t-\t/a/b", "unhandled\tevent\tTap\t-\t-\t/a/b",
+            "handled\tevent\tTap\t/a\t2 receiveEvent test.lua:10\t/a/b",
+            "handled\tevent\tTap\t/a\t2 receiveEvent test.lua:10\t/a/b",
+            "true\tnil\tnil", "at,kind,status,value",
+        ])
+        // The first dispatch made the plan; the other four took the fast path.
+        #expect(f.hierarchy.fastPath.walks - walksBefore == 4)
+        #expect(f.hierarchy.fastPath.handovers == 0)
+    }
+
+    @Test func aDetachedChainEndsDetached() throws {
+        let f = try Fixture(helpers + """
+            local top = hier.root:child("top")
+            local leaf = top:child("leaf")
+            leaf:receiveEvent(function() return "notHandled" end)
+            top:remove()
+            show(twice(leaf, function() return {type = "Tap"} end))
+            """)
+        #expect(f.printed == ["detached\tevent\tTap\t-\t-\ttop/leaf"])
+        #expect(f.hierarchy.fastPath.walks == 1)
+    }
+
+    @Test func everyOtherAnswerIsFinishedByTheDispatcherFromWhereTheWalkStopped() throws {
+        let f = try Fixture(helpers + """
+            local a = hier.root:child("a")
+            local b = a:child("b")
+            b:receiveEvent(function(e) print("1 sees " .. e.type) return "notHandled" end)
+            b:receiveEvent(function(e) print("2 replaces") return {type = "Swapped"} end)
+            b:receiveEvent(function(e) print("3 sees " .. e.type) return "notHandled" end)
+            b:receiveEvent(function(e) print("4 raises") error({type = "Oops", message = "m"}) end)
+            b:receiveError(function(e) print("5 sees " .. e.type .. " from " .. e.where) return "notHandled" end)
+            a:catchError(function(e) print("6 catches " .. e.type) return {type = "Caught"} end)
+            a:receiveEvent("Caught", function(e) print("7 returns 42") return 42 end)
+            a:handleError(function(e) print("8 handles " .. e.type) end)
+            leaf = b
+            """)
+        let lines = try f.output("show(twice(leaf, function() return {type = 'Tap'} end))")
+        let once = [
+            "1 sees Tap", "2 replaces", "3 sees Swapped", "4 raises", "5 sees Oops from test.lua:11",
+            "6 catches Oops", "7 returns 42", "8 handles ResponderContractError",
+        ]
+        #expect(lines == once + once + ["handled\terror\tResponderContractError\t/a\t3 handleError test.lua:15\t/a/b"])
+        #expect(f.hierarchy.fastPath == (1, 1, 1))
+    }
+
+    @Test func respondersOfOtherKindsAndSwiftClosuresAreCalledByTheDispatcher() throws {
+        let f = try Fixture(helpers + """
+            local a = hier.root:child("a")
+            local b = a:child("b")
+            b:receiveEvent(function(e) print("lua 1") return "notHandled" end)
+            b:transformEvent("Tap", function(e) print("transform") return {type = "Moved"} end)
+            a:receiveEvent(function(e) print("lua 2 sees " .. e.type) return "notHandled" end)
+            leaf = b
+            """)
+        var swiftSaw: [String] = []
+        try f.hierarchy.makeNode(at: "/a").receiveEvent { value in
+            swiftSaw.append(value.typeName ?? "?")
+            return .handled
+        }
+        let lines = try f.output("show(twice(leaf, function() return {type = 'Tap'} end))")
+        let once = ["lua 1", "transform", "lua 2 sees Moved"]
+        #expect(Array(lines.dropLast()) == once + once)
+        // The Swift closure is responder 2 of /a, named by its Swift call site.
+        #expect(lines.last?.hasPrefix("handled\tevent\tMoved\t/a\t2 receiveEvent LuaHierarchyTests/FastPathTests.swift:") == true)
+        #expect(swiftSaw == ["Moved", "Moved"])
+        #expect(f.hierarchy.fastPath == (1, 1, 1))
+    }
+
+    @Test func theChainIsTheOneSnapshottedAtTheStart() throws {
+        let f = try Fixture(helpers + """
+            local a = hier.root:child("a")
+            local b = a:child("b")
+            local elsewhere = hier.root:child("elsewhere")
+            local later
+            b:receiveEvent(function(e)
+                if e.change then
+                    print("b1 adds to a, removes a1, moves b away")
+                    a:receiveEvent(function() print("added (not this time)") return "notHandled" end)
+                    later:remove()
+                    b:moveTo(elsewhere)
+                end
+                return "notHandled"
+            end)
+            b:receiveEvent(function() print("b2") return "notHandled" end)
+            later = a:receiveEvent(function() print("a1 (removed)") return "notHandled" end)
+            a:receiveEvent(function() print("a2") return "notHandled" end)
+            leaf = b
+            """)
+        let lines = try f.output("""
+            leaf:triggerEvent({type = "Tap"})
+            show(leaf:triggerEvent({type = "Tap", change = true}))
+            show(leaf:triggerEvent({type = "Tap"}))
+            """)
+        #expect(lines == [
+            "b2", "a1 (removed)", "a2",
+            // `at` is where the origin is when the dispatch ends, on either path.
+            "b1 adds to a, removes a1, moves b away", "b2", "a2", "unhandled\tevent\tTap\t-\t-\t/elsewhere/b",
+            "b2", "unhandled\tevent\tTap\t-\t-\t/elsewhere/b",
+        ])
+        // The change stopped the walk after b1, and the dispatcher went on from there; the
+        // plan was stale for the third dispatch, which made a new one.
+        #expect(f.hierarchy.fastPath.walks == 1)
+        #expect(f.hierarchy.fastPath.handovers == 1)
+    }
+
+    @Test func limitsInsideTheWalkEndTheDispatchAndTheStateStaysUsable() throws {
+        var options = Hierarchy.Options()
+        options.limits.instructions = 5_000_000
+        options.limits.memory = 16 << 20
+        let f = try Fixture(helpers + """
+            local a = hier.root:child("a")
+            a:receiveEvent(function(e)
+                if e.spin then while true do end end
+                if e.grow then local t = {} for i = 1, 1e8 do t[i] = {i} end end
+                if e.yield then coroutine.yield() end
+                return "notHandled"
+            end)
+            leaf = a
+            """, options: options)
+        try f.lua("leaf:triggerEvent({type = 'Tap'})")
+        // One chunk each: a chunk and the dispatches it makes share one instruction budget.
+        // A tripped instruction limit ends the dispatch, then the chunk it shares the budget with.
+        let spin = f.failure("leaf:triggerEvent({type = 'Tap', spin = true}) print('not reached')")
+        #expect(spin?.type == "InstructionLimitExceeded")
+        var lines: [String] = []
+        // The yield from inside a coroutine: the walk's own C frames are what it cannot cross.
+        for field in ["grow", "yield"] {
+            lines += try f.output("""
+                coroutine.wrap(function()
+                    local o = leaf:triggerEvent({type = 'Tap', \(field) = true}) print(o.status, o.value.type, o.value.where)
+                end)()
+                """)
+        }
+        lines += try f.output("show(leaf:triggerEvent({type = 'Tap'}))")
+        // A memory error names the place the count hook last saw, which may be sandbox code.
+        #expect(lines.first?.hasPrefix("unhandled\tMemoryLimitExceeded\t") == true)
+        #expect(Array(lines.dropFirst()) == [
+            "unhandled\tResponderContractError\ttest.lua:10",
+            "unhandled\tevent\tTap\t-\t-\t/a",
+        ])
+        #expect(f.hierarchy.fastPath.walks == 4)
+        #expect(f.hierarchy.fastPath.handovers == 3)
+        #expect(f.presented.map(\.error.typeName) == ["InstructionLimitExceeded", "MemoryLimitExceeded", "ResponderContractError"])
+        #expect(f.presented.first?.error["where"] == "test.lua:8")
+    }
+
+    @Test func nestedDispatchesGoTheDispatchersWayAndTheDepthLimitHolds() throws {
+        let f = try Fixture(helpers + """
+            local a = hier.root:child("a")
+            local depth = 0
+            a:receiveEvent(function(e)
+                depth = depth + 1
+                a:triggerEvent(e)
+                return "handled"
+            end)
+            for round = 1, 2 do
+                depth = 0
+                print(a:triggerEvent({type = "Echo"}).status, depth)
+            end
+            """)
+        #expect(f.printed == ["handled\t100", "handled\t100"])
+        #expect(f.presented.map(\.error.typeName) == ["DispatchDepthExceeded", "DispatchDepthExceeded"])
+        #expect(f.presented.last?.error["where"] == "test.lua:10")
+        #expect(f.hierarchy.dispatcher.depth == 0)
+        #expect(f.hierarchy.fastPath.walks == 1)
+    }
+
+    @Test func aRaisedLuaErrorKeepsItsPlaceAndATracebackWithoutTheWalk() throws {
+        let f = try Fixture(helpers + """
+            local a = hier.root:child("a")
+            a:receiveEvent(function(e) local x = nil; return x.field end)
+            a:receiveError(function(e) print(e.where, e.message) print(e.traceback) return "handled" end)
+            twice(a, function() return {type = "Tap"} end)
+            """)
+        #expect(f.printed.count == 4)
+        #expect(f.printed[2] == "test.lua:7\tattempt to index a nil value (local 'x')")
+        #expect(f.printed[3] == f.printed[1])
+        #expect(!f.printed[3].contains("[C]: in ?"))
+        #expect(f.hierarchy.fastPath.handovers == 1)
+    }
+
+    @Test func whatThePlanDoesNotCoverGoesTheDispatchersWay() throws {
+        let f = try Fixture(helpers + """
+            local a = hier.root:child("a")
+            a:receiveEvent(function(e) return "notHandled" end)
+            local err = {type = "Bad", message = "m"}
+            a:reportError(err)
+            a:triggerEvent({type = "Tap"})
+            print(a:triggerEvent("Tap").status)
+            print(pcall(function() return a:triggerEvent(err) end))
+            print(pcall(function() return a:triggerEvent({type = 1}) end))
+            print(pcall(function() return a:triggerEvent() end))
+            print(a:triggerEvent({type = "Tap"}, "extra").status)
+            print(pcall(function() return a.triggerEvent({}, {type = "Tap"}) end))
+            """)
+        #expect(f.printed == [
+            "unhandled",
+            "false\ttest.lua:12: bad argument #1 to 'triggerEvent' (event expected, got an error (Bad))",
+            "false\ttest.lua:13: bad argument #1 to 'triggerEvent' (event expected, got a table whose 'type' is a number (it must be a string))",
+            "false\ttest.lua:14: bad argument #1 to 'triggerEvent' (event expected, got a no value)",
+            "unhandled",
+            "false\ttest.lua:16: bad argument #1 to 'triggerEvent' (node expected, got table)",
+        ])
+        // The plan made by the table event at line 10 went unused: every call after it was
+        // one the fast path does not take.
+        #expect(f.hierarchy.fastPath.walks == 0)
+    }
+
+    @Test func tracingAndSafetyDeclarationsTurnThePlansOff() throws {
+        let f = try Fixture(helpers + """
+            local a = hier.root:child("a")
+            a:receiveEvent(function(e) if e.trace then hier.tracing = "path" end return "notHandled" end)
+            leaf = a
+            """)
+        let lines = try f.output("""
+            leaf:triggerEvent({type = "Tap"})
+            local o = leaf:triggerEvent({type = "Tap", trace = true})
+            print(o.trace)
+            print(#leaf:triggerEvent({type = "Tap"}).trace)
+            hier.tracing = "off"
+            leaf:triggerEvent({type = "Tap"})
+            leaf:triggerEvent({type = "Tap"})
+            hier.root:triggers{"Tap"}
+            leaf:triggerEvent({type = "Tap"})
+            """)
+        // The tracing switched on during the fast walk does not trace that dispatch.
+        #expect(lines == ["nil", "1"])
+        #expect(f.hierarchy.fastPath.walks == 2)
+    }
+
+    @Test func thePlansKeptAreBounded() throws {
+        let f = try Fixture(helpers + """
+            local count = 0
+            hier.root:receiveEvent(function() count = count + 1 return "notHandled" end)
+            nodes = {}
+            for i = 1, 1500 do nodes[i] = hier.root:child("n" .. i) end
+            for round = 1, 2 do
+                for i = 1, 1500 do nodes[i]:triggerEvent({type = "Tap"}) end
+            end
+            -- Two rounds over more nodes than plans are kept find none; the last ones made do.
+            for i = 1400, 1500 do nodes[i]:triggerEvent({type = "Tap"}) end
+            print(count)
+            """)
+        #expect(f.printed == ["3101"])
+        #expect(f.hierarchy.fastPath.plans <= LuaBridge.maxPlans)
+        #expect(f.hierarchy.fastPath.walks == 101)
+    }
+
+    @Test func eachDispatchIsChargedToTheInstructionBudget() throws {
+        var options = Hierarchy.Options()
+        options.limits.instructions = 100_000
+        let f = try Fixture(options: options)
+        let error = f.failure("""
+            local a = hier.root:child("a")
+            a:receiveEvent(function() return "notHandled" end)
+            local ev = {type = "Tap"}
+            for i = 1, 1e6 do a:triggerEvent(ev) end
+            """)
+        #expect(error?.type == "InstructionLimitExceeded")
+        #expect(f.hierarchy.fastPath.walks > 100)
+    }
+
+    /// The generated chains of DispatchFuzzTests, started with an event from Lua: the first
+    /// dispatch goes the dispatcher's way and makes the plan, the second goes the fast way.
+    /// Both must match the reference model.
+    @Test func randomChainsMatchTheReferenceModelOnTheFastPath() throws {
+        var fastWalks = 0
+        for seed in DispatchFuzzTests.firstSeed..<(DispatchFuzzTests.firstSeed + UInt64(DispatchFuzzTests.caseCount)) {
+            var random = SplitMix64(state: seed)
+            let chain = DispatchFuzzTests.generateChain(&random)
+            let type = DispatchFuzzTests.types.randomElement(using: &random)!
+            let expected = ReferenceModel.run(chain, start: (.event, type))
+            let f = try Fixture()
+            for (path, responders) in chain.reversed() {
+                let node = try f.hierarchy.makeNode(at: path)
+                for responder in responders {
+                    if responder.inSwift {
+                        DispatchFuzzTests.register(responder, on: node)
+                    } else {
+                        let filter = responder.filter.map { "{" + $0.map { "'\($0)'" }.joined(separator: ", ") + "}, " } ?? ""
+                        try f.lua("hier.node('\(path)'):\(responder.kind.rawValue)(\(filter)function(v) \(DispatchFuzzTests.luaBody(responder)) end)")
+                    }
+                }
+            }
+            let lines = try f.output("""
+                -- Held: a plan lives as long as its node's userdata.
+                local node = hier.node('\(chain[0].path)')
+                for round = 1, 2 do
+                    local o = node:triggerEvent({type = '\(type)'})
+                    local r = o.responder
+                    print(o.status, o.kind, o.value.type, o.by or "-", r and r.index or "-")
+                end
+                """)
+            let line = "\(expected.status)\t\(expected.kind)\t\(expected.type)\t\(expected.by ?? "-")\t\(expected.index.map(String.init) ?? "-")"
+            #expect(lines == [line, line], "seed \(seed)")
+            fastWalks += f.hierarchy.fastPath.walks
+            if lines != [line, line] { break }
+        }
+        #expect(fastWalks == DispatchFuzzTests.caseCount, "every second dispatch took the fast path")
+    }
+}
