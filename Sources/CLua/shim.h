@@ -47,6 +47,8 @@ static inline void luahier_pushglobaltable(lua_State *L) { lua_pushglobaltable(L
 static inline void luahier_insert(lua_State *L, int idx) { lua_insert(L, idx); }
 /* [-1, +0, -] */
 static inline void luahier_remove(lua_State *L, int idx) { lua_remove(L, idx); }
+/* [-1, +0, -] */
+static inline void luahier_replace(lua_State *L, int idx) { lua_replace(L, idx); }
 /* [-0, +0, -] */
 static inline int luahier_upvalueindex(int i) { return lua_upvalueindex(i); }
 /* [-0, +0, -] */
@@ -475,6 +477,8 @@ typedef struct luahier_Run {
     const void *not_handled;  /* the interned "notHandled" string */
     const long *changes;      /* a counter of registration changes, and its value at start */
     long changes_at_start;
+    unsigned char called[64]; /* the plan walk: the entries it called, in order (for traces) */
+    int called_count;
 } luahier_Run;
 
 /* [-2, +(0|1), e] A lua_CFunction, called protected with (light userdata run, value). On an
@@ -519,7 +523,8 @@ enum {
     LUAHIER_PLAN_END = 4,      /* the status of an event that passes it all: "unhandled" or "detached" */
     LUAHIER_PLAN_HOPS = 5,     /* nodes in the chain, charged to the instruction budget */
     LUAHIER_PLAN_COUNT = 6,    /* event responders in the chain */
-    LUAHIER_PLAN_ENTRIES = 7,  /* then per responder, in dispatch order: */
+    LUAHIER_PLAN_TRACED = 7,   /* true: the host finishes every dispatch (it records the trace) */
+    LUAHIER_PLAN_ENTRIES = 8,  /* then per responder, in dispatch order (at most 64): */
     LUAHIER_PLAN_STRIDE = 5    /* function (false: the host calls it), filter (false: any; a type
                                 * name; or a set of them), node path, index on its node, where */
 };
@@ -534,14 +539,25 @@ enum {
     LUAHIER_UP_TYPE, LUAHIER_UP_STATUS, LUAHIER_UP_KIND, LUAHIER_UP_VALUE, LUAHIER_UP_AT,
     LUAHIER_UP_BY, LUAHIER_UP_RESPONDER, LUAHIER_UP_INDEXKEY, LUAHIER_UP_WHERE,
     LUAHIER_UP_EVENT, LUAHIER_UP_RECEIVEEVENT, LUAHIER_UP_HANDLED,
-    LUAHIER_UP_COUNT = LUAHIER_UP_HANDLED
+    LUAHIER_UP_PENDINGTRACES,  /* outcome -> what its trace is made from, weak keys */
+    LUAHIER_UP_TRACEDOUTCOME,  /* the metatable that makes `outcome.trace` on first read */
+    LUAHIER_UP_COUNT = LUAHIER_UP_TRACEDOUTCOME
+};
+
+/* A traced walk's lazy trace, kept for its outcome until read: */
+enum {
+    LUAHIER_WALKTRACE_PLAN = 1,    /* the plan */
+    LUAHIER_WALKTRACE_CALLED = 2,  /* the entries called, one byte each */
+    LUAHIER_WALKTRACE_TYPE = 3,    /* the event's type */
+    LUAHIER_WALKTRACE_HANDLED = 4  /* whether the last one called answered "handled" */
 };
 
 /* How a walk that the host must finish stopped (the codes above 0 are lua_pcall's). */
 enum {
     LUAHIER_STOP_ANSWER = -1,  /* a responder answered something else: the answer is passed */
     LUAHIER_STOP_HOST = -2,    /* a responder the host calls (another kind, a Swift closure) */
-    LUAHIER_STOP_CHANGED = -3  /* the tree changed after a responder: go on after it */
+    LUAHIER_STOP_CHANGED = -3, /* the tree changed after a responder: go on after it */
+    LUAHIER_STOP_END = -4      /* a traced walk called them all: the host ends it */
 };
 
 /* What the fast path shares with the host. */
@@ -585,6 +601,7 @@ static inline int luahier_runplan(lua_State *L) {
             run->stopped = 2;
             return 0;
         }
+        if (run->called_count < (int)sizeof run->called) run->called[run->called_count++] = (unsigned char)i;
         lua_pushvalue(L, 3);
         lua_call(L, 1, 1);
         if (lua_type(L, -1) != LUA_TSTRING || lua_topointer(L, -1) != run->not_handled) {
@@ -656,7 +673,9 @@ static inline int luahier_trigger(lua_State *L) {
     memset(&run, 0, sizeof run);
     lua_rawgeti(L, 3, LUAHIER_PLAN_COUNT);
     run.count = (int)lua_tointegerx(L, -1, NULL);
-    lua_pop(L, 1);
+    lua_rawgeti(L, 3, LUAHIER_PLAN_TRACED);
+    int traced = lua_toboolean(L, -1);
+    lua_pop(L, 2);
     run.not_handled = fast->not_handled;
     run.changes = fast->changes;
     run.changes_at_start = *fast->changes;
@@ -682,16 +701,18 @@ static inline int luahier_trigger(lua_State *L) {
         && lua_topointer(L, 6) == fast->handled;
     if (status != LUA_OK || (run.stopped != 0 && !handled)) {
         /* For the host to finish: (node, event, plan, type, answer or error, fast, entry,
-         * how it stopped, whether memory was refused). */
+         * how it stopped, whether memory was refused, the entries called). */
         int code = status != LUA_OK ? status
             : run.stopped == 1 ? LUAHIER_STOP_ANSWER
-            : run.stopped == 2 ? LUAHIER_STOP_HOST : LUAHIER_STOP_CHANGED;
+            : run.stopped == 2 ? LUAHIER_STOP_HOST
+            : run.stopped == 3 ? LUAHIER_STOP_CHANGED : LUAHIER_STOP_END;
         fast->handovers++;
         lua_remove(L, 5);
         lua_pushlightuserdata(L, fast);
         lua_pushinteger(L, run.reached);
         lua_pushinteger(L, code);
         lua_pushboolean(L, memory_refused);
+        lua_pushlstring(L, (const char *)run.called, (size_t)run.called_count);
         return luahier_trampoline(L);
     }
 
@@ -729,6 +750,22 @@ static inline int luahier_trigger(lua_State *L) {
         luahier_pushup(L, LUAHIER_UP_RECEIVEEVENT);
         lua_rawset(L, outcome + 2);
         lua_rawset(L, outcome);
+    }
+    if (traced) {
+        /* The trace, made on first read from the plan and what was called (LuaFastPath.swift). */
+        lua_pushvalue(L, outcome);
+        lua_createtable(L, 4, 0);
+        lua_pushvalue(L, 3);
+        lua_rawseti(L, -2, LUAHIER_WALKTRACE_PLAN);
+        lua_pushlstring(L, (const char *)run.called, (size_t)run.called_count);
+        lua_rawseti(L, -2, LUAHIER_WALKTRACE_CALLED);
+        lua_pushvalue(L, 4);
+        lua_rawseti(L, -2, LUAHIER_WALKTRACE_TYPE);
+        lua_pushboolean(L, handled);
+        lua_rawseti(L, -2, LUAHIER_WALKTRACE_HANDLED);
+        lua_rawset(L, lua_upvalueindex(LUAHIER_UP_PENDINGTRACES));
+        luahier_pushup(L, LUAHIER_UP_TRACEDOUTCOME);
+        lua_setmetatable(L, outcome);
     }
     g->in_host = caller_in_host;
     lua_rawgeti(L, 3, LUAHIER_PLAN_HOPS);

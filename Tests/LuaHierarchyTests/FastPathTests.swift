@@ -250,7 +250,7 @@ struct FastPathTests {
         #expect(f.hierarchy.fastPath.walks == 0)
     }
 
-    @Test func tracingAndSafetyDeclarationsTurnThePlansOff() throws {
+    @Test func changingTheTraceLevelOrDeclaringTypesMakesThePlansStale() throws {
         let f = try Fixture(helpers + """
             local a = hier.root:child("a")
             a:receiveEvent(function(e) if e.trace then hier.tracing = "path" end return "notHandled" end)
@@ -270,6 +270,40 @@ struct FastPathTests {
         // The tracing switched on during the fast walk does not trace that dispatch.
         #expect(lines == ["nil", "1"])
         #expect(f.hierarchy.fastPath.walks == 2)
+    }
+
+    @Test func pathTracesAreTheDispatchersOwn() throws {
+        let f = try Fixture(helpers + """
+            hier.tracing = "path"
+            local a = hier.root:child("a")
+            local b = a:child("b")
+            b:receiveEvent(function(e) return "notHandled" end)
+            b:receiveEvent("Other", function(e) return "handled" end)
+            a:receiveEvent(function(e)
+                if e.swap then return {type = "Swapped"} end
+                if e.stop then return "handled" end
+                return "notHandled"
+            end)
+            a:receiveEvent(function(e) return "notHandled" end)
+            function steps(o)
+                local t = {}
+                for i, s in ipairs(o.trace) do t[i] = s.node .. "#" .. s.index .. " " .. s.input .. " -> " .. s.result end
+                local last = o.trace[#o.trace]
+                t[#t] = t[#t] .. " (" .. last.kind .. " at " .. last.where .. ")"
+                return o.status .. ": " .. table.concat(t, ", ")
+            end
+            for _, field in ipairs({"none", "stop", "swap"}) do
+                print(steps(b:triggerEvent({type = "Tap", [field] = true})))
+                print(steps(b:triggerEvent({type = "Tap", [field] = true})))
+            end
+            """)
+        let unhandled = "unhandled: /a/b#1 Tap -> notHandled, /a#1 Tap -> notHandled, /a#2 Tap -> notHandled (receiveEvent at test.lua:16)"
+        let stopped = "handled: /a/b#1 Tap -> notHandled, /a#1 Tap -> handled (receiveEvent at test.lua:11)"
+        let swapped = "unhandled: /a/b#1 Tap -> notHandled, /a#1 Tap -> event Swapped, /a#2 Swapped -> notHandled (receiveEvent at test.lua:16)"
+        #expect(f.printed == [unhandled, unhandled, stopped, stopped, swapped, swapped])
+        // The first dispatch made the plan; of the fast walks after it, the dispatcher finished
+        // the two that swapped the event.
+        #expect(f.hierarchy.fastPath == (5, 2, 1))
     }
 
     @Test func thePlansKeptAreBounded() throws {

@@ -15,21 +15,25 @@ final class ChainPlan {
     let stamp: Int
     /// Where the event responders sit, in dispatch order: a walker counts in these.
     let eventEntries: [RunPosition]
+    /// Whether dispatches along it record a path trace (the trace level when it was made:
+    /// changing the level makes the plan stale).
+    let traced: Bool
 
     /// The longest chain, and the most event responders, a plan is made for: a plan costs
     /// memory in proportion, and chains past these are rare enough to walk each time.
     static let maxLinks = 128
     static let maxEntries = 64
 
-    private init(links: [ChainLink], detached: Bool, stamp: Int, eventEntries: [RunPosition]) {
+    private init(links: [ChainLink], detached: Bool, stamp: Int, eventEntries: [RunPosition], traced: Bool) {
         self.links = links
         self.detached = detached
         self.stamp = stamp
         self.eventEntries = eventEntries
+        self.traced = traced
     }
 
     /// The plan for dispatching from `origin` as the tree is now, or nil past the limits.
-    static func make(from origin: Node, root: Node) -> ChainPlan? {
+    static func make(from origin: Node, root: Node, traced: Bool) -> ChainPlan? {
         var links: [ChainLink] = []
         var entries: [RunPosition] = []
         var top = origin
@@ -45,7 +49,8 @@ final class ChainPlan {
             top = parent
         }
         return ChainPlan(
-            links: links, detached: top !== root, stamp: origin.tree.chainChanges.pointee, eventEntries: entries)
+            links: links, detached: top !== root, stamp: origin.tree.chainChanges.pointee, eventEntries: entries,
+            traced: traced)
     }
 
     /// Whether the tree has not changed since the plan was made.

@@ -123,44 +123,50 @@ final class Dispatcher {
         // nesting limit (100) the limit that is reached.
         let runner = level == .full || safetyCheck != nil || depth > 1 ? nil : self.runner
         return walk(
-            chain, detached: top !== root, from: initial, at: origin, level: level, safetyCheck: safetyCheck,
-            runner: runner, start: RunPosition(node: 0, offset: 0), after: nil)
+            chain, detached: top !== root, from: initial, at: origin, level: level, trace: level == .off ? nil : [],
+            safetyCheck: safetyCheck, runner: runner, start: RunPosition(node: 0, offset: 0), after: nil)
     }
 
     /// Whether a top-level dispatch may be walked by a runner of its own with a `ChainPlan`
-    /// (LuaFastPath.swift): what it skips (trace steps, safety checks, the observer) must
-    /// all be off.
+    /// (LuaFastPath.swift): what such a walk skips (full-trace values, safety checks, the
+    /// observer) must all be off. Path tracing is kept: the runner hands every traced
+    /// dispatch back with the responders it called, and `resume` records them.
     var plansAllowed: Bool {
-        traceLevel == .off && observer == nil && runner != nil
+        traceLevel != .full && observer == nil && runner != nil
             && (safety == .disabled || root.tree.declaringNodes == 0)
     }
 
-    /// Takes over a top-level event dispatch that a runner walked along `plan` by itself
-    /// until event entry `entry`: after `reply` if that responder answered something other
-    /// than `notHandled`, else from the responder itself (one the runner does not call),
-    /// or, `after` set, from the one after it. The dispatch goes on with the settings it
-    /// started with (those plans allow), whatever they are now.
+    /// Takes over a top-level event dispatch that a runner walked along `plan` by itself.
+    /// The event entries in `passed` answered `notHandled`; then, if `reply` is given, the
+    /// responder at its entry answered it, else the walk goes on at `start`. The dispatch
+    /// keeps the settings it started with (those plans allow), whatever they are now.
     func resume(
-        _ plan: ChainPlan, atEntry entry: Int, reply: ResponderReply?, after: Bool, with message: Message
+        _ plan: ChainPlan, passed: [Int], reply: (ResponderReply, atEntry: Int)?, start: RunPosition,
+        with message: Message
     ) throws(DispatchDepthExceeded) -> DispatchResult {
         try enterNesting()
         defer { leaveNesting() }
-        var start = plan.eventEntries[entry]
-        if after { start.offset += 1 }
+        let trace = plan.traced
+            ? passed.map { entry in
+                let position = plan.eventEntries[entry]
+                let link = plan.links[Int(position.node)]
+                let offset = Int(position.offset)
+                return step(link.node, offset, link.responders[offset], message.type, .notHandled, nil, nil)
+            } : nil
         return walk(
-            plan.links, detached: plan.detached, from: message, at: plan.links[0].node, level: .off,
-            safetyCheck: nil, runner: depth > 1 ? nil : runner, start: start,
-            after: reply.map { ($0, plan.eventEntries[entry]) })
+            plan.links, detached: plan.detached, from: message, at: plan.links[0].node,
+            level: plan.traced ? .path : .off, trace: trace, safetyCheck: nil, runner: depth > 1 ? nil : runner,
+            start: start, after: reply.map { ($0.0, plan.eventEntries[$0.atEntry]) })
     }
 
     /// Walks `initial` up `chain` from the cursor `start` (SPEC §4), first applying
     /// `after.reply`, the answer of the responder at `after.position`, if given.
     private func walk(
         _ chain: [ChainLink], detached: Bool, from initial: Message, at origin: Node, level: TraceLevel,
-        safetyCheck: SafetyCheck?, runner: (any ResponderRunner)?, start: RunPosition,
+        trace: [TraceStep]?, safetyCheck: SafetyCheck?, runner: (any ResponderRunner)?, start: RunPosition,
         after: (reply: ResponderReply, position: RunPosition)?
     ) -> DispatchResult {
-        var trace: [TraceStep]? = level == .off ? nil : []
+        var trace = trace
         var current = initial
         var safetyCheck = safetyCheck
         let changes = UnsafePointer(root.tree.chainChanges)

@@ -13,9 +13,9 @@ final class LuaBridge {
     /// Lazy traces: an outcome's trace becomes a Lua table only when a script reads it. The
     /// outcome gets `tracedOutcomeMetatable`, whose `__index` builds it from the steps kept
     /// in `pendingTraces` (outcome -> userdata holding them, weak keys).
-    private var tracedOutcomeMetatable: Int32 = 0
+    private(set) var tracedOutcomeMetatable: Int32 = 0
     private var traceStepsMetatable: Int32 = 0
-    private var pendingTraces: Int32 = 0
+    private(set) var pendingTraces: Int32 = 0
     /// The fast path of `triggerEvent` (LuaFastPath.swift): what it shares with C, its plans
     /// (node userdata -> plan table, weak keys), the metatable of the `ChainPlan` userdata in
     /// them, and how many were made since the table was last emptied.
@@ -504,24 +504,31 @@ final class LuaBridge {
             return 1
         }
         lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(pendingTraces))
+        let pending = lua_gettop(L)
         lua_pushvalue(L, 1)
-        lua_rawget(L, -2)
+        let kept = lua_rawget(L, pending)
         let steps = (host.retainedObject(at: -1, metatableRef: traceStepsMetatable) as? TraceSteps)?.steps
-        luahier_pop(L, 1)
-        guard let steps else {
-            luahier_pop(L, 1)
+        guard steps != nil || kept == LUA_TTABLE else {
+            lua_settop(L, pending - 1)
             lua_pushnil(L)
             return 1
         }
+        // [pending, kept]: forget it, then build the trace from it.
         lua_pushvalue(L, 1)
         lua_pushnil(L)
-        lua_rawset(L, -3)
-        luahier_pop(L, 1)
-        lua_createtable(L, Int32(clamping: steps.count), 0)
-        for (offset, step) in steps.enumerated() {
-            pushTraceStep(step)
-            lua_rawseti(L, -2, lua_Integer(offset + 1))
+        lua_rawset(L, pending)
+        if let steps {
+            lua_createtable(L, Int32(clamping: steps.count), 0)
+            for (offset, step) in steps.enumerated() {
+                pushTraceStep(step)
+                lua_rawseti(L, -2, lua_Integer(offset + 1))
+            }
+        } else {
+            // A trace the fast path kept as a record of its walk.
+            pushWalkTrace(recordAt: -1)
         }
+        luahier_replace(L, pending)
+        lua_settop(L, pending)
         lua_pushvalue(L, -1)
         host.setRawField(of: 1, InternedString.trace)
         return 1

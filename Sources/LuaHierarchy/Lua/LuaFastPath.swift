@@ -19,6 +19,10 @@ extension LuaBridge {
     /// How many plans are kept before all are dropped and made again as needed.
     static let maxPlans = 1024
 
+    /// For a call that only looks like a hand-over (trusted code can reach the closure's
+    /// upvalues through the debug library): refused, never read as one.
+    private static let notFinishable = LuaArgumentError("triggerEvent: not a dispatch the host can finish")
+
     /// Sets `triggerEvent` in the node methods table at `index` to the fast closure.
     func installFastTrigger(inMethodsAt index: Int32) {
         let L = host.thread
@@ -36,6 +40,8 @@ extension LuaBridge {
             for word in words { host.push(word) }
             host.push(ResponderKind.receiveEvent.rawValue)
             host.push(InternedString.handled)
+            lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(pendingTraces))
+            lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(tracedOutcomeMetatable))
             return Int32(LUAHIER_UP_COUNT) - 2
         }
         host.setRawField(of: methods, "triggerEvent")
@@ -45,7 +51,7 @@ extension LuaBridge {
     /// over to be finished.
     private func triggerEvent(_ call: HostCall) throws -> Int32 {
         let L = call.L
-        if call.top == 9, lua_type(L, 6) == LUA_TLIGHTUSERDATA, lua_touserdata(L, 6) == UnsafeMutableRawPointer(fastState) {
+        if call.top == 10, lua_type(L, 6) == LUA_TLIGHTUSERDATA, lua_touserdata(L, 6) == UnsafeMutableRawPointer(fastState) {
             return try finishFastDispatch(call)
         }
         let node = try requireNode(call, 1, "triggerEvent")
@@ -77,7 +83,7 @@ extension LuaBridge {
             planCount = 0
         }
         lua_pushvalue(L, userdata)
-        if let plan = ChainPlan.make(from: node, root: hierarchy.root) {
+        if let plan = ChainPlan.make(from: node, root: hierarchy.root, traced: hierarchy.traceLevel == .path) {
             push(plan, from: node)
             planCount += 1
         } else {
@@ -118,6 +124,8 @@ extension LuaBridge {
         set(LUAHIER_PLAN_HOPS)
         lua_pushinteger(L, lua_Integer(count))
         set(LUAHIER_PLAN_COUNT)
+        lua_pushboolean(L, plan.traced ? 1 : 0)
+        set(LUAHIER_PLAN_TRACED)
         for entry in 0..<count {
             let position = plan.eventEntries[entry]
             let link = plan.links[Int(position.node)]
@@ -153,8 +161,9 @@ extension LuaBridge {
         }
     }
 
-    /// Finishes a dispatch the fast path walked until something the dispatcher must apply.
-    /// Arguments: (node, event, plan, type, answer or error, fast, entry, code, memory refused).
+    /// Finishes a dispatch the fast path walked until something the dispatcher must apply,
+    /// or to its end when traced. Arguments: (node, event, plan, type, answer or error, fast,
+    /// entry, code, memory refused, the entries called as bytes).
     private func finishFastDispatch(_ call: HostCall) throws -> Int32 {
         let L = call.L
         lua_rawgeti(L, 3, lua_Integer(LUAHIER_PLAN_OBJECT))
@@ -162,40 +171,89 @@ extension LuaBridge {
         luahier_pop(L, 1)
         let entry = Int(luahier_tointeger(L, 7))
         guard let plan, let node = node(at: 1), plan.links[0].node === node, let type = host.string(at: 4),
-            plan.eventEntries.indices.contains(entry)
+            let called = host.bytes(at: 10), called.allSatisfy({ plan.eventEntries.indices.contains(Int($0)) }),
+            (0...plan.eventEntries.count).contains(entry)
         else {
-            throw LuaArgumentError("triggerEvent: not a dispatch the host can finish")
+            throw Self.notFinishable
         }
         lua_pushvalue(L, 2)
         let event = Message(
             domain: .event, type: type,
             payload: .foreign(LuaPayload(host: host, ref: host.ref(), identity: lua_topointer(L, 2))))
-        var reply: ResponderReply?
-        var after = false
-        switch Int(luahier_tointeger(L, 8)) {
+        var passed = called.map(Int.init)
+        var reply: (ResponderReply, atEntry: Int)?
+        let code = Int(luahier_tointeger(L, 8))
+        // Only the end is past the last entry; an answer or a failure came from the last one called.
+        let answered = code == LUAHIER_STOP_ANSWER || code > 0
+        guard (entry < plan.eventEntries.count) != (code == LUAHIER_STOP_END), !answered || passed.last == entry else {
+            throw Self.notFinishable
+        }
+        var start = entry < plan.eventEntries.count ? plan.eventEntries[entry] : RunPosition(node: 0, offset: 0)
+        switch code {
         case LUAHIER_STOP_ANSWER:
-            reply = host.reply(at: 5, as: .event)
+            passed.removeLast()
+            reply = (host.reply(at: 5, as: .event), entry)
         case LUAHIER_STOP_HOST:
             break
         case LUAHIER_STOP_CHANGED:
-            after = true
+            start.offset += 1
+        case LUAHIER_STOP_END:
+            start = RunPosition(node: Int32(plan.links.count), offset: 0)
         case Int(LUA_ERRRUN), Int(LUA_ERRMEM), Int(LUA_ERRERR):
+            passed.removeLast()
             lua_pushvalue(L, 5)
             let failure = host.failure(
                 status: Int32(luahier_tointeger(L, 8)), memoryRefused: lua_toboolean(L, 9) != 0)
             luahier_pop(L, 1)
-            reply = ResponderReply(failure: failure, location: plan.responder(atEntry: entry).location)
+            reply = (ResponderReply(failure: failure, location: plan.responder(atEntry: entry).location), entry)
         default:
-            throw LuaArgumentError("triggerEvent: not a dispatch the host can finish")
+            throw Self.notFinishable
         }
         let result: DispatchResult
         do {
-            result = try hierarchy.dispatcher.resume(plan, atEntry: entry, reply: reply, after: after, with: event)
+            result = try hierarchy.dispatcher.resume(plan, passed: passed, reply: reply, start: start, with: event)
         } catch {
             throw RaisedMessage(message: Message(swiftError: error, where: call.callerLocation ?? "?"))
         }
         host.charge(instructions: Int64(result.hops))
         pushOutcome(result)
         return 1
+    }
+
+    /// [-0, +1, m] The trace of a traced walk the fast path finished by itself, from the
+    /// record at `index` (shim.h's LUAHIER_WALKTRACE_*): a step per responder called, as
+    /// `pushTraceStep` makes them, all "notHandled" but a last "handled" if it ended so.
+    func pushWalkTrace(recordAt index: Int32) {
+        let L = host.thread
+        let record = lua_absindex(L, index)
+        lua_rawgeti(L, record, lua_Integer(LUAHIER_WALKTRACE_CALLED))
+        let called = host.bytes(at: -1) ?? []
+        luahier_pop(L, 1)
+        lua_rawgeti(L, record, lua_Integer(LUAHIER_WALKTRACE_HANDLED))
+        let handled = lua_toboolean(L, -1) != 0
+        luahier_pop(L, 1)
+        lua_rawgeti(L, record, lua_Integer(LUAHIER_WALKTRACE_PLAN))
+        let plan = lua_gettop(L)
+        lua_createtable(L, Int32(called.count), 0)
+        for (step, entry) in called.enumerated() {
+            let slot = lua_Integer(LUAHIER_PLAN_ENTRIES + Int(entry) * LUAHIER_PLAN_STRIDE)
+            lua_createtable(L, 0, 6)
+            let fields: [(InternedString, () -> Void)] = [
+                (.index, { lua_rawgeti(L, plan, slot + 3) }),
+                (.whereKey, { lua_rawgeti(L, plan, slot + 4) }),
+                (.kind, { self.host.push(ResponderKind.receiveEvent.rawValue) }),
+                (.node, { lua_rawgeti(L, plan, slot + 2) }),
+                (.input, { lua_rawgeti(L, record, lua_Integer(LUAHIER_WALKTRACE_TYPE)) }),
+                (.result, {
+                    self.host.push(handled && step == called.count - 1 ? InternedString.handled : .notHandled)
+                }),
+            ]
+            for (key, pushValue) in fields {
+                pushValue()
+                host.setRawField(of: -2, key)
+            }
+            lua_rawseti(L, -2, lua_Integer(step + 1))
+        }
+        luahier_remove(L, plan)
     }
 }
