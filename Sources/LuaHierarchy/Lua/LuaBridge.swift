@@ -23,6 +23,10 @@ final class LuaBridge {
     private(set) var plans: Int32 = 0
     private(set) var planMetatable: Int32 = 0
     var planCount = 0
+    /// The tree's chain-change count when the first of the plans kept was made, and how many
+    /// plans were refused since the table was last counted.
+    var plansEpoch = 0
+    var refusedPlans = 0
 
     init(host: LuaHost, hierarchy: Hierarchy) throws(HierarchyError) {
         self.host = host

@@ -14,7 +14,8 @@ import CLua
 /// own `triggerEvent` the first time it dispatches from the node at the top level, and only
 /// while nothing it skips is on (tracing, safety declarations, an observer). It is current
 /// while the tree's chain-change count stands still. At most `maxPlans` are kept, in a
-/// weak-keyed table (node userdata -> plan), so they cost memory only for nodes Lua holds.
+/// weak-keyed table (node userdata -> plan), so they cost memory only for nodes Lua holds
+/// (`makeRoom` says what happens at the limit).
 extension LuaBridge {
     /// How many plans are kept before all are dropped and made again as needed.
     static let maxPlans = 1024
@@ -78,10 +79,8 @@ extension LuaBridge {
             if luahier_tointeger(L, -1) == node.tree.chainChanges.pointee { return }
         }
         lua_settop(L, table)
-        if planCount >= Self.maxPlans {
-            clear(tableAt: table)
-            planCount = 0
-        }
+        if planCount >= Self.maxPlans && !makeRoom(inPlansAt: table, changes: node.tree.chainChanges.pointee) { return }
+        if planCount == 0 { plansEpoch = node.tree.chainChanges.pointee }
         lua_pushvalue(L, userdata)
         if let plan = ChainPlan.make(from: node, root: hierarchy.root, traced: hierarchy.traceLevel == .path) {
             push(plan, from: node)
@@ -90,6 +89,36 @@ extension LuaBridge {
             lua_pushnil(L)
         }
         lua_rawset(L, table)
+    }
+
+    /// Whether a plan may be made with `maxPlans` made already. Once the tree has changed since
+    /// the first of them, some may be stale: all go, and plans are made again as needed.
+    /// Otherwise those kept stay (emptying them would make a script that cycles through more
+    /// nodes than that make a plan per dispatch and use none); every `maxPlans` refusals the
+    /// table is counted again, as the collector takes the plans of nodes Lua let go.
+    private func makeRoom(inPlansAt table: Int32, changes: Int) -> Bool {
+        if changes != plansEpoch {
+            clear(tableAt: table)
+            planCount = 0
+            return true
+        }
+        refusedPlans += 1
+        guard refusedPlans >= Self.maxPlans else { return false }
+        refusedPlans = 0
+        planCount = count(tableAt: table)
+        return planCount < Self.maxPlans
+    }
+
+    /// [-0, +0, -] How many entries the table at `index` has.
+    private func count(tableAt index: Int32) -> Int {
+        let L = host.thread
+        var count = 0
+        lua_pushnil(L)
+        while lua_next(L, index) != 0 {
+            luahier_pop(L, 1)
+            count += 1
+        }
+        return count
     }
 
     /// [-0, +0, -] Empties the table at `index`.
