@@ -481,6 +481,16 @@ typedef struct luahier_Run {
     int called_count;
 } luahier_Run;
 
+/* [-1, +(0|1), e] Calls the function on top with the value at `value`. Returns 1 with its
+ * answer on the stack unless the answer is the interned "notHandled" (then 0, popped). */
+static inline int luahier_callresponder(lua_State *L, int value, const void *not_handled) {
+    lua_pushvalue(L, value);
+    lua_call(L, 1, 1);
+    if (lua_type(L, -1) != LUA_TSTRING || lua_topointer(L, -1) != not_handled) return 1;
+    lua_pop(L, 1);
+    return 0;
+}
+
 /* [-2, +(0|1), e] A lua_CFunction, called protected with (light userdata run, value). On an
  * error, `reached` names the responder that raised it. */
 static inline int luahier_runresponders(lua_State *L) {
@@ -492,13 +502,10 @@ static inline int luahier_runresponders(lua_State *L) {
     for (int i = 0; i < run->count; i++) {
         run->reached = i;
         lua_rawgeti(L, LUA_REGISTRYINDEX, run->refs[i]);
-        lua_pushvalue(L, 2);
-        lua_call(L, 1, 1);
-        if (lua_type(L, -1) != LUA_TSTRING || lua_topointer(L, -1) != run->not_handled) {
+        if (luahier_callresponder(L, 2, run->not_handled)) {
             run->stopped = 1;
             return 1;
         }
-        lua_pop(L, 1);
         if (*run->changes != run->changes_at_start) {
             run->reached = i + 1;
             return 0;
@@ -602,13 +609,10 @@ static inline int luahier_runplan(lua_State *L) {
             return 0;
         }
         if (run->called_count < (int)sizeof run->called) run->called[run->called_count++] = (unsigned char)i;
-        lua_pushvalue(L, 3);
-        lua_call(L, 1, 1);
-        if (lua_type(L, -1) != LUA_TSTRING || lua_topointer(L, -1) != run->not_handled) {
+        if (luahier_callresponder(L, 3, run->not_handled)) {
             run->stopped = 1;
             return 1;
         }
-        lua_pop(L, 1);
         if (*run->changes != run->changes_at_start) {
             run->stopped = 3;
             return 0;

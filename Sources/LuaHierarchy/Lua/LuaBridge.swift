@@ -439,9 +439,19 @@ final class LuaBridge {
 
     func dispatch(_ message: Message, at node: Node, _ call: HostCall) throws -> Int32 {
         host.charge(instructions: Self.dispatchCharge)
+        return try pushOutcome(of: call) { () throws(DispatchDepthExceeded) in
+            try hierarchy.dispatcher.dispatch(message, at: node)
+        }
+    }
+
+    /// Runs a dispatch for a host function, charges its hops and pushes its outcome; a refused
+    /// one (too deep) is raised at the caller's line.
+    func pushOutcome(
+        of call: HostCall, _ dispatch: () throws(DispatchDepthExceeded) -> DispatchResult
+    ) throws -> Int32 {
         let result: DispatchResult
         do {
-            result = try hierarchy.dispatcher.dispatch(message, at: node)
+            result = try dispatch()
         } catch {
             throw RaisedMessage(message: Message(swiftError: error, where: call.callerLocation ?? "?"))
         }

@@ -238,15 +238,9 @@ extension LuaBridge {
         default:
             throw Self.notFinishable
         }
-        let result: DispatchResult
-        do {
-            result = try hierarchy.dispatcher.resume(plan, passed: passed, reply: reply, start: start, with: event)
-        } catch {
-            throw RaisedMessage(message: Message(swiftError: error, where: call.callerLocation ?? "?"))
+        return try pushOutcome(of: call) { () throws(DispatchDepthExceeded) in
+            try hierarchy.dispatcher.resume(plan, passed: passed, reply: reply, start: start, with: event)
         }
-        host.charge(instructions: Int64(result.hops))
-        pushOutcome(result)
-        return 1
     }
 
     /// [-0, +1, m] The trace of a traced walk the fast path finished by itself, from the
