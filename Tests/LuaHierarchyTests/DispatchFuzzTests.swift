@@ -150,6 +150,22 @@ struct DispatchFuzzTests {
         }
     }
 
+    /// Registers the generated chain's responders, in Lua or Swift as generated, from the root
+    /// down so registration order on each node is the generated one.
+    static func register(_ chain: [(path: String, responders: [GeneratedResponder])], in f: Fixture) throws {
+        for (path, responders) in chain.reversed() {
+            let node = try f.hierarchy.makeNode(at: path)
+            for responder in responders {
+                if responder.inSwift {
+                    register(responder, on: node)
+                } else {
+                    let filter = responder.filter.map { "{" + $0.map { "'\($0)'" }.joined(separator: ", ") + "}, " } ?? ""
+                    try f.lua("hier.node('\(path)'):\(responder.kind.rawValue)(\(filter)function(v) \(luaBody(responder)) end)")
+                }
+            }
+        }
+    }
+
     @Test func randomChainsMatchTheReferenceModel() throws {
         for seed in Self.firstSeed..<(Self.firstSeed + UInt64(Self.caseCount)) {
             var random = SplitMix64(state: seed)
@@ -160,18 +176,7 @@ struct DispatchFuzzTests {
             let f = try Fixture()
             var dispatches = 0
             f.hierarchy.onDispatch = { _, depth in if depth == 1 { dispatches += 1 } }
-            // Register from the root down so registration order on each node is the generated one.
-            for (path, responders) in chain.reversed() {
-                let node = try f.hierarchy.makeNode(at: path)
-                for responder in responders {
-                    if responder.inSwift {
-                        Self.register(responder, on: node)
-                    } else {
-                        let filter = responder.filter.map { "{" + $0.map { "'\($0)'" }.joined(separator: ", ") + "}, " } ?? ""
-                        try f.lua("hier.node('\(path)'):\(responder.kind.rawValue)(\(filter)function(v) \(Self.luaBody(responder)) end)")
-                    }
-                }
-            }
+            try Self.register(chain, in: f)
             let leaf = chain[0].path
             let value: Value = start.0 == .event ? .event(start.1) : .error(start.1, message: "start")
             let outcome = try start.0 == .event ? f.hierarchy.trigger(value, at: leaf) : f.hierarchy.report(value, at: leaf)

@@ -357,17 +357,7 @@ struct FastPathTests {
             let type = DispatchFuzzTests.types.randomElement(using: &random)!
             let expected = ReferenceModel.run(chain, start: (.event, type))
             let f = try Fixture()
-            for (path, responders) in chain.reversed() {
-                let node = try f.hierarchy.makeNode(at: path)
-                for responder in responders {
-                    if responder.inSwift {
-                        DispatchFuzzTests.register(responder, on: node)
-                    } else {
-                        let filter = responder.filter.map { "{" + $0.map { "'\($0)'" }.joined(separator: ", ") + "}, " } ?? ""
-                        try f.lua("hier.node('\(path)'):\(responder.kind.rawValue)(\(filter)function(v) \(DispatchFuzzTests.luaBody(responder)) end)")
-                    }
-                }
-            }
+            try DispatchFuzzTests.register(chain, in: f)
             let lines = try f.output("""
                 -- Held: a plan lives as long as its node's userdata.
                 local node = hier.node('\(chain[0].path)')

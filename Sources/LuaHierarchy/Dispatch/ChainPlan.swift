@@ -53,9 +53,6 @@ final class ChainPlan {
             traced: traced)
     }
 
-    /// Whether the tree has not changed since the plan was made.
-    var isCurrent: Bool { links[0].node.tree.chainChanges.pointee == stamp }
-
     /// The responder at event entry `entry`.
     func responder(atEntry entry: Int) -> Responder {
         let position = eventEntries[entry]
