@@ -467,15 +467,15 @@ static inline int luahier_msgh(lua_State *L) {
 /* Consecutive Lua `receive*` responders of one dispatch, called in one protected call instead
  * of one each (LuaResponderRunner.swift). The dispatcher's rules still hold: each is called
  * with the same value, in order; the first answer other than the interned "notHandled" ends
- * the run and goes back to Swift, which applies it; so does any registration change (a
- * responder removed meanwhile must not be called). */
+ * the run and goes back to Swift, which applies it; so does any change to the tree's chains
+ * (a responder removed meanwhile must not be called). */
 typedef struct luahier_Run {
     const int *refs;          /* registry references of the functions, in order */
     int count;
     int reached;              /* the index being called; after the run, how far it got */
     int stopped;              /* 1: refs[reached] answered, its answer is on the stack */
     const void *not_handled;  /* the interned "notHandled" string */
-    const long *changes;      /* a counter of registration changes, and its value at start */
+    const long *changes;      /* the tree's chain-change count, and its value at start */
     long changes_at_start;
     unsigned char called[64]; /* the plan walk: the entries it called, in order (for traces) */
     int called_count;
