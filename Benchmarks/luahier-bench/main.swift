@@ -53,7 +53,7 @@ func jsonParsers(_ path: String) throws {
 if let flag = CommandLine.arguments.firstIndex(of: "--profile-swift"), flag + 1 < CommandLine.arguments.count,
     let count = Int(CommandLine.arguments[flag + 1])
 {
-    let hierarchy = try Hierarchy()
+    let hierarchy = try Hierarchy(options: engineOptions())
     var node = hierarchy.root
     for level in 1...10 {
         node = try node.child("s\(level)")

@@ -219,6 +219,9 @@ public final class Hierarchy {
         (Int(bridge.fastState.pointee.walks), Int(bridge.fastState.pointee.handovers), bridge.planCount)
     }
 
+    /// How many dispatches went along a kept plan, and how many plans are kept (KeptPlans.swift).
+    var keptPlans: (walks: Int, plans: Int) { (dispatcher.plannedWalks, dispatcher.keptPlanCount) }
+
     /// Bytes the Lua state holds now, and at most since it was created.
     public var luaMemory: (used: Int, peak: Int) { (host.memoryUsed, host.memoryPeak) }
 

@@ -98,6 +98,13 @@ final class Dispatcher {
         try enterNesting()
         defer { leaveNesting() }
 
+        let level = traceLevel
+        let checksSafety = safety != .disabled && root.tree.declaringNodes > 0
+        if level != .full && !checksSafety,
+            let plan = keptPlans.plan(from: origin, root: root, traced: level == .path)
+        {
+            return walk(plan, from: initial, traced: level == .path)
+        }
         // One chain buffer per nesting depth, reused: no allocation per dispatch. It is taken
         // out of `chainBuffers` while in use (nested dispatches then never copy it) and put
         // back emptied, so it keeps no node alive between dispatches.
@@ -114,8 +121,7 @@ final class Dispatcher {
             guard let parent = top.parent else { break }
             top = parent
         }
-        let level = traceLevel
-        let safetyCheck = safety != .disabled && root.tree.declaringNodes > 0 ? SafetyCheck(level: safety, origin: origin) : nil
+        let safetyCheck = checksSafety ? SafetyCheck(level: safety, origin: origin) : nil
         // Consecutive Lua receive responders go to the runner as one run. Not with full
         // tracing (it records the value around every call), nor while the safety check may
         // replace the value between nodes, nor in nested dispatches: a run costs Lua one more
@@ -125,6 +131,53 @@ final class Dispatcher {
         return walk(
             chain, detached: top !== root, from: initial, at: origin, level: level, trace: level == .off ? nil : [],
             safetyCheck: safetyCheck, runner: runner, start: RunPosition(node: 0, offset: 0), after: nil)
+    }
+
+    /// Plans for dispatches started here (from Swift, or by Lua where the fast path does not
+    /// apply), kept per origin.
+    @exclusivity(unchecked) private var keptPlans = KeptPlans()
+    /// How many dispatches went along a kept plan (for tests).
+    private(set) var plannedWalks = 0
+    /// How many plans are kept now (for tests).
+    var keptPlanCount: Int { keptPlans.count }
+
+    /// A dispatch along a kept plan: no chain to build. Untraced, the plan's responders of the
+    /// value's domain are called here for as long as they are Swift or single-call `receive*`
+    /// responders answering `notHandled`; at anything else (another kind, a Lua responder the
+    /// runner calls in runs, any other answer) the general walk takes over at that responder.
+    private func walk(_ plan: ChainPlan, from initial: Message, traced: Bool) -> DispatchResult {
+        plannedWalks &+= 1
+        let origin = plan.links[0].node
+        let runner = depth > 1 ? nil : self.runner
+        if traced {
+            return walk(
+                plan.links, detached: plan.detached, from: initial, at: origin, level: .path, trace: [],
+                safetyCheck: nil, runner: runner, start: RunPosition(node: 0, offset: 0), after: nil)
+        }
+        var current = initial
+        for entry in current.domain == .event ? plan.eventEntries : plan.errorEntries {
+            // Whether the responder sees the value, and its answer if it is called here (nil:
+            // the general walk calls it). A tuple: an enum of the three cases costs more per hop.
+            let (sees, reply): (Bool, ResponderReply?) = entry.withResponder { responder in
+                guard !responder.isRemoved, responder.filter.matches(current.type) else { return (false, nil) }
+                let kind = responder.kind
+                guard (kind == .receiveEvent || kind == .receiveError) && (runner == nil || responder.runToken == 0)
+                else { return (true, nil) }
+                return (true, responder.body.call(with: &current, returning: kind.replacementDomain))
+            }
+            guard sees else { continue }
+            if case .notHandled = reply { continue }
+            let after = reply.map { ($0, entry.position) }
+            return walk(
+                plan.links, detached: plan.detached, from: current, at: origin, level: .off, trace: nil,
+                safetyCheck: nil, runner: runner, start: entry.position, after: after)
+        }
+        let present = current.domain == .error
+        let result = DispatchResult(
+            status: plan.detached ? .detached : .unhandled, message: consume current, handledBy: nil,
+            responder: nil, trace: nil, origin: origin, hops: plan.links.count)
+        settle(result, present: present)
+        return result
     }
 
     /// Whether a top-level dispatch may be walked by a runner of its own with a `ChainPlan`
@@ -147,16 +200,15 @@ final class Dispatcher {
         try enterNesting()
         defer { leaveNesting() }
         let trace = plan.traced
-            ? passed.map { entry in
-                let position = plan.eventEntries[entry]
-                let link = plan.links[Int(position.node)]
-                let offset = Int(position.offset)
-                return step(link.node, offset, link.responders[offset], message.type, .notHandled, nil, nil)
+            ? passed.map { index in
+                let entry = plan.eventEntries[index]
+                let node = plan.links[Int(entry.position.node)].node
+                return step(node, Int(entry.position.offset), entry.responder, message.type, .notHandled, nil, nil)
             } : nil
         return walk(
             plan.links, detached: plan.detached, from: message, at: plan.links[0].node,
             level: plan.traced ? .path : .off, trace: trace, safetyCheck: nil, runner: depth > 1 ? nil : runner,
-            start: start, after: reply.map { ($0.0, plan.eventEntries[$0.atEntry]) })
+            start: start, after: reply.map { ($0.0, plan.eventEntries[$0.atEntry].position) })
     }
 
     /// Walks `initial` up `chain` from the cursor `start` (SPEC §4), first applying
@@ -306,11 +358,11 @@ final class Dispatcher {
             offset += 1
         }
 
-        return finish(
-            DispatchResult(
-                status: detached ? .detached : .unhandled, message: current, handledBy: nil,
-                responder: nil, trace: trace, origin: origin),
-            present: current.domain == .error, hops: chain.count)
+        let result = DispatchResult(
+            status: detached ? .detached : .unhandled, message: current, handledBy: nil,
+            responder: nil, trace: trace, origin: origin, hops: chain.count)
+        settle(result, present: result.message.domain == .error)
+        return result
     }
 
     /// The most responders one run holds; a longer stretch is called as several runs.
@@ -329,20 +381,22 @@ final class Dispatcher {
         case (_, .aborted(var error)):
             error.setIfAbsent("where", to: responder.location)
             trace?.append(step(node, offset, responder, inputType, .raised(type: error.type), before, nil))
-            return finish(
-                DispatchResult(
-                    status: .unhandled, message: error, handledBy: nil, responder: nil, trace: trace, origin: origin),
-                present: true, hops: hops)
+            let result = DispatchResult(
+                status: .unhandled, message: error, handledBy: nil, responder: nil, trace: trace, origin: origin,
+                hops: hops)
+            settle(result, present: true)
+            return result
         case (_, .raised(let error)):
             produced = error
             stepResult = .raised(type: error.type)
         case (.handleEvent, _), (.handleError, _), (.receiveEvent, .handled), (.receiveError, .handled):
             trace?.append(step(node, offset, responder, inputType, .handled, before, nil))
             let info = ResponderInfo(index: offset + 1, location: responder.location, kind: kind)
-            return finish(
-                DispatchResult(
-                    status: .handled, message: current, handledBy: node, responder: info, trace: trace, origin: origin),
-                present: false, hops: hops)
+            let result = DispatchResult(
+                status: .handled, message: current, handledBy: node, responder: info, trace: trace, origin: origin,
+                hops: hops)
+            settle(result, present: false)
+            return result
         case (.handleAlertErrors, .choice(let choice)):
             // isAlertable read the title raw; a value that cannot be read as plain data after
             // all is left to the responders after this one.
@@ -359,9 +413,10 @@ final class Dispatcher {
             var result = DispatchResult(
                 status: .handled, message: current, handledBy: node,
                 responder: ResponderInfo(index: offset + 1, location: responder.location, kind: kind),
-                trace: trace, origin: origin)
+                trace: trace, origin: origin, hops: hops)
             result.choice = resolve(alert)
-            return finish(result, present: false, hops: hops)
+            settle(result, present: false)
+            return result
         case (.receiveEvent, .notHandled), (.receiveError, .notHandled):
             trace?.append(step(node, offset, responder, inputType, .notHandled, before, nil))
             return nil
@@ -408,13 +463,11 @@ final class Dispatcher {
     }
 
     /// Presents an unhandled error (unless asked not to) and lets the observer see the end.
-    private func finish(_ result: DispatchResult, present: Bool, hops: Int) -> DispatchResult {
-        var result = result
-        result.hops = hops
+    /// It borrows the result its caller then returns: passing it through would copy it.
+    private func settle(_ result: borrowing DispatchResult, present: Bool) {
         // A cut chain reaches the presenter only when the policy says so (SPEC §2).
         if present { self.present(result.message, reportedAt: result.origin) }
         observer?(result, depth)
-        return result
     }
 
     /// Hands an unhandled error to the presenter. One from a detached subtree (a cut chain)

@@ -62,7 +62,9 @@ public enum TypeFilter: Hashable, Sendable {
 }
 
 /// What a responder body gave back, before the dispatcher reads it by the responder's kind.
-enum ResponderReply {
+/// Indirect: the common answers carry nothing, and a reply one word wide is returned in a
+/// register instead of being copied through memory on every call.
+indirect enum ResponderReply {
     case handled
     case notHandled
     /// A value, already normalized into the domain the dispatcher asked for.

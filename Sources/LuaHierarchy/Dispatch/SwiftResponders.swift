@@ -18,7 +18,14 @@ final class SwiftResponderBody: ResponderBody {
 
     func call(with input: inout Message, returning domain: Domain) -> ResponderReply {
         do {
-            switch try closure(try input.toValue()) {
+            let result: ReceiveResult
+            // A plain value is lent to the closure as it is, without a copy.
+            if case .value(let value) = input.payload {
+                result = try closure(value)
+            } else {
+                result = try closure(try input.toValue())
+            }
+            switch result {
             case .handled: return .handled
             case .notHandled: return .notHandled
             // The verdict words mean what they mean from Lua, whichever kind returns them.

@@ -156,9 +156,9 @@ extension LuaBridge {
         lua_pushboolean(L, plan.traced ? 1 : 0)
         set(LUAHIER_PLAN_TRACED)
         for entry in 0..<count {
-            let position = plan.eventEntries[entry]
+            let position = plan.eventEntries[entry].position
             let link = plan.links[Int(position.node)]
-            let responder = link.responders[Int(position.offset)]
+            let responder = plan.eventEntries[entry].responder
             let slot = first + stride * entry
             // Lua receiveEvent responders are called in C; the others are the host's to call.
             if responder.kind == .receiveEvent && responder.runToken != 0 {
@@ -217,7 +217,7 @@ extension LuaBridge {
         guard (entry < plan.eventEntries.count) != (code == LUAHIER_STOP_END), !answered || passed.last == entry else {
             throw Self.notFinishable
         }
-        var start = entry < plan.eventEntries.count ? plan.eventEntries[entry] : RunPosition(node: 0, offset: 0)
+        var start = entry < plan.eventEntries.count ? plan.eventEntries[entry].position : RunPosition(node: 0, offset: 0)
         switch code {
         case LUAHIER_STOP_ANSWER:
             passed.removeLast()

@@ -121,7 +121,8 @@ final class LuaHost {
         state.pointee.instruction_limit = Int64(limits.instructions ?? 0)
         state.pointee.instructions_left = Int64(limits.instructions ?? 0)
         state.pointee.time_limit = limits.time ?? 0
-        state.pointee.deadline = luahier_now() + (limits.time ?? 0)
+        // Reading the clock is only worth its cost when there is a time limit.
+        state.pointee.deadline = limits.time.map { luahier_now() + $0 } ?? 0
         state.pointee.last_line = 0
         defer {
             state.pointee.active = 0
