@@ -64,6 +64,15 @@ if let flag = CommandLine.arguments.firstIndex(of: "--profile-swift"), flag + 1 
     exit(0)
 }
 
+/// `--profile-swift-lua N`: only N depth-10 dispatches started from Swift through Lua
+/// responders, for a profiler.
+if let flag = CommandLine.arguments.firstIndex(of: "--profile-swift-lua"), flag + 1 < CommandLine.arguments.count,
+    let count = Int(CommandLine.arguments[flag + 1])
+{
+    _ = try engineFromSwift(depth: 10, count: count)
+    exit(0)
+}
+
 if let flag = CommandLine.arguments.firstIndex(of: "--json"), flag + 1 < CommandLine.arguments.count {
     try jsonParsers(CommandLine.arguments[flag + 1])
     exit(0)
@@ -168,7 +177,8 @@ func engineFromLua(depth: Int, handledAtLeaf: Bool = false, tracing: TraceLevel 
     return try measure(dispatches) { n in try hierarchy.run(source: "\(loop)(\(n))", chunkName: "run.lua") }
 }
 
-func engineFromSwift(depth: Int) throws -> Double {
+/// `count`: that many dispatches, unmeasured (for a profiler), instead of a measure.
+func engineFromSwift(depth: Int, count: Int? = nil) throws -> Double {
     let hierarchy = try Hierarchy(options: engineOptions())
     try hierarchy.run(source: """
         local node = hier.root
@@ -179,6 +189,10 @@ func engineFromSwift(depth: Int) throws -> Double {
         """, chunkName: "bench.lua")
     let leaf = try hierarchy.node(at: (1...depth).map { "/n\($0)" }.joined())!
     let event = Value.event("Tap")
+    if let count {
+        for _ in 0..<count { _ = try hierarchy.trigger(event, at: leaf) }
+        return 0
+    }
     return try measure(dispatches / 4) { n in
         for _ in 0..<n { _ = try hierarchy.trigger(event, at: leaf) }
     }

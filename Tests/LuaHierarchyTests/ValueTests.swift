@@ -114,7 +114,7 @@ struct ValueTests {
                     e.nested.list[3], e.nested.map.deep[1], e.nested.list[2], e.flag, e.neg, e.big)
               return "handled"
             end)
-            child:triggerEvent({type = "Payload", i = 3, f = 3.0, bytes = "a\\0b", bad = "\\xff\\xfe",
+            child:triggerEvent({type = "Payload", i = 3, f = 3.0, bytes = "a\\0b", bad = "\\xff\\xfe", accents = "héllo wörld",
               nested = {list = {1, "two", 3.5}, map = {deep = {1}}}, flag = false, neg = -0.5,
               big = math.maxinteger})
             """)
@@ -123,6 +123,7 @@ struct ValueTests {
         #expect(value["f"] == .double(3.0))
         #expect(value["bytes"] == .string("a\0b"))
         #expect(value["bad"] == .bytes([0xFF, 0xFE]))
+        #expect(value["accents"] == .string("héllo wörld"))
         #expect(value["nested"]?["list"] == .array([.int(1), .string("two"), .double(3.5)]))
         #expect(value["big"] == .int(Int64.max))
         #expect(lines == ["integer\tfloat\t3.0\t3\t0\t255\t3.5\t1\ttwo\tfalse\t-0.5\t9223372036854775807"])
@@ -147,12 +148,19 @@ struct ValueTests {
             local t = deep
             for i = 1, 300 do t.next = {}; t = t.next end
             print(n:triggerEvent(deep).value.message)
+            o = n:triggerEvent({type = "Path", user = {tags = {"a", "b", print}}})
+            print(o.value.message)
+            o = n:triggerEvent({type = "Key", ["\\xff"] = 1})
+            print(o.value.message)
             """)
         #expect(lines[0] == "error\tPayloadError\ta table that contains itself (a cycle) at .self")
         #expect(lines[1] == "error\tPayloadError\ta function cannot be copied as plain data at .callback")
         #expect(lines[2] == "PayloadError\ta table that mixes string keys and integer keys")
         #expect(lines[3] == "an array with holes or keys not starting at 1 at .list")
         #expect(lines[4].hasPrefix("tables nested deeper than 200"))
+        // The path names every level, keys and indexes alike.
+        #expect(lines[5] == "a function cannot be copied as plain data at .user.tags[3]")
+        #expect(lines[6] == "a key that is not valid UTF-8")
     }
 
     @Test func swiftValuesBecomeOneLuaTableSharedByLaterResponders() throws {

@@ -139,4 +139,9 @@ public struct PayloadError: Error, Hashable, Sendable, CustomStringConvertible {
         self.reason = reason
     }
     public var description: String { path.isEmpty ? reason : "\(reason) at \(path)" }
+
+    /// The same failure seen from the value that holds this one under `key` (`.name`, `[3]`).
+    func inside(_ key: String) -> PayloadError {
+        PayloadError(path: key + path, reason: reason)
+    }
 }

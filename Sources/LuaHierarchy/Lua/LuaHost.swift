@@ -22,6 +22,8 @@ final class LuaHost {
     /// Objects whose Lua userdata was collected. Released at the next safe point, never
     /// inside a finalizer: a `deinit` may call back into Lua.
     @exclusivity(unchecked) private var pendingReleases: [Unmanaged<AnyObject>] = []
+    /// Scratch for copying Lua values as plain data (LuaValues.swift): the tables being copied.
+    @exclusivity(unchecked) var payloadAncestors: [UnsafeRawPointer] = []
     @exclusivity(unchecked) private var protectedDepth = 0
     /// Registry reference to a weak-keyed table: table -> true (event) / false (error).
     private(set) var domainTags: Int32 = 0

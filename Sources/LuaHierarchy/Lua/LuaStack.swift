@@ -13,6 +13,24 @@ extension LuaHost {
     }
 
     /// [-0, +0, -] The string at `index`, decoded as UTF-8 (invalid sequences replaced).
+    /// The bytes of the string at `index`, lent to `body` without a copy (valid only there).
+    func withBytes<Result>(at index: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        var length = 0
+        let pointer = lua_tolstring(thread, index, &length)
+        let start = pointer.map { UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self) }
+        return body(UnsafeBufferPointer(start: start, count: start == nil ? 0 : length))
+    }
+
+    /// The string at `index` if it is valid UTF-8. ASCII, the common case, is decoded
+    /// directly: `String(validating:)` is generic, and unspecialized it looks up type
+    /// metadata on every call.
+    func validString(at index: Int32) -> String? {
+        withBytes(at: index) { bytes in
+            if !bytes.contains(where: { $0 >= 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
+            return String(validating: bytes, as: UTF8.self)
+        }
+    }
+
     func string(at index: Int32) -> String? {
         guard lua_type(thread, index) == LUA_TSTRING else { return nil }
         var length = 0

@@ -10,17 +10,26 @@ extension LuaHost {
     /// cannot hold; otherwise such parts are described in strings (for messages).
     func value(at index: Int32, strict: Bool) throws(PayloadError) -> Value {
         let top = lua_gettop(thread)
-        var visiting = Set<UnsafeRawPointer>()
+        // The tables being copied, outermost first (a cycle is a table inside itself). Reused:
+        // a copy allocates only what it builds. Copying runs no Lua code, so never re-enters.
+        var ancestors = payloadAncestors
+        payloadAncestors = []
+        defer {
+            ancestors.removeAll(keepingCapacity: true)
+            payloadAncestors = ancestors
+        }
         do {
-            return try value(at: lua_absindex(thread, index), path: "", depth: 0, visiting: &visiting, strict: strict)
+            return try value(at: lua_absindex(thread, index), ancestors: &ancestors, strict: strict)
         } catch {
             lua_settop(thread, top)
             throw error
         }
     }
 
+    /// The path of a failure is built as the error goes back out, level by level, so a copy
+    /// that succeeds spends nothing on paths.
     private func value(
-        at index: Int32, path: String, depth: Int, visiting: inout Set<UnsafeRawPointer>, strict: Bool
+        at index: Int32, ancestors: inout [UnsafeRawPointer], strict: Bool
     ) throws(PayloadError) -> Value {
         let L = thread
         switch lua_type(L, index) {
@@ -29,33 +38,32 @@ extension LuaHost {
         case LUA_TNUMBER:
             return lua_isinteger(L, index) != 0 ? .int(luahier_tointeger(L, index)) : .double(luahier_tonumber(L, index))
         case LUA_TSTRING:
-            let bytes = bytes(at: index)!
-            if let text = String(validating: bytes, as: UTF8.self) { return .string(text) }
-            return .bytes(bytes)
+            if let text = validString(at: index) { return .string(text) }
+            return .bytes(withBytes(at: index) { Array($0) })
         case LUA_TTABLE:
-            return try tableValue(at: index, path: path, depth: depth, visiting: &visiting, strict: strict)
+            return try tableValue(at: index, ancestors: &ancestors, strict: strict)
         default:
             let kind = typeName(at: index)
-            if strict { throw PayloadError(path: path, reason: "a \(kind) cannot be copied as plain data") }
+            if strict { throw PayloadError(path: "", reason: "a \(kind) cannot be copied as plain data") }
             return .string("<\(kind)>")
         }
     }
 
     private func tableValue(
-        at table: Int32, path: String, depth: Int, visiting: inout Set<UnsafeRawPointer>, strict: Bool
+        at table: Int32, ancestors: inout [UnsafeRawPointer], strict: Bool
     ) throws(PayloadError) -> Value {
         let L = thread
         let identity = lua_topointer(L, table)!
-        if visiting.contains(identity) {
-            if strict { throw PayloadError(path: path, reason: "a table that contains itself (a cycle)") }
+        if ancestors.contains(identity) {
+            if strict { throw PayloadError(path: "", reason: "a table that contains itself (a cycle)") }
             return .string("<cycle>")
         }
-        guard depth < Self.maxPayloadDepth, lua_checkstack(L, 4) != 0 else {
-            if strict { throw PayloadError(path: path, reason: "tables nested deeper than \(Self.maxPayloadDepth)") }
+        guard ancestors.count < Self.maxPayloadDepth, lua_checkstack(L, 4) != 0 else {
+            if strict { throw PayloadError(path: "", reason: "tables nested deeper than \(Self.maxPayloadDepth)") }
             return .string("<too deep>")
         }
-        visiting.insert(identity)
-        defer { visiting.remove(identity) }
+        ancestors.append(identity)
+        defer { ancestors.removeLast() }
 
         var fields: [String: Value] = [:]
         var items: [(key: Int64, value: Value)] = []
@@ -64,19 +72,26 @@ extension LuaHost {
             // key at -2, value at -1
             switch lua_type(L, -2) {
             case LUA_TSTRING:
-                let keyBytes = bytes(at: -2)!
-                guard let key = String(validating: keyBytes, as: UTF8.self) else {
-                    if strict { throw PayloadError(path: path, reason: "a key that is not valid UTF-8") }
-                    fields[String(decoding: keyBytes, as: UTF8.self)] = .string("<bytes key>")
+                guard let key = validString(at: -2) else {
+                    if strict { throw PayloadError(path: "", reason: "a key that is not valid UTF-8") }
+                    fields[string(at: -2)!] = .string("<bytes key>")
                     break
                 }
-                fields[key] = try value(at: lua_gettop(L), path: path + "." + key, depth: depth + 1, visiting: &visiting, strict: strict)
+                do {
+                    fields[key] = try value(at: lua_gettop(L), ancestors: &ancestors, strict: strict)
+                } catch {
+                    throw error.inside("." + key)
+                }
             case LUA_TNUMBER where lua_isinteger(L, -2) != 0:
                 let key = luahier_tointeger(L, -2)
-                items.append((key, try value(at: lua_gettop(L), path: "\(path)[\(key)]", depth: depth + 1, visiting: &visiting, strict: strict)))
+                do {
+                    items.append((key, try value(at: lua_gettop(L), ancestors: &ancestors, strict: strict)))
+                } catch {
+                    throw error.inside("[\(key)]")
+                }
             default:
                 if strict {
-                    throw PayloadError(path: path, reason: "a key of type \(typeName(at: -2)) (keys are strings, or 1...n for arrays)")
+                    throw PayloadError(path: "", reason: "a key of type \(typeName(at: -2)) (keys are strings, or 1...n for arrays)")
                 }
             }
             luahier_pop(L, 1)
@@ -90,7 +105,7 @@ extension LuaHost {
             let reason = fields.isEmpty
                 ? "an array with holes or keys not starting at 1"
                 : "a table that mixes string keys and integer keys"
-            throw PayloadError(path: path, reason: reason)
+            throw PayloadError(path: "", reason: reason)
         }
         for item in items { fields[String(item.key)] = item.value }
         return .map(fields)
