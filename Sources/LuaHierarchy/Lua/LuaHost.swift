@@ -128,8 +128,9 @@ final class LuaHost {
         state.pointee.last_line = 0
         defer {
             state.pointee.active = 0
+            // A tripped limit set the hook to fire at every instruction: back to the interval.
+            if state.pointee.exceeded != 0 { luahier_installhook(mainThread) }
             state.pointee.exceeded = 0
-            luahier_installhook(mainThread)
         }
         return try body()
     }
