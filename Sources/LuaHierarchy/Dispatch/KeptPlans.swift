@@ -35,6 +35,9 @@ struct KeptPlans {
             forget()
             epoch = changes
         }
+        // A plan holds its origin, so no other node can have its address. A noted identity
+        // holds nothing: a new node at a freed one's address may inherit its `seen` or
+        // `refused`, which only changes when a plan is made, never what a dispatch does.
         let identity = ObjectIdentifier(origin)
         let address = UInt(bitPattern: identity)
         // Objects are 16-byte aligned; the higher bits mix in nodes made far apart.
