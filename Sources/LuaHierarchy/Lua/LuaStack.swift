@@ -5,15 +5,12 @@ extension LuaHost {
     /// [-0, +0, -] The bytes of the string at `index` (never converts a number in place).
     func bytes(at index: Int32) -> [UInt8]? {
         guard lua_type(thread, index) == LUA_TSTRING else { return nil }
-        var length = 0
-        guard let pointer = lua_tolstring(thread, index, &length) else { return nil }
-        return pointer.withMemoryRebound(to: UInt8.self, capacity: length) {
-            Array(UnsafeBufferPointer(start: $0, count: length))
-        }
+        return withBytes(at: index) { Array($0) }
     }
 
-    /// [-0, +0, -] The string at `index`, decoded as UTF-8 (invalid sequences replaced).
-    /// The bytes of the string at `index`, lent to `body` without a copy (valid only there).
+    /// [-0, +0, -] The bytes of the string at `index`, lent to `body` without a copy (valid
+    /// only there). The value must be a string: `lua_tolstring` would turn a number into one
+    /// in place, which breaks a `lua_next` traversal when done to a key.
     func withBytes<Result>(at index: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         var length = 0
         let pointer = lua_tolstring(thread, index, &length)
@@ -21,9 +18,9 @@ extension LuaHost {
         return body(UnsafeBufferPointer(start: start, count: start == nil ? 0 : length))
     }
 
-    /// The string at `index` if it is valid UTF-8. ASCII, the common case, is decoded
-    /// directly: `String(validating:)` is generic, and unspecialized it looks up type
-    /// metadata on every call.
+    /// [-0, +0, -] The string at `index` (a string, as for `withBytes`) if it is valid
+    /// UTF-8. ASCII, the common case, is decoded directly: `String(validating:)` is generic,
+    /// and unspecialized it looks up type metadata on every call.
     func validString(at index: Int32) -> String? {
         withBytes(at: index) { bytes in
             if !bytes.contains(where: { $0 >= 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
@@ -31,13 +28,10 @@ extension LuaHost {
         }
     }
 
+    /// [-0, +0, -] The string at `index`, decoded as UTF-8 (invalid sequences replaced).
     func string(at index: Int32) -> String? {
         guard lua_type(thread, index) == LUA_TSTRING else { return nil }
-        var length = 0
-        guard let pointer = lua_tolstring(thread, index, &length) else { return nil }
-        return pointer.withMemoryRebound(to: UInt8.self, capacity: length) {
-            String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
-        }
+        return withBytes(at: index) { String(decoding: $0, as: UTF8.self) }
     }
 
     /// [-0, +1, m] Pushes `text` with all its bytes (NUL included).

@@ -39,7 +39,7 @@ extension LuaHost {
             return lua_isinteger(L, index) != 0 ? .int(luahier_tointeger(L, index)) : .double(luahier_tonumber(L, index))
         case LUA_TSTRING:
             if let text = validString(at: index) { return .string(text) }
-            return .bytes(withBytes(at: index) { Array($0) })
+            return .bytes(bytes(at: index)!)
         case LUA_TTABLE:
             return try tableValue(at: index, ancestors: &ancestors, strict: strict)
         default:
