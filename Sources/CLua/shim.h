@@ -66,11 +66,14 @@ static inline void luahier_fullgc(lua_State *L) { lua_gc(L, LUA_GCCOLLECT); }
  * after pushing an error value: the trampoline raises it once Swift has returned. */
 typedef int (*luahier_HostFunction)(lua_State *L);
 
+static inline void luahier_notewalkchange(lua_State *L);
+
 /* [-?, +?, e]  upvalue 1: the Swift entry as a light userdata; further upvalues are the
  * entry's own. A string error gets the caller's `chunk:line: ` prefix, as luaL_error does. */
 static inline int luahier_trampoline(lua_State *L) {
     luahier_HostFunction entry = (luahier_HostFunction)lua_touserdata(L, lua_upvalueindex(1));
     int results = entry(L);
+    luahier_notewalkchange(L);
     if (results >= 0) return results;
     if (lua_type(L, -1) == LUA_TSTRING) {
         luaL_where(L, 1);
@@ -117,6 +120,11 @@ typedef struct luahier_Guard {
     lua_State *main;               /* read by the allocator to note where a refusal happened */
     int run_ref;                   /* registry reference to the responder-run loop (0: none) */
     int plan_ref;                  /* registry reference to the plan walk of the fast path */
+    /* While the fast path walks a plan: the tree's chain-change count and its value when the
+     * walk began (NULL otherwise). The trampoline marks the walk stale when a host call
+     * moved it, so the walk calls no responder of a chain that changed under it. */
+    const long *walk_changes;
+    long walk_changes_at_start;
 } luahier_Guard;
 
 /* The count hook runs every this many instructions; once tripped, at every instruction. */
@@ -198,6 +206,20 @@ static inline void luahier_pushlimiterror(lua_State *L, luahier_Guard *g) {
     lua_setfield(L, -2, "limit");
 }
 
+/* [-0, +0, -] Whether the function running at `ar`'s level is the fast path's plan walk. A
+ * tripped limit is not raised there but at the first instruction of the next responder it
+ * calls (the walk is short and bounded), so an error from a walk always names its responder,
+ * as it did when the walk was C code the hook never ran in. */
+static inline int luahier_inplanwalk(lua_State *L, lua_Debug *ar) {
+    luahier_Guard *g = luahier_guard(L);
+    if (g->plan_ref <= 0 || !lua_checkstack(L, 2)) return 0;
+    lua_getinfo(L, "f", ar);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, g->plan_ref);
+    int in_walk = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    return in_walk;
+}
+
 /* The count hook. Once a limit trips it stays tripped and the hook fires at every
  * instruction, so a script's own pcall, xpcall, coroutine or load-with-reader cannot
  * swallow it: the next instruction after the catch raises again. */
@@ -220,6 +242,7 @@ static void luahier_hook(lua_State *L, lua_Debug *ar) {
         }
     }
     lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+    if (luahier_inplanwalk(L, ar)) return;
     luahier_pushlimiterror(L, g);
     lua_error(L);
 }
@@ -406,11 +429,15 @@ static inline void luahier_pushtraceback(lua_State *L, int level) {
             continue;
         }
         shown++;
+        /* A function's name comes from its caller's code; the plan walk is stripped and
+         * would name every responder "field '?'". */
+        lua_Debug caller;
+        int called_by_walk = lua_getstack(L, at + 1, &caller) && luahier_isrunframe(L, &caller);
         lua_getinfo(L, "Slnt", &ar);
         if (ar.currentline <= 0) lua_pushfstring(L, "\n\t%s: in ", ar.short_src);
         else lua_pushfstring(L, "\n\t%s:%d: in ", ar.short_src, ar.currentline);
         luaL_addvalue(&b);
-        if (*ar.namewhat != '\0') lua_pushfstring(L, "%s '%s'", ar.namewhat, ar.name);
+        if (*ar.namewhat != '\0' && !called_by_walk) lua_pushfstring(L, "%s '%s'", ar.namewhat, ar.name);
         else if (*ar.what == 'm') lua_pushliteral(L, "main chunk");
         else if (*ar.what != 'C') lua_pushfstring(L, "function <%s:%d>", ar.short_src, ar.linedefined);
         else lua_pushliteral(L, "?");
@@ -459,6 +486,30 @@ static inline int luahier_msgh(lua_State *L) {
     luahier_rawsetfield(L, table, "message");
     luahier_pushtraceback(L, 1);
     luahier_rawsetfield(L, table, "traceback");
+    return 1;
+}
+
+/* ---- Node fields --------------------------------------------------------------------- */
+
+/* [-0, +1, e] `__index` of node userdata: a method (upvalue 1, a table), else a getter
+ * (upvalue 2: key -> function(node)) called with the node, else nil. In C because every
+ * method call on a node looks up here: a Lua `__index` function cost a Lua call from C each
+ * time (about 40 ns of a 300 ns dispatch). */
+static inline int luahier_nodeindex(lua_State *L) {
+    lua_settop(L, 2);
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(2)) == LUA_TNIL) return 1;
+    lua_pushvalue(L, 1);
+    lua_call(L, 1, 1);
+    return 1;
+}
+
+/* lua_CFunction (methods, getters) -> the `__index` function of nodes. */
+static inline int luahier_makenodeindex(lua_State *L) {
+    lua_settop(L, 2);
+    lua_pushcclosure(L, luahier_nodeindex, 2);
     return 1;
 }
 
@@ -564,7 +615,8 @@ enum {
     LUAHIER_STOP_ANSWER = -1,  /* a responder answered something else: the answer is passed */
     LUAHIER_STOP_HOST = -2,    /* a responder the host calls (another kind, a Swift closure) */
     LUAHIER_STOP_CHANGED = -3, /* the tree changed after a responder: go on after it */
-    LUAHIER_STOP_END = -4      /* a traced walk called them all: the host ends it */
+    LUAHIER_STOP_END = -4      /* the walk could not start and the plan has no event responder:
+                                * the host ends the dispatch */
 };
 
 /* What the fast path shares with the host. */
@@ -578,49 +630,121 @@ typedef struct luahier_Fast {
     long long handovers;       /* how many the host finished (for tests and benchmarks) */
 } luahier_Fast;
 
-/* [-4, +(0|1), e] A lua_CFunction, called protected with (light userdata run, plan, value,
- * type): calls each matching responder of the plan in order while it answers "notHandled".
- * `stopped`: 0 all called; 1 the one at `reached` answered (on the stack); 2 the one at
- * `reached` is for the host to call; 3 the tree changed after the one at `reached`. */
-static inline int luahier_runplan(lua_State *L) {
-    luaL_checktype(L, 1, LUA_TLIGHTUSERDATA);
-    luahier_Run *run = (luahier_Run *)lua_touserdata(L, 1);
-    for (int i = 0; i < run->count; i++) {
-        int slot = LUAHIER_PLAN_ENTRIES + i * LUAHIER_PLAN_STRIDE;
-        run->reached = i;
+/* The plan walk: a Lua function, so that each responder is a Lua-to-Lua call (a C-to-Lua
+ * lua_call per hop cost about twice as much), called protected with (plan, value, type).
+ * It calls each matching responder of the plan in order while it answers "notHandled"
+ * (a short string: Lua interns it, so `~=` compares addresses) and returns (how it stopped,
+ * the entry it stopped at, the answer): 0 all called (the entry is the count); 1 the entry
+ * answered; 2 the entry is for the host to call; 3 the tree changed after the entry.
+ * An error leaves the entry whose call raised it in the upvalue `reached`, which is -1 while
+ * no responder call is under way (the host resets it after reading it). The walk itself never
+ * raises: the count hook holds a tripped limit until the next responder runs
+ * (luahier_hook), and it allocates nothing but a responder's call frame, after `reached` is
+ * set. Filters are false (any) or a set of type names. The host loads it stripped of debug information, so that it never
+ * names a `where`, and tracebacks leave its frame out (luahier_isrunframe). */
+enum {
+    LUAHIER_WALK_STALE = 1,    /* upvalue: set by the trampoline when the tree changed */
+    LUAHIER_WALK_REACHED = 2   /* upvalue: the entry being called */
+};
+static const char luahier_walksource[] =
+    "local stale, reached = false, -1\n"
+    "return function(plan, value, type)\n"
+    "  stale = false\n"
+    "  local count, slot = plan[%d], %d\n"
+    "  for entry = 0, count - 1 do\n"
+    "    local filter = plan[slot + 1]\n"
+    "    if not filter or filter[type] then\n"
+    "      local responder = plan[slot]\n"
+    "      if not responder then return 2, entry end\n"
+    "      reached = entry\n"
+    "      local answer = responder(value)\n"
+    "      if answer ~= 'notHandled' then reached = -1 return 1, entry, answer end\n"
+    "      if stale then reached = -1 return 3, entry end\n"
+    "    end\n"
+    "    slot = slot + %d\n"
+    "  end\n"
+    "  reached = -1\n"
+    "  return 0, count\n"
+    "end\n";
+
+/* lua_Writer: appends to a growing malloc'd buffer. */
+typedef struct luahier_Dump { char *bytes; size_t size, capacity; } luahier_Dump;
+static inline int luahier_dumpwriter(lua_State *L, const void *p, size_t size, void *ud) {
+    (void)L;
+    luahier_Dump *d = (luahier_Dump *)ud;
+    if (d->size + size > d->capacity) {
+        size_t capacity = (d->size + size) * 2;
+        char *bytes = (char *)realloc(d->bytes, capacity);
+        if (bytes == NULL) return 1;
+        d->bytes = bytes;
+        d->capacity = capacity;
+    }
+    memcpy(d->bytes + d->size, p, size);
+    d->size += size;
+    return 0;
+}
+
+/* [-0, +1, -] Pushes the plan walk, loaded without debug information; returns LUA_OK, or an
+ * error status with the error pushed instead. Made once, when the host starts. */
+static inline int luahier_pushplanwalk(lua_State *L) {
+    const char *source = lua_pushfstring(L, luahier_walksource, (int)LUAHIER_PLAN_COUNT,
+                                         (int)LUAHIER_PLAN_ENTRIES, (int)LUAHIER_PLAN_STRIDE);
+    int status = luaL_loadbuffer(L, source, strlen(source), "=[luahier walk]");
+    lua_remove(L, -2);
+    if (status == LUA_OK) status = lua_pcall(L, 0, 1, 0);
+    if (status != LUA_OK) return status;
+    const char *stale = lua_getupvalue(L, -1, LUAHIER_WALK_STALE);
+    const char *reached = lua_getupvalue(L, -2, LUAHIER_WALK_REACHED);
+    int laid_out = stale && reached && strcmp(stale, "stale") == 0 && strcmp(reached, "reached") == 0;
+    lua_pop(L, (stale ? 1 : 0) + (reached ? 1 : 0));
+    if (!laid_out) {
+        lua_pop(L, 1);
+        lua_pushliteral(L, "the plan walk's upvalues are not where the host expects them");
+        return LUA_ERRRUN;
+    }
+    luahier_Dump dump = { NULL, 0, 0 };
+    int failed = lua_dump(L, luahier_dumpwriter, &dump, 1);
+    lua_pop(L, 1);
+    status = failed ? LUA_ERRMEM : luaL_loadbufferx(L, dump.bytes, dump.size, "=[luahier walk]", "b");
+    free(dump.bytes);
+    if (failed) lua_pushliteral(L, "not enough memory to load the plan walk");
+    if (status != LUA_OK) return status;
+    /* lua_load set the first upvalue to the globals: both start afresh. */
+    lua_pushboolean(L, 0);
+    lua_setupvalue(L, -2, LUAHIER_WALK_STALE);
+    lua_pushinteger(L, -1);
+    lua_setupvalue(L, -2, LUAHIER_WALK_REACHED);
+    return LUA_OK;
+}
+
+/* [-0, +0, e] Called by the trampoline after every host function: if a plan walk is under
+ * way and the host call moved the chain-change count, the walk is marked stale and stops
+ * after the responder that made the call. */
+static inline void luahier_notewalkchange(lua_State *L) {
+    luahier_Guard *g = luahier_guard(L);
+    if (g->walk_changes == NULL || *g->walk_changes == g->walk_changes_at_start) return;
+    luaL_checkstack(L, 2, "marking a plan walk stale");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, g->plan_ref);
+    lua_pushboolean(L, 1);
+    lua_setupvalue(L, -2, LUAHIER_WALK_STALE);
+    lua_pop(L, 1);
+    g->walk_changes = NULL;
+}
+
+/* [-0, +0, -] Notes in `run->called` the entries a walk of the plan at `plan` called for the
+ * type at `type`: the matching ones before `reached`, and `reached` itself if it was called. */
+static inline void luahier_notecalled(lua_State *L, luahier_Run *run, int plan, int type, int reached, int reached_called) {
+    for (int i = 0; i < reached && run->called_count < (int)sizeof run->called; i++) {
         int matches = 1;
-        switch (lua_rawgeti(L, 2, slot + 1)) {
-        case LUA_TSTRING:
-            matches = lua_rawequal(L, -1, 4);
-            break;
-        case LUA_TTABLE:
-            lua_pushvalue(L, 4);
+        if (lua_rawgeti(L, plan, LUAHIER_PLAN_ENTRIES + i * LUAHIER_PLAN_STRIDE + 1) == LUA_TTABLE) {
+            lua_pushvalue(L, type);
             matches = lua_rawget(L, -2) != LUA_TNIL;
             lua_pop(L, 1);
-            break;
-        default:
-            break;
         }
         lua_pop(L, 1);
-        if (!matches) continue;
-        if (lua_rawgeti(L, 2, slot) != LUA_TFUNCTION) {
-            lua_pop(L, 1);
-            run->stopped = 2;
-            return 0;
-        }
-        if (run->called_count < (int)sizeof run->called) run->called[run->called_count++] = (unsigned char)i;
-        if (luahier_callresponder(L, 3, run->not_handled)) {
-            run->stopped = 1;
-            return 1;
-        }
-        if (*run->changes != run->changes_at_start) {
-            run->stopped = 3;
-            return 0;
-        }
+        if (matches) run->called[run->called_count++] = (unsigned char)i;
     }
-    run->reached = run->count;
-    run->stopped = 0;
-    return 0;
+    if (reached_called && run->called_count < (int)sizeof run->called) run->called[run->called_count++] = (unsigned char)reached;
 }
 
 /* [-0, +1, -] Pushes upvalue `n`. */
@@ -673,47 +797,69 @@ static inline int luahier_trigger(lua_State *L) {
     luahier_charge(L, fast->dispatch_charge);
     fast->walks++;
 
-    luahier_Run run;
-    memset(&run, 0, sizeof run);
-    lua_rawgeti(L, 3, LUAHIER_PLAN_COUNT);
-    run.count = (int)lua_tointegerx(L, -1, NULL);
     lua_rawgeti(L, 3, LUAHIER_PLAN_TRACED);
     int traced = lua_toboolean(L, -1);
-    lua_pop(L, 2);
-    run.not_handled = fast->not_handled;
-    run.changes = fast->changes;
-    run.changes_at_start = *fast->changes;
-    /* [5 msgh, walk, run, plan, value, type] */
+    lua_pop(L, 1);
+    /* [5 msgh, 6 walk, walk, plan, value, type] */
     lua_pushcfunction(L, luahier_msgh);
     lua_rawgeti(L, LUA_REGISTRYINDEX, g->plan_ref);
-    lua_pushlightuserdata(L, &run);
+    lua_pushvalue(L, 6);
     lua_pushvalue(L, 3);
     lua_pushvalue(L, 2);
     lua_pushvalue(L, 4);
     int caller_refused = g->memory_refused;
     g->in_host = 0;
     g->memory_refused = 0;
+    g->walk_changes = fast->changes;
+    g->walk_changes_at_start = *fast->changes;
     *fast->depth = 1;
-    int status = lua_pcall(L, 4, 1, 5);
+    int status = lua_pcall(L, 3, 3, 5);
     *fast->depth = 0;
+    g->walk_changes = NULL;
     g->in_host = caller_in_host;
     int memory_refused = g->memory_refused;
     g->memory_refused = caller_refused;
-    /* 6: the answer, the error, or nil */
+    /* 7: how it stopped, 8: the entry, 9: the answer; or 7: the error */
+    int stopped, reached;
+    if (status == LUA_OK) {
+        stopped = (int)lua_tointegerx(L, 7, NULL);
+        reached = (int)lua_tointegerx(L, 8, NULL);
+        lua_copy(L, 9, 5);
+    } else {
+        lua_getupvalue(L, 6, LUAHIER_WALK_REACHED);
+        reached = (int)lua_tointegerx(L, -1, NULL);
+        lua_pushinteger(L, -1);
+        lua_setupvalue(L, 6, LUAHIER_WALK_REACHED);
+        lua_copy(L, 7, 5);
+        if (reached >= 0) {
+            stopped = -1;
+        } else {
+            /* It failed before its first call (no room for its frame): the host walks the
+             * plan from the start instead. */
+            lua_rawgeti(L, 3, LUAHIER_PLAN_COUNT);
+            stopped = lua_tointegerx(L, -1, NULL) > 0 ? 2 : 4;
+            reached = 0;
+            status = LUA_OK;
+        }
+    }
+    lua_settop(L, 5);
+    /* 5: the answer, the error, or nil */
 
-    int handled = status == LUA_OK && run.stopped == 1 && lua_type(L, 6) == LUA_TSTRING
-        && lua_topointer(L, 6) == fast->handled;
-    if (status != LUA_OK || (run.stopped != 0 && !handled)) {
+    int handled = stopped == 1 && lua_type(L, 5) == LUA_TSTRING && lua_topointer(L, 5) == fast->handled;
+    luahier_Run run;
+    run.called_count = 0;
+    if (traced || (stopped != 0 && !handled))
+        luahier_notecalled(L, &run, 3, 4, reached, stopped == 1 || stopped == 3 || stopped == -1);
+    if (stopped != 0 && !handled) {
         /* For the host to finish: (node, event, plan, type, answer or error, fast, entry,
          * how it stopped, whether memory was refused, the entries called). */
         int code = status != LUA_OK ? status
-            : run.stopped == 1 ? LUAHIER_STOP_ANSWER
-            : run.stopped == 2 ? LUAHIER_STOP_HOST
-            : run.stopped == 3 ? LUAHIER_STOP_CHANGED : LUAHIER_STOP_END;
+            : stopped == 1 ? LUAHIER_STOP_ANSWER
+            : stopped == 2 ? LUAHIER_STOP_HOST
+            : stopped == 3 ? LUAHIER_STOP_CHANGED : LUAHIER_STOP_END;
         fast->handovers++;
-        lua_remove(L, 5);
         lua_pushlightuserdata(L, fast);
-        lua_pushinteger(L, run.reached);
+        lua_pushinteger(L, reached);
         lua_pushinteger(L, code);
         lua_pushboolean(L, memory_refused);
         lua_pushlstring(L, (const char *)run.called, (size_t)run.called_count);
@@ -738,7 +884,7 @@ static inline int luahier_trigger(lua_State *L) {
     lua_rawgeti(L, 3, LUAHIER_PLAN_AT);
     lua_rawset(L, outcome);
     if (handled) {
-        int slot = LUAHIER_PLAN_ENTRIES + run.reached * LUAHIER_PLAN_STRIDE;
+        int slot = LUAHIER_PLAN_ENTRIES + reached * LUAHIER_PLAN_STRIDE;
         luahier_pushup(L, LUAHIER_UP_BY);
         lua_rawgeti(L, 3, slot + 2);
         lua_rawset(L, outcome);

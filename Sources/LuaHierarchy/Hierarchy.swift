@@ -213,6 +213,9 @@ public final class Hierarchy {
     /// The Lua stack height of the running thread: 0 between calls.
     var luaStackTop: Int32 { host.stackTop }
 
+    /// Whether the Lua state has the count hook (only with an instruction or time limit).
+    var countHookInstalled: Bool { host.countHookInstalled }
+
     /// How many `triggerEvent` calls the fast path took, how many of those the dispatcher
     /// finished, and how many plans are kept (LuaFastPath.swift).
     var fastPath: (walks: Int, handovers: Int, plans: Int) {

@@ -122,7 +122,8 @@ final class LuaBridge {
             hierarchy.output(try call.string(1, "print"))
             return 0
         }
-        try host.runSetup(nargs: 8, "the hier prelude")
+        luahier_pushcfunction(L, luahier_makenodeindex)
+        try host.runSetup(nargs: 9, "the hier prelude")
     }
 
     /// Runs `body` with the table at `ref` pushed, popping it after.
@@ -592,20 +593,14 @@ private final class TraceSteps {
     init(_ steps: [TraceStep]) { self.steps = steps }
 }
 
-/// Lua-side glue: method lookup stays in Lua (no host call to find a method), `print`
+/// Lua-side glue: method lookup stays out of Swift (a C `__index`, luahier_nodeindex), `print`
 /// writes through the host, `hier` settings go through checked accessors.
 private let luaPrelude = """
-    local nodeMeta, handleMeta, methods, getters, handleMethods, hier, settings, write = ...
+    local nodeMeta, handleMeta, methods, getters, handleMethods, hier, settings, write, makeNodeIndex = ...
     local select, tostring, concat, error = select, tostring, table.concat, error
     local get, set = settings.get, settings.set
 
-    nodeMeta.__index = function(self, key)
-        local method = methods[key]
-        if method ~= nil then return method end
-        local getter = getters[key]
-        if getter ~= nil then return getter(self) end
-        return nil
-    end
+    nodeMeta.__index = makeNodeIndex(methods, getters)
     nodeMeta.__newindex = function(_, key)
         error("cannot set field '" .. tostring(key) .. "' of a node", 2)
     end

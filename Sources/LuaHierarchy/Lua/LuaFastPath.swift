@@ -3,9 +3,10 @@ import CLua
 /// The fast path of `node:triggerEvent(event)` (issue 4's hot path).
 ///
 /// A top-level dispatch of an event table from a node the host has a current plan for is
-/// walked in C (`luahier_trigger` in shim.h): the chain's Lua `receiveEvent` responders are
-/// called in one protected call, and while they answer "notHandled" and end in "handled" or
-/// at the top, Swift is never entered and the outcome is made in C, as `pushOutcome` makes it.
+/// taken by C (`luahier_trigger` in shim.h): the chain's Lua `receiveEvent` responders are
+/// called in one protected call of a small Lua loop (the plan walk, so each is a Lua-to-Lua
+/// call), and while they answer "notHandled" and end in "handled" or at the top, Swift is
+/// never entered and the outcome is made in C, as `pushOutcome` makes it.
 /// Whatever else happens (a replacement, an error, a responder of another kind or in Swift,
 /// a tree change) goes back to the dispatcher, which finishes the dispatch from there with the
 /// same plan (`Dispatcher.resume`), so every rule of SPEC §4 stays the dispatcher's.
@@ -167,11 +168,10 @@ extension LuaBridge {
                 lua_pushboolean(L, 0)
             }
             set(slot)
+            // The walk reads a filter as false (any) or a set of type names.
             switch responder.filter {
             case .any:
                 lua_pushboolean(L, 0)
-            case .types(let names) where names.count == 1:
-                host.push(names.first!)
             case .types(let names):
                 lua_createtable(L, 0, Int32(names.count))
                 for name in names {

@@ -57,7 +57,11 @@ final class LuaHost {
         // Coroutines copy the main thread's extra space, so `from(_:)` works on any thread.
         luahier_getextraspace(state)!.storeBytes(of: UnsafeRawPointer(guardState), as: UnsafeRawPointer.self)
         guardState.pointee.host = UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque())
-        luahier_installhook(state)
+        // The count hook enforces instruction and time limits. With it installed every Lua
+        // instruction goes through the VM's hook check (luaG_traceexec), so a host with
+        // neither limit does not install it: its scripts run at plain Lua's speed. (Memory is
+        // capped by the allocator, which notes the place of a refusal itself.)
+        if limits.instructions != nil || limits.time != nil { luahier_installhook(state) }
         guardState.pointee.main = state
         domainTags = makeTableRef(weakMode: "k")
         for word in InternedString.allCases {
@@ -66,7 +70,12 @@ final class LuaHost {
         }
         luahier_pushcfunction(state, luahier_runresponders)
         guardState.pointee.run_ref = ref()
-        luahier_pushcfunction(state, luahier_runplan)
+        guard luahier_pushplanwalk(state) == LUA_OK else {
+            let message = lua_tolstring(state, -1, nil).map { String(cString: $0) } ?? "the plan walk did not load"
+            lua_close(state)
+            guardState.deallocate()
+            throw .preludeFailed(message)
+        }
         guardState.pointee.plan_ref = ref()
         push(InternedString.handled)
         handledAddress = lua_topointer(state, -1)
@@ -89,6 +98,9 @@ final class LuaHost {
         luahier_insert(thread, -2)
         lua_rawset(thread, table)
     }
+
+    /// Whether the state has a hook (the count hook is the only one the host sets).
+    var countHookInstalled: Bool { lua_gethookmask(mainThread) != 0 }
 
     /// Closes the state: finalizers run, held userdata release their Swift objects.
     func close() {
@@ -154,8 +166,8 @@ final class LuaHost {
         }
     }
 
-    /// Memory errors come without a message handler, so they name the place the count hook
-    /// last saw (at most 1,000 instructions before).
+    /// Memory errors come without a message handler, so they name the place the allocator
+    /// found when it first refused, or else the one the count hook last saw.
     private var memoryLimitError: Message {
         let state = guardState.pointee
         let source = withUnsafeBytes(of: state.last_source) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
