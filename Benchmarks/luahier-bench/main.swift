@@ -149,6 +149,42 @@ func plainLua(depth: Int, handledAt: Int? = nil) -> Double {
     }
 }
 
+// MARK: The spec's floor, in plain Lua
+
+/// The least any host can spend per dispatch and still do what SPEC §5 asks, measured in plain
+/// Lua: a method call, one Lua-to-Lua call per responder (no tree, no filters, no protection),
+/// and the outcome table with its three required fields. Issue 4's "1.5x faster than plain
+/// Lua" needs the engine below 0.67x of plain Lua; where this floor is above that, no host
+/// that calls each responder and returns an outcome table can meet it.
+func specFloor(depth: Int) -> Double {
+    let L = luaL_newstate()!
+    defer { lua_close(L) }
+    luaL_openlibs(L)
+    let script = """
+        local depth, n = ...
+        local responders = {}
+        for level = 1, depth do responders[level] = function(e) return 'notHandled' end end
+        local methods = {}
+        local node = setmetatable({}, {__index = methods})
+        function methods.triggerEvent(self, event)
+          for i = 1, #responders do
+            if responders[i](event) ~= 'notHandled' then break end
+          end
+          return {status = 'unhandled', kind = 'event', value = event}
+        end
+        local event = { type = 'Tap' }
+        for i = 1, n do node:triggerEvent(event) end
+        """
+    _ = luaL_loadstring(L, script)
+    let function = luaL_ref(L, luahier_REGISTRYINDEX)
+    return measure(dispatches) { n in
+        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(function))
+        lua_pushinteger(L, lua_Integer(depth))
+        lua_pushinteger(L, lua_Integer(n))
+        precondition(luahier_pcall(L, 2, 0, 0) == LUA_OK)
+    }
+}
+
 // MARK: The engine
 
 func engineOptions() -> Hierarchy.Options {
@@ -158,8 +194,12 @@ func engineOptions() -> Hierarchy.Options {
 }
 
 /// A chain of `depth` nodes below the root, one Lua responder each (the leaf's may handle).
-func engineFromLua(depth: Int, handledAtLeaf: Bool = false, tracing: TraceLevel = .off, readTrace: Bool = false) throws -> Double {
-    let hierarchy = try Hierarchy(options: engineOptions())
+func engineFromLua(
+    depth: Int, handledAtLeaf: Bool = false, tracing: TraceLevel = .off, readTrace: Bool = false, limits: Limits = .none
+) throws -> Double {
+    var options = engineOptions()
+    options.limits = limits
+    let hierarchy = try Hierarchy(options: options)
     hierarchy.traceLevel = tracing
     try hierarchy.run(source: """
         local node = hier.root
@@ -210,6 +250,12 @@ row("engine: leaf:triggerEvent from Lua", lua10, against: ("of the C-API floor",
 row("", lua10, against: ("of plain Lua (target <= 0.67x)", plain10))
 let swift10 = try engineFromSwift(depth: 10)
 row("engine: trigger(_:at:) from Swift", swift10, against: ("of the C-API floor", floor10))
+let spec10 = specFloor(depth: 10)
+row("spec floor: method + 10 Lua calls + outcome table", spec10, against: ("of plain Lua", plain10))
+// The default limits install the count hook, and a hooked state runs every Lua instruction
+// (responders included) through the VM's hook check.
+let limited10 = try engineFromLua(depth: 10, limits: Limits())
+row("engine from Lua, default limits (count hook on)", limited10, against: ("of no limits", lua10))
 
 print("")
 print("Depth sweep (engine from Lua / plain Lua):")
@@ -218,6 +264,7 @@ for depth in [1, 10, 50] {
     let plain = plainLua(depth: depth)
     row("depth \(depth): engine", engine, against: ("of plain Lua", plain))
     row("depth \(depth): plain Lua", plain)
+    row("depth \(depth): spec floor", specFloor(depth: depth), against: ("of plain Lua", plain))
 }
 let early = try engineFromLua(depth: 10, handledAtLeaf: true)
 let earlyPlain = plainLua(depth: 10, handledAt: 10)

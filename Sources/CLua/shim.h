@@ -568,7 +568,7 @@ static inline int luahier_runresponders(lua_State *L) {
 
 /* ---- The trigger fast path ------------------------------------------------------------ */
 
-/* `node:triggerEvent(event)` at the top level, walked in C along a plan the host made for the
+/* `node:triggerEvent(event)` at the top level, walked along a plan the host made for the
  * node (ChainPlan.swift, LuaFastPath.swift): no Swift on the way unless something other than
  * "notHandled" or "handled" happens. Anything the plan does not cover goes to the host as it
  * is; anything the walk cannot finish goes to the host to finish, from where the walk was.

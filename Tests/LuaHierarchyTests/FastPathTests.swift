@@ -1,7 +1,7 @@
 import Testing
 @testable import LuaHierarchy
 
-/// `node:triggerEvent(event)` walked in C along a kept plan (LuaFastPath.swift). The first
+/// `node:triggerEvent(event)` walked along a kept plan (LuaFastPath.swift). The first
 /// top-level dispatch of an event table from a node makes the plan; later ones take the fast
 /// path. Every rule must hold exactly as on the dispatcher's own path: each test checks that
 /// the fast path was really taken (`fastPath.walks`).

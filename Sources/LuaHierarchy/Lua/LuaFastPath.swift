@@ -11,7 +11,7 @@ import CLua
 /// a tree change) goes back to the dispatcher, which finishes the dispatch from there with the
 /// same plan (`Dispatcher.resume`), so every rule of SPEC §4 stays the dispatcher's.
 ///
-/// The plan (a `ChainPlan`, and its Lua table that the C walk reads) is made by the host's
+/// The plan (a `ChainPlan`, and its Lua table that the plan walk reads) is made by the host's
 /// own `triggerEvent` the first time it dispatches from the node at the top level, and only
 /// while nothing it skips is on (tracing, safety declarations, an observer). It is current
 /// while the tree's chain-change count stands still. At most `maxPlans` are kept, in a
