@@ -112,9 +112,6 @@ func cApiFloor(depth: Int) -> Double {
 // MARK: Baseline 2: plain Lua — a table tree and the loop a Lua user would write.
 
 func plainLua(depth: Int, handledAt: Int? = nil) -> Double {
-    let L = luaL_newstate()!
-    defer { lua_close(L) }
-    luaL_openlibs(L)
     // The handled-early case puts 'handled' in the leaf's responder; others say notHandled.
     let script = """
         local depth, n, handledAtLeaf = ...
@@ -138,13 +135,22 @@ func plainLua(depth: Int, handledAt: Int? = nil) -> Double {
         local event = { type = 'Tap' }
         for i = 1, n do trigger(leaf, event) end
         """
-    _ = luaL_loadstring(L, script)
+    return measureInBareLua(script, depth: depth, flag: handledAt != nil)
+}
+
+/// Best time per dispatch of `script` in a Lua state of its own with the standard libraries
+/// and no host: the script gets (depth, dispatches, flag) as `...` and makes the dispatches.
+func measureInBareLua(_ script: String, depth: Int, flag: Bool = false) -> Double {
+    let L = luaL_newstate()!
+    defer { lua_close(L) }
+    luaL_openlibs(L)
+    precondition(luaL_loadstring(L, script) == LUA_OK)
     let function = luaL_ref(L, luahier_REGISTRYINDEX)
     return measure(dispatches) { n in
         lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(function))
         lua_pushinteger(L, lua_Integer(depth))
         lua_pushinteger(L, lua_Integer(n))
-        lua_pushboolean(L, handledAt == nil ? 0 : 1)
+        lua_pushboolean(L, flag ? 1 : 0)
         precondition(luahier_pcall(L, 3, 0, 0) == LUA_OK)
     }
 }
@@ -157,9 +163,6 @@ func plainLua(depth: Int, handledAt: Int? = nil) -> Double {
 /// Lua" needs the engine below 0.67x of plain Lua; where this floor is above that, no host
 /// that calls each responder and returns an outcome table can meet it.
 func specFloor(depth: Int) -> Double {
-    let L = luaL_newstate()!
-    defer { lua_close(L) }
-    luaL_openlibs(L)
     let script = """
         local depth, n = ...
         local responders = {}
@@ -175,14 +178,7 @@ func specFloor(depth: Int) -> Double {
         local event = { type = 'Tap' }
         for i = 1, n do node:triggerEvent(event) end
         """
-    _ = luaL_loadstring(L, script)
-    let function = luaL_ref(L, luahier_REGISTRYINDEX)
-    return measure(dispatches) { n in
-        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(function))
-        lua_pushinteger(L, lua_Integer(depth))
-        lua_pushinteger(L, lua_Integer(n))
-        precondition(luahier_pcall(L, 2, 0, 0) == LUA_OK)
-    }
+    return measureInBareLua(script, depth: depth)
 }
 
 // MARK: The engine
