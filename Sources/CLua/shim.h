@@ -638,10 +638,10 @@ typedef struct luahier_Fast {
  * answered; 2 the entry is for the host to call; 3 the tree changed after the entry.
  * An error leaves the entry whose call raised it in the upvalue `reached`, which is -1 while
  * no responder call is under way (the host resets it after reading it). The walk itself never
- * raises: the count hook holds a tripped limit until the next responder runs
- * (luahier_hook), and it allocates nothing but a responder's call frame, after `reached` is
- * set. Filters are false (any) or a set of type names. The host loads it stripped of debug information, so that it never
- * names a `where`, and tracebacks leave its frame out (luahier_isrunframe). */
+ * raises: the count hook holds a tripped limit until the next responder runs (luahier_hook),
+ * and it allocates nothing but a responder's call frame, after `reached` is set. Filters are
+ * false (any) or a set of type names. The host loads it stripped of debug information, so it
+ * never names a `where`, and tracebacks leave its frame out (luahier_isrunframe). */
 enum {
     LUAHIER_WALK_STALE = 1,    /* upvalue: set by the trampoline when the tree changed */
     LUAHIER_WALK_REACHED = 2   /* upvalue: the entry being called */

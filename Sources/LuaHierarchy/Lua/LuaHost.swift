@@ -71,9 +71,8 @@ final class LuaHost {
         luahier_pushcfunction(state, luahier_runresponders)
         guardState.pointee.run_ref = ref()
         guard luahier_pushplanwalk(state) == LUA_OK else {
+            // Every stored property is set by now, so deinit runs and closes the state.
             let message = lua_tolstring(state, -1, nil).map { String(cString: $0) } ?? "the plan walk did not load"
-            lua_close(state)
-            guardState.deallocate()
             throw .preludeFailed(message)
         }
         guardState.pointee.plan_ref = ref()
