@@ -206,18 +206,23 @@ static inline void luahier_pushlimiterror(lua_State *L, luahier_Guard *g) {
     lua_setfield(L, -2, "limit");
 }
 
+/* [-0, +0, -] Whether the function running at `ar`'s level is the one at registry reference
+ * `ref` (0: none). */
+static inline int luahier_frameruns(lua_State *L, lua_Debug *ar, int ref) {
+    if (ref <= 0 || !lua_checkstack(L, 2)) return 0;
+    lua_getinfo(L, "f", ar);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+    int runs = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    return runs;
+}
+
 /* [-0, +0, -] Whether the function running at `ar`'s level is the fast path's plan walk. A
  * tripped limit is not raised there but at the first instruction of the next responder it
  * calls (the walk is short and bounded), so an error from a walk always names its responder,
  * as it did when the walk was C code the hook never ran in. */
 static inline int luahier_inplanwalk(lua_State *L, lua_Debug *ar) {
-    luahier_Guard *g = luahier_guard(L);
-    if (g->plan_ref <= 0 || !lua_checkstack(L, 2)) return 0;
-    lua_getinfo(L, "f", ar);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, g->plan_ref);
-    int in_walk = lua_rawequal(L, -1, -2);
-    lua_pop(L, 2);
-    return in_walk;
+    return luahier_frameruns(L, ar, luahier_guard(L)->plan_ref);
 }
 
 /* The count hook. Once a limit trips it stays tripped and the hook fires at every
@@ -382,23 +387,12 @@ static inline void luahier_rawsetfield(lua_State *L, int t, const char *k) {
     lua_rawset(L, t);
 }
 
-/* [-0, +0, -] Whether the function running at `ar`'s level is the responder-run loop, a
- * frame of the host's own that tracebacks leave out. It is compared with the one the host
- * registered (a static inline function has one address per compiled file). */
+/* [-0, +0, -] Whether the function running at `ar`'s level is the responder-run loop or the
+ * plan walk, frames of the host's own that tracebacks leave out. Each is compared with the
+ * one the host registered (a static inline function has one address per compiled file). */
 static inline int luahier_isrunframe(lua_State *L, lua_Debug *ar) {
     luahier_Guard *g = luahier_guard(L);
-    if (g->run_ref <= 0) return 0;
-    lua_getinfo(L, "f", ar);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, g->run_ref);
-    int is_run = lua_rawequal(L, -1, -2);
-    lua_pop(L, 1);
-    if (!is_run && g->plan_ref > 0) {
-        lua_rawgeti(L, LUA_REGISTRYINDEX, g->plan_ref);
-        is_run = lua_rawequal(L, -1, -2);
-        lua_pop(L, 1);
-    }
-    lua_pop(L, 1);
-    return is_run;
+    return luahier_frameruns(L, ar, g->run_ref) || luahier_frameruns(L, ar, g->plan_ref);
 }
 
 /* [-0, +1, m] "stack traceback:" and a line per frame from `level` on, as luaL_traceback
