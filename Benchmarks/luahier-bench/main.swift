@@ -48,14 +48,15 @@ func jsonParsers(_ path: String) throws {
     row("LuaHierarchy JSON.parse (to Value)", own, against: ("Foundation", foundation))
 }
 
-/// `--profile-swift N`: only N depth-10 dispatches through Swift closures, for a profiler
-/// (valgrind --tool=callgrind .build/release/luahier-bench --profile-swift 20000).
+/// `--profile-swift N [DEPTH]`: only N dispatches (depth 10 unless given) through Swift
+/// closures, for a profiler (valgrind --tool=callgrind .build/release/luahier-bench --profile-swift 20000).
 if let flag = CommandLine.arguments.firstIndex(of: "--profile-swift"), flag + 1 < CommandLine.arguments.count,
     let count = Int(CommandLine.arguments[flag + 1])
 {
+    let depth = flag + 2 < CommandLine.arguments.count ? Int(CommandLine.arguments[flag + 2]) ?? 10 : 10
     let hierarchy = try Hierarchy(options: engineOptions())
     var node = hierarchy.root
-    for level in 1...10 {
+    for level in 1...depth {
         node = try node.child("s\(level)")
         node.receiveEvent(.any) { event in event["type"] == nil ? .handled : .notHandled }
     }
@@ -314,12 +315,14 @@ do {
 }
 
 print("")
-print("Swift closures (depth 10, receiveEvent returning .notHandled; target <= 1.5x):")
-do {
+print("Swift closures (receiveEvent returning .notHandled; target at depth 10: <= 1.5x):")
+/// Per dispatch: the same closures in a plain loop, and `trigger(_:at:)` through a chain of
+/// `depth` nodes with one of them each.
+func swiftClosures(depth: Int) throws -> (loop: Double, engine: Double) {
     let hierarchy = try Hierarchy(options: engineOptions())
     var closures: [(Value) throws -> ReceiveResult] = []
     var node = hierarchy.root
-    for level in 1...10 {
+    for level in 1...depth {
         node = try node.child("s\(level)")
         let closure: (Value) throws -> ReceiveResult = { event in event["type"] == nil ? .handled : .notHandled }
         closures.append(closure)
@@ -333,8 +336,20 @@ do {
         }
     }
     let engine = try measure(dispatches / 4) { n in for _ in 0..<n { _ = try hierarchy.trigger(event, at: leaf) } }
-    row("plain loop over the same closures", loop)
-    row("engine: trigger(_:at:) with Swift closures", engine, against: ("of the plain loop", loop))
+    return (loop, engine)
+}
+var swiftSweep: [Int: (loop: Double, engine: Double)] = [:]
+for depth in [1, 10, 50] {
+    let (loop, engine) = try swiftClosures(depth: depth)
+    swiftSweep[depth] = (loop, engine)
+    row("depth \(depth): plain loop over the same closures", loop)
+    row("depth \(depth): engine, trigger(_:at:)", engine, against: ("of the plain loop", loop))
+}
+// What the engine adds: a fixed cost per dispatch, and per hop (from depths 1 and 50).
+if let one = swiftSweep[1], let fifty = swiftSweep[50] {
+    let loopHop = (fifty.loop - one.loop) / 49, engineHop = (fifty.engine - one.engine) / 49
+    row("per hop: engine", engineHop, against: ("of the plain loop's", loopHop))
+    row("per dispatch, fixed: engine minus plain loop", (one.engine - engineHop) - (one.loop - loopHop))
 }
 
 extension ReceiveResult: Equatable {

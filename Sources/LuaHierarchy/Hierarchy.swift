@@ -150,15 +150,19 @@ public final class Hierarchy {
         return try dispatch(message, at: node)
     }
 
-    private func dispatch(_ message: Message, at node: Node) throws -> Outcome {
+    private func dispatch(_ message: consuming Message, at node: Node) throws -> Outcome {
         try dispatchKeepingValue(message, at: node).outcome
     }
 
     /// A dispatch whose final value stays as the scripting side holds it (no conversion):
-    /// for callers that only write it out.
-    func dispatchKeepingValue(_ message: Message, at node: Node) throws -> DispatchResult {
+    /// for callers that only write it out. The message is consumed: it moves into the walk
+    /// rather than being copied there (a copy and a destroy of its payload and type).
+    func dispatchKeepingValue(_ message: consuming Message, at node: Node) throws -> DispatchResult {
         guard node.tree === root.tree else { throw HierarchyError.foreignNode }
-        return try withEntryBudget { () throws(DispatchDepthExceeded) in try dispatcher.dispatch(message, at: node) }
+        var pending = Optional(message)
+        return try withEntryBudget { () throws(DispatchDepthExceeded) in
+            try dispatcher.dispatch(pending.take()!, at: node)
+        }
     }
 
     /// Runs `body` as one entry into the host, with a fresh instruction and time budget.

@@ -122,6 +122,32 @@ struct SwiftAPITests {
         #expect(throws: TreeError.invalidPath("x")) { try f.hierarchy.trigger("Tap", at: "x") }
     }
 
+    /// A message's `type` is read by a key scan in small maps and by hashing in larger ones
+    /// (Message.typeField): both sides of the cut give the same normalization (SPEC §3).
+    @Test(arguments: [1, 8, 9, 40])
+    func theTypeIsReadTheSameInSmallAndLargeMaps(fields: Int) throws {
+        let f = try Fixture()
+        var seen: [String] = []
+        f.hierarchy.root.receiveEvent { event in
+            seen.append(event["type"]?.stringValue ?? "?")
+            return .handled
+        }
+        var extra: [String: Value] = [:]
+        for i in 0..<(fields - 1) { extra["f\(i)"] = .int(Int64(i)) }
+        var event = extra
+        event["type"] = "Tap"
+        let outcome = try f.hierarchy.trigger(.map(event), at: "/")
+        #expect(outcome.status == .handled && seen == ["Tap"])
+        #expect(outcome.value == .map(event))
+        // Without a type: an event is refused, an error becomes "Error"; a non-string type is refused.
+        #expect(throws: HierarchyError.self) { try f.hierarchy.trigger(.map(extra.merging(["x": 1]) { a, _ in a }), at: "/") }
+        let untyped = try f.hierarchy.report(.map(extra.merging(["message": "m"]) { a, _ in a }), at: "/")
+        #expect(untyped.value["type"] == "Error" && untyped.value["message"] == "m")
+        var numbered = extra
+        numbered["type"] = 7
+        #expect(throws: HierarchyError.self) { try f.hierarchy.trigger(.map(numbered), at: "/") }
+    }
+
     @Test func reportFromSwiftCarriesTheCallSiteAndReachesThePresenter() throws {
         let f = try Fixture()
         let outcome = try f.hierarchy.report("boom", at: "/")

@@ -94,7 +94,7 @@ final class Dispatcher {
 
     func leaveNesting() { depthCounter.pointee -= 1 }
 
-    func dispatch(_ initial: Message, at origin: Node) throws(DispatchDepthExceeded) -> DispatchResult {
+    func dispatch(_ initial: consuming Message, at origin: Node) throws(DispatchDepthExceeded) -> DispatchResult {
         try enterNesting()
         defer { leaveNesting() }
 
@@ -145,15 +145,16 @@ final class Dispatcher {
     /// value's domain are called here for as long as they are Swift or single-call `receive*`
     /// responders answering `notHandled`; at anything else (another kind, a Lua responder the
     /// runner calls in runs, any other answer) the general walk takes over at that responder.
-    private func walk(_ plan: ChainPlan, from initial: Message, traced: Bool) -> DispatchResult {
+    private func walk(_ plan: ChainPlan, from initial: consuming Message, traced: Bool) -> DispatchResult {
         plannedWalks &+= 1
-        let origin = plan.links[0].node
-        let runner = depth > 1 ? nil : self.runner
+        let nested = depth > 1
         if traced {
             return walk(
-                plan.links, detached: plan.detached, from: initial, at: origin, level: .path, trace: [],
-                safetyCheck: nil, runner: runner, start: RunPosition(node: 0, offset: 0), after: nil)
+                plan.links, detached: plan.detached, from: initial, at: plan.links[0].node, level: .path, trace: [],
+                safetyCheck: nil, runner: nested ? nil : runner, start: RunPosition(node: 0, offset: 0), after: nil)
         }
+        // Whether a runner calls Lua responders in runs: a flag, so the loop holds no copy of it.
+        let runs = !nested && runner != nil
         var current = initial
         for entry in current.domain == .event ? plan.eventEntries : plan.errorEntries {
             // Whether the responder sees the value, and its answer if it is called here (nil:
@@ -161,7 +162,7 @@ final class Dispatcher {
             let (sees, reply): (Bool, ResponderReply?) = entry.withResponder { responder in
                 guard !responder.isRemoved, responder.filter.matches(current.type) else { return (false, nil) }
                 let kind = responder.kind
-                guard (kind == .receiveEvent || kind == .receiveError) && (runner == nil || responder.runToken == 0)
+                guard (kind == .receiveEvent || kind == .receiveError) && (!runs || responder.runToken == 0)
                 else { return (true, nil) }
                 return (true, responder.body.call(with: &current, returning: kind.replacementDomain))
             }
@@ -169,13 +170,13 @@ final class Dispatcher {
             if case .notHandled = reply { continue }
             let after = reply.map { ($0, entry.position) }
             return walk(
-                plan.links, detached: plan.detached, from: current, at: origin, level: .off, trace: nil,
-                safetyCheck: nil, runner: runner, start: entry.position, after: after)
+                plan.links, detached: plan.detached, from: current, at: plan.links[0].node, level: .off, trace: nil,
+                safetyCheck: nil, runner: nested ? nil : runner, start: entry.position, after: after)
         }
         let present = current.domain == .error
         let result = DispatchResult(
             status: plan.detached ? .detached : .unhandled, message: consume current, handledBy: nil,
-            responder: nil, trace: nil, origin: origin, hops: plan.links.count)
+            responder: nil, trace: nil, origin: plan.links[0].node, hops: plan.links.count)
         settle(result, present: present)
         return result
     }
@@ -214,7 +215,7 @@ final class Dispatcher {
     /// Walks `initial` up `chain` from the cursor `start` (SPEC §4), first applying
     /// `after.reply`, the answer of the responder at `after.position`, if given.
     private func walk(
-        _ chain: [ChainLink], detached: Bool, from initial: Message, at origin: Node, level: TraceLevel,
+        _ chain: [ChainLink], detached: Bool, from initial: consuming Message, at origin: Node, level: TraceLevel,
         trace: [TraceStep]?, safetyCheck: SafetyCheck?, runner: (any ResponderRunner)?, start: RunPosition,
         after: (reply: ResponderReply, position: RunPosition)?
     ) -> DispatchResult {
