@@ -522,8 +522,6 @@ typedef struct luahier_Run {
     const void *not_handled;  /* the interned "notHandled" string */
     const long *changes;      /* the tree's chain-change count, and its value at start */
     long changes_at_start;
-    unsigned char called[64]; /* the plan walk: the entries it called, in order (for traces) */
-    int called_count;
 } luahier_Run;
 
 /* [-1, +(0|1), e] Calls the function on top with the value at `value`. Returns 1 with its
@@ -624,12 +622,30 @@ typedef struct luahier_Fast {
     long long handovers;       /* how many the host finished (for tests and benchmarks) */
 } luahier_Fast;
 
+/* How a plan walk ended. The walk returns the first four; the last two are the host's
+ * reading of a walk that raised an error. */
+enum {
+    LUAHIER_WALKED_ALL = 0,      /* every matching responder answered "notHandled" */
+    LUAHIER_WALKED_ANSWER = 1,   /* the entry answered something else */
+    LUAHIER_WALKED_HOST = 2,     /* the entry is for the host to call */
+    LUAHIER_WALKED_CHANGED = 3,  /* the tree changed after the entry */
+    LUAHIER_WALKED_RAISED = 4,   /* the entry's call raised an error */
+    LUAHIER_WALKED_NOTHING = 5   /* the walk failed before its first call and the plan has no
+                                  * event responder */
+};
+
+/* The entries a plan walk called, in order, for traces and handovers. */
+typedef struct luahier_Called {
+    unsigned char entries[64];
+    int count;
+} luahier_Called;
+
 /* The plan walk: a Lua function, so that each responder is a Lua-to-Lua call (a C-to-Lua
  * lua_call per hop cost about twice as much), called protected with (plan, value, type).
  * It calls each matching responder of the plan in order while it answers "notHandled"
  * (a short string: Lua interns it, so `~=` compares addresses) and returns (how it stopped,
- * the entry it stopped at, the answer): 0 all called (the entry is the count); 1 the entry
- * answered; 2 the entry is for the host to call; 3 the tree changed after the entry.
+ * a LUAHIER_WALKED_* code; the entry it stopped at, or the count if it called all; the
+ * answer).
  * An error leaves the entry whose call raised it in the upvalue `reached`, which is -1 while
  * no responder call is under way (the host resets it after reading it). The walk itself never
  * raises: the count hook holds a tripped limit until the next responder runs (luahier_hook),
@@ -649,16 +665,16 @@ static const char luahier_walksource[] =
     "    local filter = plan[slot + 1]\n"
     "    if not filter or filter[type] then\n"
     "      local responder = plan[slot]\n"
-    "      if not responder then return 2, entry end\n"
+    "      if not responder then return %d, entry end\n"
     "      reached = entry\n"
     "      local answer = responder(value)\n"
-    "      if answer ~= 'notHandled' then reached = -1 return 1, entry, answer end\n"
-    "      if stale then reached = -1 return 3, entry end\n"
+    "      if answer ~= 'notHandled' then reached = -1 return %d, entry, answer end\n"
+    "      if stale then reached = -1 return %d, entry end\n"
     "    end\n"
     "    slot = slot + %d\n"
     "  end\n"
     "  reached = -1\n"
-    "  return 0, count\n"
+    "  return %d, count\n"
     "end\n";
 
 /* lua_Writer: appends to a growing malloc'd buffer. */
@@ -682,7 +698,9 @@ static inline int luahier_dumpwriter(lua_State *L, const void *p, size_t size, v
  * error status with the error pushed instead. Made once, when the host starts. */
 static inline int luahier_pushplanwalk(lua_State *L) {
     const char *source = lua_pushfstring(L, luahier_walksource, (int)LUAHIER_PLAN_COUNT,
-                                         (int)LUAHIER_PLAN_ENTRIES, (int)LUAHIER_PLAN_STRIDE);
+                                         (int)LUAHIER_PLAN_ENTRIES, (int)LUAHIER_WALKED_HOST,
+                                         (int)LUAHIER_WALKED_ANSWER, (int)LUAHIER_WALKED_CHANGED,
+                                         (int)LUAHIER_PLAN_STRIDE, (int)LUAHIER_WALKED_ALL);
     int status = luaL_loadbuffer(L, source, strlen(source), "=[luahier walk]");
     lua_remove(L, -2);
     if (status == LUA_OK) status = lua_pcall(L, 0, 1, 0);
@@ -725,10 +743,10 @@ static inline void luahier_notewalkchange(lua_State *L) {
     g->walk_changes = NULL;
 }
 
-/* [-0, +0, -] Notes in `run->called` the entries a walk of the plan at `plan` called for the
+/* [-0, +0, -] Notes in `called` the entries a walk of the plan at `plan` called for the
  * type at `type`: the matching ones before `reached`, and `reached` itself if it was called. */
-static inline void luahier_notecalled(lua_State *L, luahier_Run *run, int plan, int type, int reached, int reached_called) {
-    for (int i = 0; i < reached && run->called_count < (int)sizeof run->called; i++) {
+static inline void luahier_notecalled(lua_State *L, luahier_Called *called, int plan, int type, int reached, int reached_called) {
+    for (int i = 0; i < reached && called->count < (int)sizeof called->entries; i++) {
         int matches = 1;
         if (lua_rawgeti(L, plan, LUAHIER_PLAN_ENTRIES + i * LUAHIER_PLAN_STRIDE + 1) == LUA_TTABLE) {
             lua_pushvalue(L, type);
@@ -736,9 +754,9 @@ static inline void luahier_notecalled(lua_State *L, luahier_Run *run, int plan, 
             lua_pop(L, 1);
         }
         lua_pop(L, 1);
-        if (matches) run->called[run->called_count++] = (unsigned char)i;
+        if (matches) called->entries[called->count++] = (unsigned char)i;
     }
-    if (reached_called && run->called_count < (int)sizeof run->called) run->called[run->called_count++] = (unsigned char)reached;
+    if (reached_called && called->count < (int)sizeof called->entries) called->entries[called->count++] = (unsigned char)reached;
 }
 
 /* [-0, +1, -] Pushes upvalue `n`. */
@@ -794,10 +812,9 @@ static inline int luahier_trigger(lua_State *L) {
     lua_rawgeti(L, 3, LUAHIER_PLAN_TRACED);
     int traced = lua_toboolean(L, -1);
     lua_pop(L, 1);
-    /* [5 msgh, 6 walk, walk, plan, value, type] */
+    /* [5 msgh, 6 walk, plan, value, type] */
     lua_pushcfunction(L, luahier_msgh);
     lua_rawgeti(L, LUA_REGISTRYINDEX, g->plan_ref);
-    lua_pushvalue(L, 6);
     lua_pushvalue(L, 3);
     lua_pushvalue(L, 2);
     lua_pushvalue(L, 4);
@@ -813,25 +830,28 @@ static inline int luahier_trigger(lua_State *L) {
     g->in_host = caller_in_host;
     int memory_refused = g->memory_refused;
     g->memory_refused = caller_refused;
-    /* 7: how it stopped, 8: the entry, 9: the answer; or 7: the error */
+    /* 6: how it stopped, 7: the entry, 8: the answer; or 6: the error */
     int stopped, reached;
     if (status == LUA_OK) {
-        stopped = (int)lua_tointegerx(L, 7, NULL);
-        reached = (int)lua_tointegerx(L, 8, NULL);
-        lua_copy(L, 9, 5);
+        stopped = (int)lua_tointegerx(L, 6, NULL);
+        reached = (int)lua_tointegerx(L, 7, NULL);
+        lua_copy(L, 8, 5);
     } else {
-        lua_getupvalue(L, 6, LUAHIER_WALK_REACHED);
+        /* Which entry raised it: the walk's `reached`, read and reset (lua_pcall took the
+         * walk off the stack, so it is fetched again: errors only). */
+        lua_copy(L, 6, 5);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, g->plan_ref);
+        lua_getupvalue(L, -1, LUAHIER_WALK_REACHED);
         reached = (int)lua_tointegerx(L, -1, NULL);
         lua_pushinteger(L, -1);
-        lua_setupvalue(L, 6, LUAHIER_WALK_REACHED);
-        lua_copy(L, 7, 5);
+        lua_setupvalue(L, -3, LUAHIER_WALK_REACHED);
         if (reached >= 0) {
-            stopped = -1;
+            stopped = LUAHIER_WALKED_RAISED;
         } else {
             /* It failed before its first call (no room for its frame): the host walks the
              * plan from the start instead. */
             lua_rawgeti(L, 3, LUAHIER_PLAN_COUNT);
-            stopped = lua_tointegerx(L, -1, NULL) > 0 ? 2 : 4;
+            stopped = lua_tointegerx(L, -1, NULL) > 0 ? LUAHIER_WALKED_HOST : LUAHIER_WALKED_NOTHING;
             reached = 0;
             status = LUA_OK;
         }
@@ -839,24 +859,27 @@ static inline int luahier_trigger(lua_State *L) {
     lua_settop(L, 5);
     /* 5: the answer, the error, or nil */
 
-    int handled = stopped == 1 && lua_type(L, 5) == LUA_TSTRING && lua_topointer(L, 5) == fast->handled;
-    luahier_Run run;
-    run.called_count = 0;
-    if (traced || (stopped != 0 && !handled))
-        luahier_notecalled(L, &run, 3, 4, reached, stopped == 1 || stopped == 3 || stopped == -1);
-    if (stopped != 0 && !handled) {
+    int handled = stopped == LUAHIER_WALKED_ANSWER && lua_type(L, 5) == LUA_TSTRING
+        && lua_topointer(L, 5) == fast->handled;
+    int finished = stopped == LUAHIER_WALKED_ALL || handled;
+    luahier_Called called;
+    called.count = 0;
+    if (traced || !finished)
+        luahier_notecalled(L, &called, 3, 4, reached,
+            stopped == LUAHIER_WALKED_ANSWER || stopped == LUAHIER_WALKED_CHANGED || stopped == LUAHIER_WALKED_RAISED);
+    if (!finished) {
         /* For the host to finish: (node, event, plan, type, answer or error, fast, entry,
          * how it stopped, whether memory was refused, the entries called). */
         int code = status != LUA_OK ? status
-            : stopped == 1 ? LUAHIER_STOP_ANSWER
-            : stopped == 2 ? LUAHIER_STOP_HOST
-            : stopped == 3 ? LUAHIER_STOP_CHANGED : LUAHIER_STOP_END;
+            : stopped == LUAHIER_WALKED_ANSWER ? LUAHIER_STOP_ANSWER
+            : stopped == LUAHIER_WALKED_HOST ? LUAHIER_STOP_HOST
+            : stopped == LUAHIER_WALKED_CHANGED ? LUAHIER_STOP_CHANGED : LUAHIER_STOP_END;
         fast->handovers++;
         lua_pushlightuserdata(L, fast);
         lua_pushinteger(L, reached);
         lua_pushinteger(L, code);
         lua_pushboolean(L, memory_refused);
-        lua_pushlstring(L, (const char *)run.called, (size_t)run.called_count);
+        lua_pushlstring(L, (const char *)called.entries, (size_t)called.count);
         return luahier_trampoline(L);
     }
 
@@ -901,7 +924,7 @@ static inline int luahier_trigger(lua_State *L) {
         lua_createtable(L, 4, 0);
         lua_pushvalue(L, 3);
         lua_rawseti(L, -2, LUAHIER_WALKTRACE_PLAN);
-        lua_pushlstring(L, (const char *)run.called, (size_t)run.called_count);
+        lua_pushlstring(L, (const char *)called.entries, (size_t)called.count);
         lua_rawseti(L, -2, LUAHIER_WALKTRACE_CALLED);
         lua_pushvalue(L, 4);
         lua_rawseti(L, -2, LUAHIER_WALKTRACE_TYPE);
