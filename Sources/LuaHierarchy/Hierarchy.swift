@@ -159,6 +159,7 @@ public final class Hierarchy {
     /// rather than being copied there (a copy and a destroy of its payload and type).
     func dispatchKeepingValue(_ message: consuming Message, at node: Node) throws -> DispatchResult {
         guard node.tree === root.tree else { throw HierarchyError.foreignNode }
+        // A closure cannot consume what it captures; it can take it out of an Optional.
         var pending = Optional(message)
         return try withEntryBudget { () throws(DispatchDepthExceeded) in
             try dispatcher.dispatch(pending.take()!, at: node)

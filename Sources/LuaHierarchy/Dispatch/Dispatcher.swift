@@ -59,6 +59,10 @@ final class Dispatcher {
     var alertPresenter: ((Alert) -> String?)?
     /// Calls runs of Lua responders in one go (ResponderRun.swift); nil: one call each.
     var runner: (any ResponderRunner)?
+    /// The runner, for a top-level dispatch only: a run costs Lua one more C-stack level (its
+    /// C loop), and Lua allows 200, so none in nested dispatches keeps the nesting limit (100)
+    /// the limit that is reached.
+    private var topLevelRunner: (any ResponderRunner)? { depth > 1 ? nil : runner }
     /// Sees every finished dispatch (nested ones too), e.g. to print traces.
     var observer: ((DispatchResult, _ depth: Int) -> Void)? { didSet { root.tree.noteChainChange() } }
     /// How many dispatches and publishes are under way, nested: at a fixed address, so a
@@ -124,10 +128,8 @@ final class Dispatcher {
         let safetyCheck = checksSafety ? SafetyCheck(level: safety, origin: origin) : nil
         // Consecutive Lua receive responders go to the runner as one run. Not with full
         // tracing (it records the value around every call), nor while the safety check may
-        // replace the value between nodes, nor in nested dispatches: a run costs Lua one more
-        // C-stack level (its C loop), and Lua allows 200, so one level per nesting keeps the
-        // nesting limit (100) the limit that is reached.
-        let runner = level == .full || safetyCheck != nil || depth > 1 ? nil : self.runner
+        // replace the value between nodes, nor in nested dispatches (`topLevelRunner`).
+        let runner = level == .full || safetyCheck != nil ? nil : topLevelRunner
         return walk(
             chain, detached: top !== root, from: initial, at: origin, level: level, trace: level == .off ? nil : [],
             safetyCheck: safetyCheck, runner: runner, start: RunPosition(node: 0, offset: 0), after: nil)
@@ -147,14 +149,13 @@ final class Dispatcher {
     /// runner calls in runs, any other answer) the general walk takes over at that responder.
     private func walk(_ plan: ChainPlan, from initial: consuming Message, traced: Bool) -> DispatchResult {
         plannedWalks &+= 1
-        let nested = depth > 1
         if traced {
             return walk(
                 plan.links, detached: plan.detached, from: initial, at: plan.links[0].node, level: .path, trace: [],
-                safetyCheck: nil, runner: nested ? nil : runner, start: RunPosition(node: 0, offset: 0), after: nil)
+                safetyCheck: nil, runner: topLevelRunner, start: RunPosition(node: 0, offset: 0), after: nil)
         }
         // Whether a runner calls Lua responders in runs: a flag, so the loop holds no copy of it.
-        let runs = !nested && runner != nil
+        let runs = depth <= 1 && runner != nil
         var current = initial
         for entry in current.domain == .event ? plan.eventEntries : plan.errorEntries {
             // Whether the responder sees the value, and its answer if it is called here (nil:
@@ -171,7 +172,7 @@ final class Dispatcher {
             let after = reply.map { ($0, entry.position) }
             return walk(
                 plan.links, detached: plan.detached, from: current, at: plan.links[0].node, level: .off, trace: nil,
-                safetyCheck: nil, runner: nested ? nil : runner, start: entry.position, after: after)
+                safetyCheck: nil, runner: topLevelRunner, start: entry.position, after: after)
         }
         let present = current.domain == .error
         let result = DispatchResult(
@@ -208,7 +209,7 @@ final class Dispatcher {
             } : nil
         return walk(
             plan.links, detached: plan.detached, from: message, at: plan.links[0].node,
-            level: plan.traced ? .path : .off, trace: trace, safetyCheck: nil, runner: depth > 1 ? nil : runner,
+            level: plan.traced ? .path : .off, trace: trace, safetyCheck: nil, runner: topLevelRunner,
             start: start, after: reply.map { ($0.0, plan.eventEntries[$0.atEntry].position) })
     }
 
