@@ -31,12 +31,6 @@ typedef struct luahier_MatchState {
     struct { const char *init; ptrdiff_t len; } capture[LUAHIER_PATTERN_MAXCAPTURES];
 } luahier_MatchState;
 
-static inline void luahier_raiselimit(lua_State *L, luahier_Guard *g) {
-    lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
-    luahier_pushlimiterror(L, g);
-    lua_error(L);
-}
-
 /* One step of work. Raises when this call's budget, the entry's budget or the time is spent. */
 static inline void luahier_step(luahier_MatchState *ms) {
     if (--ms->steps_left < 0)
@@ -45,10 +39,7 @@ static inline void luahier_step(luahier_MatchState *ms) {
                    (LUAI_UACINT)ms->steps_limit, (LUAI_UACINT)(ms->src_end - ms->src_init));
     if (++ms->unreported < 4096) return;
     ms->unreported = 0;
-    luahier_Guard *g = luahier_guard(ms->L);
-    luahier_charge(ms->L, 4096 / 8);
-    if (g->active && !g->exceeded && g->time_limit > 0 && luahier_now() > g->deadline) g->exceeded = 2;
-    if (g->active && g->exceeded) luahier_raiselimit(ms->L, g);
+    luahier_work(ms->L, 4096 / 8);
 }
 
 static inline const char *luahier_classend(luahier_MatchState *ms, const char *p) {

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <limits.h>
 
 /* ---- Constants ---------------------------------------------------------------------- */
 
@@ -70,10 +71,17 @@ static inline void luahier_notewalkchange(lua_State *L);
 
 /* [-?, +?, e]  upvalue 1: the Swift entry as a light userdata; further upvalues are the
  * entry's own. A string error gets the caller's `chunk:line: ` prefix, as luaL_error does. */
+static inline int luahier_endhostcall(lua_State *L, int results);
+
 static inline int luahier_trampoline(lua_State *L) {
     luahier_HostFunction entry = (luahier_HostFunction)lua_touserdata(L, lua_upvalueindex(1));
     int results = entry(L);
     luahier_notewalkchange(L);
+    return luahier_endhostcall(L, results);
+}
+
+/* [-?, +?, e] The end of a host call: its `results`, or the error it left raised. */
+static inline int luahier_endhostcall(lua_State *L, int results) {
     if (results >= 0) return results;
     if (lua_type(L, -1) == LUA_TSTRING) {
         luaL_where(L, 1);
@@ -99,25 +107,53 @@ static inline void luahier_pushhostfunction(lua_State *L, luahier_HostFunction e
 
 /* ---- Limits: memory, instructions, time ------------------------------------------------ */
 
+/* Which limit a budget tripped on (sticky until the budget ends). */
+enum {
+    LUAHIER_TRIPPED_NONE = 0,
+    LUAHIER_TRIPPED_INSTRUCTIONS = 1,
+    LUAHIER_TRIPPED_TIME = 2,
+    LUAHIER_TRIPPED_MEMORY = 3
+};
+
+/* Whose limit bounds a budget: the top-level chunk's or a dispatch's (for messages). */
+enum { LUAHIER_SCOPE_CHUNK = 0, LUAHIER_SCOPE_DISPATCH = 1 };
+
+/* One budget: a top-level entry's (a chunk, or a dispatch started from Swift), or a dispatch's
+ * nested in it. A nested budget is its own limits capped by what is left of the enclosing one;
+ * the enclosing budget is saved by the caller and restored when the nested one ends. */
+typedef struct luahier_Budget {
+    long long trip_at;            /* the guard's `spent` at which it trips (LLONG_MAX: never) */
+    long long instruction_limit;  /* the limit behind trip_at, for messages (0: none) */
+    double deadline;              /* CLOCK_MONOTONIC seconds (0: none) */
+    double time_limit;            /* the limit behind the deadline, for messages */
+    double own_time;              /* a dispatch's own seconds, not started yet: its clock starts
+                                   * at the first check inside it, so entering one reads no clock */
+    int instruction_scope, time_scope; /* LUAHIER_SCOPE_*: whose limits these are */
+    int exceeded;                 /* LUAHIER_TRIPPED_* */
+} luahier_Budget;
+
 /* Per Lua state. The extra space of every thread points here (coroutines copy it). */
 typedef struct luahier_Guard {
     void *host;                    /* the Swift LuaHost, unretained */
-    /* Memory, counted by the allocator. */
+    /* Memory, counted by the allocator, plus what the host holds on the script's behalf. */
     size_t used, peak, limit;      /* limit 0: none */
     int in_host;                   /* 1 while Swift code runs: its allocations never fail */
     int memory_refused;            /* an allocation was refused since the budget began */
-    /* Instructions and time, checked by the count hook. */
+    void *refused_block;           /* the last request refused (Lua retries it once, after a */
+    size_t refused_size;           /* full collection) */
+    /* Instructions and time. */
     int active;                    /* a budgeted entry (a chunk, a dispatch) is under way */
-    int exceeded;                  /* 1 instructions, 2 time: sticky until the entry ends */
-    long long instruction_limit;   /* 0: none */
-    long long instructions_left;
-    double time_limit;             /* seconds; 0: none */
-    double deadline;               /* CLOCK_MONOTONIC seconds */
+    int hooked;                    /* the count hook is wanted (an instruction or time limit) */
+    long long spent;               /* instructions and charged host work since the entry began */
+    long long work;                /* host work and allocation since the clock was last read */
+    luahier_Budget budget;         /* the innermost budget */
     /* Where Lua last was when the hook ran: the place named by memory errors, which come
      * without a message handler. */
     char last_source[LUA_IDSIZE];
     int last_line;
-    lua_State *main;               /* read by the allocator to note where a refusal happened */
+    lua_State *main;               /* the main thread */
+    lua_State *running;            /* the thread running Lua: main, or the coroutine the
+                                    * sandbox's resume entered (where a trip sets the hook) */
     int run_ref;                   /* registry reference to the responder-run loop (0: none) */
     int plan_ref;                  /* registry reference to the plan walk of the fast path */
     /* While the fast path walks a plan: the tree's chain-change count and its value when the
@@ -127,8 +163,14 @@ typedef struct luahier_Guard {
     long walk_changes_at_start;
 } luahier_Guard;
 
-/* The count hook runs every this many instructions; once tripped, at every instruction. */
+/* The count hook runs every this many instructions; once tripped, at every instruction. Host
+ * work is charged in the same units, and the clock is read every this many of them. */
 #define LUAHIER_HOOK_INTERVAL 1000
+/* Bytes allocated that count as one unit of work (a copy, a concatenation, a table grown). */
+#define LUAHIER_BYTES_PER_UNIT 64
+/* Room the error machinery gets past the memory cap once it has tripped (message handler,
+ * traceback, the error table): the script itself can run no instruction by then. */
+#define LUAHIER_MEMORY_GRACE (1 << 20)
 
 /* [-0, +0, -] */
 static inline luahier_Guard *luahier_guard(lua_State *L) {
@@ -157,10 +199,63 @@ static inline void luahier_noteplace(luahier_Guard *g, const lua_Debug *ar) {
     g->last_line = ar->currentline;
 }
 
+static void luahier_hook(lua_State *L, lua_Debug *ar);
+
+/* [-0, +0, -] How many instructions the hook should wait for next: the interval, or fewer
+ * when the budget ends sooner (so a budget trips at exactly its count). */
+static inline int luahier_nextcount(const luahier_Guard *g) {
+    long long left = g->budget.trip_at - g->spent;
+    if (left >= LUAHIER_HOOK_INTERVAL) return LUAHIER_HOOK_INTERVAL;
+    return left < 1 ? 1 : (int)left;
+}
+
+/* [-0, +0, -] Sets `L`'s hook as the guard wants it now: at every instruction once tripped,
+ * at the next count while a limit is on, else none. */
+static inline void luahier_sethook(lua_State *L, const luahier_Guard *g) {
+    if (g->active && g->budget.exceeded) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+    else if (g->hooked) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, g->active ? luahier_nextcount(g) : LUAHIER_HOOK_INTERVAL);
+    else lua_sethook(L, NULL, 0, 0);
+}
+
+/* [-0, +0, -] Whether the innermost budget is spent (instructions, then time); records the
+ * trip. Starts a dispatch's own clock at its first check. */
+static inline int luahier_check(luahier_Guard *g) {
+    luahier_Budget *b = &g->budget;
+    if (b->exceeded) return b->exceeded;
+    if (g->spent >= b->trip_at) return b->exceeded = LUAHIER_TRIPPED_INSTRUCTIONS;
+    if (b->deadline > 0 || b->own_time > 0) {
+        double now = luahier_now();
+        if (b->own_time > 0) {
+            double own = now + b->own_time;
+            if (b->deadline <= 0 || own < b->deadline) {
+                b->deadline = own;
+                b->time_limit = b->own_time;
+                b->time_scope = LUAHIER_SCOPE_DISPATCH;
+            }
+            b->own_time = 0;
+        }
+        if (now > b->deadline) return b->exceeded = LUAHIER_TRIPPED_TIME;
+    }
+    return 0;
+}
+
+/* [-0, +0, -] Records a trip found outside the hook (by the allocator or host work) and makes
+ * the running thread's next instruction raise it. Only ever on the Lua thread. */
+static inline void luahier_trip(luahier_Guard *g, int kind) {
+    lua_State *running = g->running ? g->running : g->main;
+    lua_Debug ar;
+    /* The place it tripped, for `where` (the allocator noted a refusal's place already). */
+    if (kind != LUAHIER_TRIPPED_MEMORY && luahier_findluaframe(running, 0, &ar)) luahier_noteplace(g, &ar);
+    if (!g->budget.exceeded) g->budget.exceeded = kind;
+    lua_sethook(running, luahier_hook, LUA_MASKCOUNT, 1);
+}
+
 /* The allocator: counts every block at the size malloc really gives it (so the cap bounds
  * what the process holds, not what Lua asked for), and refuses growth past the limit unless
- * the host is allocating (host code must never see an allocation raise). Shrinking never
- * fails. */
+ * the host is allocating (host code must never see an allocation raise). A refusal trips the
+ * memory limit of the running budget: sticky, like the others. Growth is also work: every
+ * LUAHIER_BYTES_PER_UNIT bytes are charged, so copies and concatenations inside one
+ * instruction count, and the clock is read as they add up. Shrinking never fails. */
 static inline void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     luahier_Guard *g = (luahier_Guard *)ud;
     size_t old = ptr ? malloc_usable_size(ptr) : 0;
@@ -170,40 +265,96 @@ static inline void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsiz
         g->used -= old;
         return NULL;
     }
-    /* malloc hands out at most 16 bytes more than asked: count them up front. */
-    if (nsize > old && g->limit && !g->in_host && g->used - old + nsize + 16 > g->limit) {
-        lua_Debug ar;
-        if (!g->memory_refused && g->main && luahier_findluaframe(g->main, 0, &ar)) luahier_noteplace(g, &ar);
-        g->memory_refused = 1;
-        return NULL;
+    if (nsize > old && g->limit && !g->in_host) {
+        size_t cap = g->limit + (g->active && g->budget.exceeded == LUAHIER_TRIPPED_MEMORY ? LUAHIER_MEMORY_GRACE : 0);
+        /* malloc hands out at most 16 bytes more than asked: count them up front. */
+        if (g->used - old + nsize + 16 > cap) {
+            lua_Debug ar;
+            lua_State *at = g->running ? g->running : g->main;
+            if (!g->memory_refused && at && luahier_findluaframe(at, 0, &ar)) luahier_noteplace(g, &ar);
+            g->memory_refused = 1;
+            /* Lua answers a refusal with a full collection and asks again for the same block:
+             * only a second refusal of it is the cap really reached (garbage is not). */
+            if (ptr == g->refused_block && nsize == g->refused_size) {
+                if (g->active && !g->budget.exceeded) luahier_trip(g, LUAHIER_TRIPPED_MEMORY);
+            } else {
+                g->refused_block = ptr;
+                g->refused_size = nsize;
+            }
+            return NULL;
+        }
+        g->refused_block = NULL;
+        g->refused_size = 0;
     }
     void *block = realloc(ptr, nsize);
     if (block == NULL) return NULL;
     g->used = g->used - old + malloc_usable_size(block);
     if (g->used > g->peak) g->peak = g->used;
+    if (nsize > old && g->active) {
+        long long units = (long long)((nsize - old) / LUAHIER_BYTES_PER_UNIT);
+        g->spent += units;
+        g->work += units;
+        if ((g->work >= LUAHIER_HOOK_INTERVAL || g->spent >= g->budget.trip_at) && !g->budget.exceeded) {
+            g->work = 0;
+            int kind = luahier_check(g);
+            if (kind) luahier_trip(g, kind);
+        }
+    }
     return block;
 }
 
-/* [-0, +1, m] The error a tripped limit raises. */
+/* [-0, +1, -] The error a tripped limit raises: { type, message, limit, where }. The one place
+ * its wording lives (the host reads it from here too). Allocates as the host does: never fails. */
 static inline void luahier_pushlimiterror(lua_State *L, luahier_Guard *g) {
+    int caller_in_host = g->in_host;
+    g->in_host = 1;
+    const luahier_Budget *b = &g->budget;
     lua_createtable(L, 0, 4);
-    if (g->exceeded == 1) {
+    if (b->exceeded == LUAHIER_TRIPPED_INSTRUCTIONS) {
         lua_pushstring(L, "InstructionLimitExceeded");
         lua_setfield(L, -2, "type");
-        lua_pushfstring(L, "instruction limit exceeded: more than %I instructions "
-                           "(set with --max-instructions or Limits.instructions)",
-                        (LUAI_UACINT)g->instruction_limit);
+        if (b->instruction_scope == LUAHIER_SCOPE_DISPATCH)
+            lua_pushfstring(L, "instruction limit exceeded: more than %I instructions in one dispatch "
+                               "(set with --dispatch-max-instructions or Limits.dispatchInstructions)",
+                            (LUAI_UACINT)b->instruction_limit);
+        else
+            lua_pushfstring(L, "instruction limit exceeded: more than %I instructions "
+                               "(set with --max-instructions or Limits.instructions)",
+                            (LUAI_UACINT)b->instruction_limit);
         lua_setfield(L, -2, "message");
-        lua_pushinteger(L, g->instruction_limit);
-    } else {
+        lua_pushinteger(L, b->instruction_limit);
+    } else if (b->exceeded == LUAHIER_TRIPPED_TIME) {
         lua_pushstring(L, "TimeLimitExceeded");
         lua_setfield(L, -2, "type");
-        lua_pushfstring(L, "time limit exceeded: ran longer than %f seconds "
-                           "(set with --timeout or Limits.time)", g->time_limit);
+        if (b->time_scope == LUAHIER_SCOPE_DISPATCH)
+            lua_pushfstring(L, "time limit exceeded: one dispatch ran longer than %f seconds "
+                               "(set with --dispatch-timeout or Limits.dispatchTime)", b->time_limit);
+        else
+            lua_pushfstring(L, "time limit exceeded: ran longer than %f seconds "
+                               "(set with --timeout or Limits.time)", b->time_limit);
         lua_setfield(L, -2, "message");
-        lua_pushnumber(L, g->time_limit);
+        lua_pushnumber(L, b->time_limit);
+    } else {
+        lua_pushstring(L, "MemoryLimitExceeded");
+        lua_setfield(L, -2, "type");
+        lua_pushfstring(L, "memory limit exceeded: the script may hold at most %I bytes "
+                           "(set with --max-memory or Limits.memory)", (LUAI_UACINT)g->limit);
+        lua_setfield(L, -2, "message");
+        lua_pushinteger(L, (lua_Integer)g->limit);
     }
     lua_setfield(L, -2, "limit");
+    if (g->last_line > 0) {
+        lua_pushfstring(L, "%s:%d", g->last_source, g->last_line);
+        lua_setfield(L, -2, "where");
+    }
+    g->in_host = caller_in_host;
+}
+
+/* [-0, +0, v] Raises the tripped limit on `L`, whose hook now fires at every instruction. */
+static inline int luahier_raiselimit(lua_State *L, luahier_Guard *g) {
+    lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+    luahier_pushlimiterror(L, g);
+    return lua_error(L);
 }
 
 /* [-0, +0, -] Whether the function running at `ar`'s level is the one at registry reference
@@ -226,30 +377,32 @@ static inline int luahier_inplanwalk(lua_State *L, lua_Debug *ar) {
 }
 
 /* The count hook. Once a limit trips it stays tripped and the hook fires at every
- * instruction, so a script's own pcall, xpcall, coroutine or load-with-reader cannot
- * swallow it: the next instruction after the catch raises again. */
+ * instruction, so a script's own pcall, xpcall, coroutine, __close or load-with-reader cannot
+ * swallow it: the next instruction after the catch raises again. (The host also checks after
+ * every protected call, so a trip that was swallowed and returned from still ends the entry.) */
 static void luahier_hook(lua_State *L, lua_Debug *ar) {
     luahier_Guard *g = luahier_guard(L);
-    if (!g->active) {
-        if (lua_gethookcount(L) != LUAHIER_HOOK_INTERVAL)
-            lua_sethook(L, luahier_hook, LUA_MASKCOUNT, LUAHIER_HOOK_INTERVAL);
+    if (!g->active || (!g->budget.exceeded && !g->hooked)) {
+        /* Left over from a trip that ended, on a thread that was not running then. */
+        luahier_sethook(L, g);
         return;
     }
-    if (!g->exceeded) {
-        if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0) luahier_noteplace(g, ar);
-        g->instructions_left -= lua_gethookcount(L);
-        if (g->instruction_limit > 0 && g->instructions_left < 0) {
-            g->exceeded = 1;
-        } else if (g->time_limit > 0 && luahier_now() > g->deadline) {
-            g->exceeded = 2;
-        } else {
+    if (!g->budget.exceeded) {
+        /* The place, for `where`: the running function's line, or (in the plan walk, which has
+         * none) its caller's. */
+        lua_Debug place;
+        if (luahier_findluaframe(L, 0, &place)) luahier_noteplace(g, &place);
+        g->spent += lua_gethookcount(L);
+        g->work = 0;
+        if (!luahier_check(g)) {
+            int next = luahier_nextcount(g);
+            if (lua_gethookcount(L) != next) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, next);
             return;
         }
     }
     lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
     if (luahier_inplanwalk(L, ar)) return;
-    luahier_pushlimiterror(L, g);
-    lua_error(L);
+    luahier_raiselimit(L, g);
 }
 
 /* [-0, +0, -] Installs the count hook on `L` (done once, on the main thread, at creation:
@@ -258,24 +411,108 @@ static inline void luahier_installhook(lua_State *L) {
     lua_sethook(L, luahier_hook, LUA_MASKCOUNT, LUAHIER_HOOK_INTERVAL);
 }
 
-/* [-0, +0, -] Charges host work (a dispatch, a responder call) to the instruction budget, so
- * scripts that mostly make the host work are bounded by it too. Trips the limit if spent: the
- * next Lua instruction raises. */
-static inline void luahier_charge(lua_State *L, long long instructions) {
+/* [-0, +0, -] Starts a top-level entry's budget on `L` (nothing may be under way):
+ * `instructions` (0: none) and `seconds` (0: none) of `scope`. The hook count starts afresh,
+ * so the entry's instruction count is exact. */
+static inline void luahier_beginentry(lua_State *L, long long instructions, double seconds, int scope) {
     luahier_Guard *g = luahier_guard(L);
-    if (!g->active || g->instruction_limit <= 0 || g->exceeded) return;
-    g->instructions_left -= instructions;
-    if (g->instructions_left < 0) {
-        g->exceeded = 1;
-        lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+    luahier_Budget *b = &g->budget;
+    g->active = 1;
+    g->spent = 0;
+    g->work = 0;
+    g->last_line = 0;
+    b->trip_at = instructions > 0 ? instructions : LLONG_MAX;
+    b->instruction_limit = instructions;
+    b->instruction_scope = scope;
+    b->deadline = seconds > 0 ? luahier_now() + seconds : 0;
+    b->time_limit = seconds;
+    b->time_scope = scope;
+    b->own_time = 0;
+    b->exceeded = 0;
+    if (g->hooked) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, luahier_nextcount(g));
+}
+
+/* [-0, +0, -] Ends the top-level entry; returns what it tripped on (LUAHIER_TRIPPED_*). */
+static inline int luahier_endentry(lua_State *L) {
+    luahier_Guard *g = luahier_guard(L);
+    int tripped = g->budget.exceeded;
+    g->active = 0;
+    g->budget.exceeded = 0;
+    if (tripped) {
+        luahier_sethook(g->main, g);
+        if (L != g->main) luahier_sethook(L, g);
     }
+    return tripped;
+}
+
+/* [-0, +0, -] Starts a dispatch's budget inside the running one: its own `instructions` and
+ * `seconds` (0: none), capped by what is left of the enclosing budget, which is saved in
+ * `saved` for luahier_popbudget. The clock is not read: the dispatch's own time starts at its
+ * first check (within one hook interval). A trip already under way is inherited. */
+static inline void luahier_pushbudget(lua_State *L, luahier_Budget *saved, long long instructions, double seconds) {
+    luahier_Guard *g = luahier_guard(L);
+    luahier_Budget *b = &g->budget;
+    *saved = *b;
+    if (instructions > 0 && instructions < b->trip_at - g->spent) {
+        b->trip_at = g->spent + instructions;
+        b->instruction_limit = instructions;
+        b->instruction_scope = LUAHIER_SCOPE_DISPATCH;
+    }
+    b->own_time = seconds > 0 ? seconds : 0;
+}
+
+/* [-0, +0, -] Ends the dispatch's budget: the enclosing one is back, and goes on with what is
+ * left of it (if that is spent too, its next instruction raises). Returns what the dispatch's
+ * budget tripped on (LUAHIER_TRIPPED_*, 0: nothing). */
+static inline int luahier_popbudget(lua_State *L, const luahier_Budget *saved) {
+    luahier_Guard *g = luahier_guard(L);
+    int tripped = g->budget.exceeded;
+    g->budget = *saved;
+    if (tripped && !saved->exceeded) {
+        int kind = luahier_check(g);
+        if (kind) {
+            luahier_trip(g, kind);
+        } else {
+            luahier_sethook(L, g);
+            if (g->running && g->running != L) luahier_sethook(g->running, g);
+        }
+    }
+    return tripped;
+}
+
+/* [-0, +0, -] Charges host work to the budget: `units` instructions' worth. Reads the clock
+ * once enough work has added up, so long host work is stopped by the deadline too. A trip
+ * makes the next Lua instruction raise. */
+static inline void luahier_charge(lua_State *L, long long units) {
+    luahier_Guard *g = luahier_guard(L);
+    if (!g->active || g->budget.exceeded) return;
+    g->spent += units;
+    g->work += units;
+    if (g->spent < g->budget.trip_at && g->work < LUAHIER_HOOK_INTERVAL) return;
+    g->work = 0;
+    int kind = luahier_check(g);
+    if (kind) luahier_trip(g, kind);
+}
+
+/* [-0, +0, v] For C functions of the sandbox doing long work: charges `units` and raises the
+ * limit if the budget is spent. */
+static inline void luahier_work(lua_State *L, long long units) {
+    luahier_Guard *g = luahier_guard(L);
+    luahier_charge(L, units);
+    if (g->active && g->budget.exceeded) luahier_raiselimit(L, g);
+}
+
+/* [-0, +0, -] What the running budget has tripped on (LUAHIER_TRIPPED_*, 0: nothing). */
+static inline int luahier_tripped(lua_State *L) {
+    luahier_Guard *g = luahier_guard(L);
+    return g->active ? g->budget.exceeded : 0;
 }
 
 /* An xpcall message handler, guarded: once a limit has tripped the error passes through
  * untouched and no Lua code runs. Lua 5.4.4 re-enters a message handler that raises, in C,
  * forever; a tripped limit raises at every Lua instruction, so the user's handler must not run. */
 static inline int luahier_guardedhandler(lua_State *L) {
-    if (luahier_guard(L)->exceeded) return 1;
+    if (luahier_tripped(L)) return 1;
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_insert(L, 1);
     lua_call(L, lua_gettop(L) - 1, 1);
@@ -286,6 +523,133 @@ static inline int luahier_guardedhandler(lua_State *L) {
 static inline int luahier_guardhandler(lua_State *L) {
     lua_settop(L, 1);
     lua_pushcclosure(L, luahier_guardedhandler, 1);
+    return 1;
+}
+
+/* lua_CFunction coroutine.resume(co, ...) for the sandbox: Lua's, plus the guard's note of the
+ * running thread, so a trip found outside the hook (memory, host work) hooks the thread that
+ * runs. lua_resume itself refuses a dead, running or normal coroutine. */
+static inline int luahier_resume(lua_State *L) {
+    lua_State *co = lua_tothread(L, 1);
+    luaL_argexpected(L, co != NULL, 1, "coroutine");
+    int narg = lua_gettop(L) - 1;
+    if (!lua_checkstack(co, narg)) {
+        lua_pushboolean(L, 0);
+        lua_pushliteral(L, "too many arguments to resume");
+        return 2;
+    }
+    lua_xmove(L, co, narg);
+    luahier_Guard *g = luahier_guard(L);
+    lua_State *caller = g->running;
+    g->running = co;
+    int nres = 0;
+    int status = lua_resume(co, L, narg, &nres);
+    g->running = caller;
+    /* A trip while the coroutine ran: the caller's next instruction raises it too. */
+    if (g->active && g->budget.exceeded) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+    if (status == LUA_OK || status == LUA_YIELD) {
+        if (!lua_checkstack(L, nres + 1)) {
+            lua_pop(co, nres);
+            lua_pushboolean(L, 0);
+            lua_pushliteral(L, "too many results to resume");
+            return 2;
+        }
+        lua_pushboolean(L, 1);
+        lua_xmove(co, L, nres);
+        return nres + 1;
+    }
+    lua_pushboolean(L, 0);
+    lua_xmove(co, L, 1);
+    return 2;
+}
+
+/* [-0, +0, e] Whether the value at `a` sorts before the one at `b`: the comparator at index 2,
+ * or `<`. */
+static inline int luahier_sortless(lua_State *L, int a, int b, int has_comparator) {
+    if (!has_comparator) return lua_compare(L, a, b, LUA_OPLT);
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, a);
+    lua_pushvalue(L, b);
+    lua_call(L, 2, 1);
+    int less = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    return less;
+}
+
+/* [-0, +0, e] Heap sort's sift-down of the element at `root` within 1..n of the table at 1. */
+static inline void luahier_siftdown(lua_State *L, lua_Integer root, lua_Integer n, int has_comparator) {
+    lua_geti(L, 1, root);
+    int value = lua_gettop(L);
+    while (2 * root <= n) {
+        lua_Integer child = 2 * root;
+        lua_geti(L, 1, child);
+        if (child + 1 <= n) {
+            lua_geti(L, 1, child + 1);
+            if (luahier_sortless(L, value + 1, value + 2, has_comparator)) {
+                child++;
+                lua_replace(L, value + 1);
+            } else {
+                lua_pop(L, 1);
+            }
+        }
+        luahier_work(L, 2);
+        if (!luahier_sortless(L, value, value + 1, has_comparator)) {
+            lua_pop(L, 1);
+            break;
+        }
+        lua_seti(L, 1, root);
+        root = child;
+    }
+    lua_seti(L, 1, root);
+}
+
+/* lua_CFunction table.sort(t [, comp]) for the sandbox: a heap sort (O(n log n) comparisons
+ * whatever the input, no recursion) that charges its work and checks the deadline as it goes.
+ * Lua's own sorts inside one C call that neither the hook nor the deadline interrupts when the
+ * elements compare without Lua code (8e6 numbers: 4.5 s past a 1 s limit). Like Lua's, it is
+ * not stable, and reads and writes through metamethods. */
+static inline int luahier_sort(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_Integer n = luaL_len(L, 1);
+    int has_comparator = !lua_isnoneornil(L, 2);
+    if (has_comparator) luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_settop(L, 2);
+    luaL_checkstack(L, 8, "sorting");
+    luahier_work(L, n);
+    for (lua_Integer i = n / 2; i >= 1; i--) luahier_siftdown(L, i, n, has_comparator);
+    for (lua_Integer end = n; end > 1; end--) {
+        lua_geti(L, 1, 1);
+        lua_geti(L, 1, end);
+        lua_seti(L, 1, 1);
+        lua_seti(L, 1, end);
+        luahier_siftdown(L, 1, end - 1, has_comparator);
+    }
+    return 0;
+}
+
+/* lua_CFunction (table): makes it the globals of the state (the registry's LUA_RIDX_GLOBALS),
+ * so `load` and everything else that reaches for "the globals" gets the sandbox's. */
+static inline int luahier_setglobals(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 1);
+    lua_rawseti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+    return 0;
+}
+
+/* lua_CFunction (metatable): makes it the metatable of strings. */
+static inline int luahier_setstringmetatable(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 1);
+    lua_pushliteral(L, "");
+    lua_insert(L, 1);
+    lua_setmetatable(L, 1);
+    return 0;
+}
+
+/* lua_CFunction (): the string metatable as Lua made it (its arithmetic metamethods). */
+static inline int luahier_getstringmetatable(lua_State *L) {
+    lua_pushliteral(L, "");
+    if (!lua_getmetatable(L, -1)) lua_pushnil(L);
     return 1;
 }
 
@@ -618,6 +982,8 @@ typedef struct luahier_Fast {
     const void *not_handled;   /* the interned verdicts */
     const void *handled;
     long long dispatch_charge; /* charged to the instruction budget per dispatch */
+    long long dispatch_instructions; /* a dispatch's own budget (0: none) */
+    double dispatch_seconds;
     long long walks;           /* dispatches the fast path took, and of those, */
     long long handovers;       /* how many the host finished (for tests and benchmarks) */
 } luahier_Fast;
@@ -808,6 +1174,9 @@ static inline int luahier_trigger(lua_State *L) {
     }
     luahier_charge(L, fast->dispatch_charge);
     fast->walks++;
+    /* The dispatch's own budget, kept until it is finished here or by the host. */
+    luahier_Budget enclosing;
+    luahier_pushbudget(L, &enclosing, fast->dispatch_instructions, fast->dispatch_seconds);
 
     lua_rawgeti(L, 3, LUAHIER_PLAN_TRACED);
     int traced = lua_toboolean(L, -1);
@@ -832,6 +1201,9 @@ static inline int luahier_trigger(lua_State *L) {
     g->memory_refused = caller_refused;
     /* 6: how it stopped, 7: the entry, 8: the answer; or 6: the error */
     int stopped, reached;
+    /* A limit that tripped and was swallowed inside the walk's responders still ends the
+     * dispatch: the host finishes it (and makes the limit error its value). */
+    int swallowed = status == LUA_OK && g->budget.exceeded;
     if (status == LUA_OK) {
         stopped = (int)lua_tointegerx(L, 6, NULL);
         reached = (int)lua_tointegerx(L, 7, NULL);
@@ -861,7 +1233,7 @@ static inline int luahier_trigger(lua_State *L) {
 
     int handled = stopped == LUAHIER_WALKED_ANSWER && lua_type(L, 5) == LUA_TSTRING
         && lua_topointer(L, 5) == fast->handled;
-    int finished = stopped == LUAHIER_WALKED_ALL || handled;
+    int finished = (stopped == LUAHIER_WALKED_ALL || handled) && !swallowed;
     luahier_Called called;
     called.count = 0;
     if (traced || !finished)
@@ -880,8 +1252,14 @@ static inline int luahier_trigger(lua_State *L) {
         lua_pushinteger(L, code);
         lua_pushboolean(L, memory_refused);
         lua_pushlstring(L, (const char *)called.entries, (size_t)called.count);
-        return luahier_trampoline(L);
+        /* The host finishes inside the dispatch's budget; then the enclosing one is back. */
+        luahier_HostFunction entry = (luahier_HostFunction)lua_touserdata(L, lua_upvalueindex(1));
+        int results = entry(L);
+        luahier_notewalkchange(L);
+        luahier_popbudget(L, &enclosing);
+        return luahier_endhostcall(L, results);
     }
+    luahier_popbudget(L, &enclosing);
 
     /* The outcome, made as the host makes it (host allocations never fail). */
     g->in_host = 1;

@@ -83,9 +83,10 @@ public final class Hierarchy {
         dispatcher.presenter = { [unowned self] in self.presenter?($0) }
         dispatcher.runner = host
         dispatcher.onSafetyWarning = { [unowned self] in self.onSafetyWarning($0) }
-        moduleFolderList = try host.openLibraries(options.libraries)
+        let sandbox = try host.openLibraries(options.libraries)
+        moduleFolderList = sandbox.folders
         bridge = try LuaBridge(host: host, hierarchy: self)
-        if options.libraries == .sandboxed { try host.sealGlobals() }
+        if options.libraries == .sandboxed { try host.sealGlobals(sandbox.seal) }
         setModuleFolders(nil)
     }
 
@@ -161,14 +162,30 @@ public final class Hierarchy {
         guard node.tree === root.tree else { throw HierarchyError.foreignNode }
         // A closure cannot consume what it captures; it can take it out of an Optional.
         var pending = Optional(message)
-        return try withEntryBudget { () throws(DispatchDepthExceeded) in
-            try dispatcher.dispatch(pending.take()!, at: node)
+        return try withDispatchBudget { () throws(DispatchDepthExceeded) in
+            endedByLimit(try dispatcher.dispatch(pending.take()!, at: node))
         }
     }
 
-    /// Runs `body` as one entry into the host, with a fresh instruction and time budget.
-    func withEntryBudget<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
-        try host.withBudget(body)
+    /// Runs `body` inside a dispatch's budget: a top-level entry from Swift, or nested in the
+    /// running one (SPEC §7).
+    func withDispatchBudget<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        try host.withBudget(.dispatch, body)
+    }
+
+    /// A dispatch whose budget tripped ends unhandled with the limit error as its value (the
+    /// error it was handling as `cause`), whatever it answered after the trip: a limit that a
+    /// script swallowed, or one host work tripped after the last responder ran.
+    func endedByLimit(_ result: consuming DispatchResult) -> DispatchResult {
+        guard host.limitTripped else { return result }
+        if result.status == .unhandled && result.message.isLimitError { return result }
+        var error = host.limitError()
+        if result.message.domain == .error { error.setIfAbsent("cause", to: result.message) }
+        let ended = DispatchResult(
+            status: .unhandled, message: error, handledBy: nil, responder: nil, trace: result.trace,
+            origin: result.origin, hops: result.hops)
+        dispatcher.present(error, reportedAt: result.origin)
+        return ended
     }
 
     /// Parses the JSON value at the parser's place as a message of `domain`, held by Lua

@@ -1,22 +1,42 @@
 /// The bounds a hierarchy's Lua host enforces (SPEC §7). Each one trips as a clear reported
-/// error that ends the dispatch (or fails the chunk) and leaves the state usable.
+/// error that ends the dispatch (or fails the chunk) it tripped in, and leaves the state usable.
+///
+/// Budgets nest: a top-level chunk gets `instructions` and `time`; every dispatch (from Swift,
+/// from a chunk, or nested in a responder) gets `dispatchInstructions` and `dispatchTime`,
+/// capped by what is left of the budget around it. A trip ends the innermost budget; the code
+/// around it goes on with what is left of its own.
 public struct Limits: Sendable, Hashable {
-    /// Lua instructions per top-level entry: a chunk run from the host, or a dispatch started
-    /// from Swift. Dispatches nested inside it share its budget. Nil: no limit.
+    /// Lua instructions (and host work, in the same units) per top-level chunk. Nil: no limit.
     public var instructions: Int? = 1_000_000_000
-    /// Wall-clock seconds per top-level entry, checked every 1,000 instructions. Nil: none.
+    /// Wall-clock seconds per top-level chunk. Nil: none.
     public var time: Double? = 30
-    /// Bytes the Lua state may hold. Nil: no limit.
+    /// Lua instructions per dispatch, within what is left of the enclosing budget. Nil: none
+    /// (then only the enclosing budget bounds it).
+    public var dispatchInstructions: Int? = 100_000_000
+    /// Wall-clock seconds per dispatch, within what is left of the enclosing budget. Nil: none.
+    public var dispatchTime: Double? = 5
+    /// Bytes held on the scripts' behalf: the Lua heap and the host's own copies (node names,
+    /// paths, registrations, traces). Nil: no limit.
     public var memory: Int? = 512 << 20
 
-    public init(instructions: Int? = 1_000_000_000, time: Double? = 30, memory: Int? = 512 << 20) {
+    public init(
+        instructions: Int? = 1_000_000_000, time: Double? = 30, memory: Int? = 512 << 20,
+        dispatchInstructions: Int? = 100_000_000, dispatchTime: Double? = 5
+    ) {
         self.instructions = instructions
         self.time = time
         self.memory = memory
+        self.dispatchInstructions = dispatchInstructions
+        self.dispatchTime = dispatchTime
     }
 
     /// No limits at all, for trusted code.
-    public static let none = Limits(instructions: nil, time: nil, memory: nil)
+    public static let none = Limits(instructions: nil, time: nil, memory: nil, dispatchInstructions: nil, dispatchTime: nil)
+
+    /// Whether instructions or time are bounded at all (the count hook is needed for them).
+    var countsInstructions: Bool {
+        instructions != nil || time != nil || dispatchInstructions != nil || dispatchTime != nil
+    }
 }
 
 /// Which standard libraries scripts get.

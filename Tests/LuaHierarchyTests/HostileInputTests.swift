@@ -83,7 +83,7 @@ struct HostileInputTests {
         .init(name: "closures", source: "local t = {} for i = 1, 1e9 do t[i] = function() return i end end", verdict: .fails("MemoryLimitExceeded")),
         .init(name: "coroutines", source: "local t = {} for i = 1, 1e9 do t[i] = coroutine.create(print) end", verdict: .fails("MemoryLimitExceeded")),
         .init(name: "nodes", source: "for i = 1, 1e9 do hier.root:child('n' .. i):receiveEvent(function() return 'handled' end) end", verdict: .fails("MemoryLimitExceeded"), limits: Limits(instructions: 20_000_000, time: 10, memory: 16 << 20)),
-        .init(name: "memory bomb caught in a loop", source: "while true do pcall(function() local t = {} for i = 1, 1e9 do t[i] = i end end) end", verdict: .fails("InstructionLimitExceeded")),
+        .init(name: "memory bomb caught in a loop", source: "while true do pcall(function() local t = {} for i = 1, 1e9 do t[i] = i end end) end", verdict: .fails("MemoryLimitExceeded")),
 
         // Deep recursion of every kind: Lua, metamethods, library callbacks, coroutines.
         .init(name: "Lua recursion", source: "local function f(n) return 1 + f(n + 1) end f(1)", verdict: .fails("MemoryLimitExceeded", containing: "test.lua:1")),
@@ -137,7 +137,7 @@ struct HostileInputTests {
         .init(name: "__gc added after setmetatable never runs", source: "local mt = {} local t = setmetatable({}, mt) mt.__gc = function() while true do end end t = nil print('ok')", verdict: .prints(["ok"])),
 
         // Metatable tricks and shared tables.
-        .init(name: "string metatable is hidden", source: "getmetatable('').__index = {}", verdict: .fails("LuaError", containing: "attempt to index a boolean value")),
+        .init(name: "string metatable is hidden", source: "getmetatable('').__index = {}", verdict: .fails("LuaError", containing: "the string metatable is read-only")),
         .init(name: "string library is read-only", source: "string.rep = function() return 'pwned' end", verdict: .fails("LuaError", containing: "string is read-only")),
         .init(name: "standard globals cannot be replaced", source: "string = {}", verdict: .fails("LuaError", containing: "'string' belongs to the standard library")),
         .init(name: "rawset cannot replace them either", source: "rawset(_G, 'print', nil)", verdict: .fails("LuaError", containing: "'print' belongs to the standard library")),
@@ -202,7 +202,8 @@ struct HostileInputTests {
         }
         #expect(elapsed < 15, "took \(elapsed) s")
         if let cap = hostile.limits.memory {
-            #expect(f.hierarchy.luaMemory.used <= cap, "Lua holds \(f.hierarchy.luaMemory.used) bytes after the case")
+            // Once the cap trips, the error machinery (handler, traceback) may use 1 MiB more.
+            #expect(f.hierarchy.luaMemory.used <= cap + (1 << 20), "Lua holds \(f.hierarchy.luaMemory.used) bytes after the case")
         }
         // The engine is still usable: with what the case built dropped, a normal dispatch.
         for child in f.hierarchy.root.children { child.remove() }

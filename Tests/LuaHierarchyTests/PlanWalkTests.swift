@@ -30,7 +30,9 @@ struct PlanWalkTests {
             #expect(error?.type == "InstructionLimitExceeded", "pad \(pad)")
             for presented in f.presented {
                 #expect(presented.error.typeName == "InstructionLimitExceeded", "pad \(pad)")
-                #expect(["test.lua:3", "test.lua:5"].contains(presented.error["where"]?.stringValue ?? "none"), "pad \(pad): \(presented.error)")
+                // A responder's line, or, when the budget ran out in the walk's own instructions
+                // after the last responder (no responder to blame), the line that dispatched.
+                #expect(["test.lua:3", "test.lua:5", "test.lua:7"].contains(presented.error["where"]?.stringValue ?? "none"), "pad \(pad): \(presented.error)")
                 presentedInResponders += 1
             }
             // A new budget: the fast path takes the next dispatch as before.
@@ -51,7 +53,8 @@ struct PlanWalkTests {
         #expect(try hooked(Limits()))
         #expect(try hooked(Limits(instructions: 10_000, time: nil, memory: nil)))
         #expect(try hooked(Limits(instructions: nil, time: 5, memory: nil)))
-        #expect(try !hooked(Limits(instructions: nil, time: nil, memory: 64 << 20)))
+        #expect(try hooked(Limits(instructions: nil, time: nil, memory: nil, dispatchInstructions: 100, dispatchTime: nil)))
+        #expect(try !hooked(Limits(instructions: nil, time: nil, memory: 64 << 20, dispatchInstructions: nil, dispatchTime: nil)))
         #expect(try !hooked(.none))
     }
 

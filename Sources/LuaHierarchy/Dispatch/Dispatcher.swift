@@ -382,6 +382,7 @@ final class Dispatcher {
         switch (kind, reply) {
         case (_, .aborted(var error)):
             error.setIfAbsent("where", to: responder.location)
+            if current.domain == .error { error.setIfAbsent("cause", to: current) }
             trace?.append(step(node, offset, responder, inputType, .raised(type: error.type), before, nil))
             let result = DispatchResult(
                 status: .unhandled, message: error, handledBy: nil, responder: nil, trace: trace, origin: origin,

@@ -91,6 +91,9 @@ final class LuaBridge {
         withTable(tracedOutcomeMetatable) {
             host.pushFunction { [unowned self] call in try materializeTrace(call) }
             host.setRawField(of: -2, "__index")
+            // Locked: getmetatable(outcome) shows this word, never the table (SPEC §7).
+            host.push("outcome")
+            host.setRawField(of: -2, "__metatable")
         }
         withTable(handleMetatable) {
             host.pushFunction(finalize)
@@ -369,7 +372,9 @@ final class LuaBridge {
         host.charge(instructions: Self.dispatchCharge)
         let result: PublishResult
         do {
-            result = try hierarchy.dispatcher.publish(event, from: node, to: scope)
+            result = try hierarchy.withDispatchBudget { () throws(DispatchDepthExceeded) in
+                try hierarchy.dispatcher.publish(event, from: node, to: scope)
+            }
         } catch {
             throw RaisedMessage(message: Message(swiftError: error, where: call.callerLocation ?? "?"))
         }
@@ -440,8 +445,10 @@ final class LuaBridge {
 
     func dispatch(_ message: Message, at node: Node, _ call: HostCall) throws -> Int32 {
         host.charge(instructions: Self.dispatchCharge)
-        return try pushOutcome(of: call) { () throws(DispatchDepthExceeded) in
-            try hierarchy.dispatcher.dispatch(message, at: node)
+        return try hierarchy.withDispatchBudget {
+            try pushOutcome(of: call) { () throws(DispatchDepthExceeded) in
+                try hierarchy.dispatcher.dispatch(message, at: node)
+            }
         }
     }
 
@@ -452,7 +459,8 @@ final class LuaBridge {
     ) throws -> Int32 {
         let result: DispatchResult
         do {
-            result = try dispatch()
+            // Inside the dispatch's budget (the caller's, or the fast path's in C).
+            result = hierarchy.endedByLimit(try dispatch())
         } catch {
             throw RaisedMessage(message: Message(swiftError: error, where: call.callerLocation ?? "?"))
         }

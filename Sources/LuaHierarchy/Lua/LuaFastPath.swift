@@ -32,7 +32,8 @@ extension LuaBridge {
         fastState.pointee = luahier_Fast(
             changes: UnsafePointer(hierarchy.root.tree.chainChanges), depth: hierarchy.dispatcher.depthCounter,
             not_handled: host.notHandledAddress, handled: host.handledAddress, dispatch_charge: Self.dispatchCharge,
-            walks: 0, handovers: 0)
+            dispatch_instructions: Int64(host.limits.dispatchInstructions ?? 0),
+            dispatch_seconds: host.limits.dispatchTime ?? 0, walks: 0, handovers: 0)
         host.pushFunction({ [unowned self] call in try triggerEvent(call) }, via: luahier_trigger) {
             // The upvalues after the trampoline's two, in the order of shim.h's LUAHIER_UP_*.
             lua_pushlightuserdata(L, fastState)

@@ -61,8 +61,12 @@ final class LuaHost {
         // instruction goes through the VM's hook check (luaG_traceexec), so a host with
         // neither limit does not install it: its scripts run at plain Lua's speed. (Memory is
         // capped by the allocator, which notes the place of a refusal itself.)
-        if limits.instructions != nil || limits.time != nil { luahier_installhook(state) }
+        if limits.countsInstructions {
+            guardState.pointee.hooked = 1
+            luahier_installhook(state)
+        }
         guardState.pointee.main = state
+        guardState.pointee.running = state
         domainTags = makeTableRef(weakMode: "k")
         for word in InternedString.allCases {
             push(word.text)
@@ -124,60 +128,55 @@ final class LuaHost {
 
     // MARK: Budgets
 
-    /// Runs `body` as one top-level entry with a fresh instruction and time budget. Entries
-    /// nested inside a running one share its budget.
-    func withBudget<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
-        let state = guardState
-        if state.pointee.active != 0 { return try body() }
-        state.pointee.active = 1
-        state.pointee.exceeded = 0
-        state.pointee.instruction_limit = Int64(limits.instructions ?? 0)
-        state.pointee.instructions_left = Int64(limits.instructions ?? 0)
-        state.pointee.time_limit = limits.time ?? 0
-        // Reading the clock is only worth its cost when there is a time limit.
-        state.pointee.deadline = limits.time.map { luahier_now() + $0 } ?? 0
-        state.pointee.last_line = 0
-        defer {
-            state.pointee.active = 0
-            // A tripped limit set the hook to fire at every instruction: back to the interval.
-            if state.pointee.exceeded != 0 { luahier_installhook(mainThread) }
-            state.pointee.exceeded = 0
+    /// Whose limits a budget has.
+    enum BudgetScope {
+        /// A top-level chunk: `Limits.instructions` and `time`.
+        case chunk
+        /// A dispatch: `Limits.dispatchInstructions` and `dispatchTime`.
+        case dispatch
+    }
+
+    /// Runs `body` inside a budget of `scope`: a fresh top-level entry if none is under way,
+    /// else nested in the running one (its own limits, capped by what is left around it). A
+    /// trip ends this budget; the enclosing one then goes on with what is left of it.
+    func withBudget<T, E: Error>(_ scope: BudgetScope, _ body: () throws(E) -> T) throws(E) -> T {
+        let L = thread
+        let (instructions, seconds) =
+            scope == .chunk
+            ? (limits.instructions, limits.time) : (limits.dispatchInstructions, limits.dispatchTime)
+        if guardState.pointee.active == 0 {
+            luahier_beginentry(
+                L, Int64(instructions ?? 0), seconds ?? 0,
+                Int32(scope == .chunk ? LUAHIER_SCOPE_CHUNK : LUAHIER_SCOPE_DISPATCH))
+            defer { luahier_endentry(L) }
+            return try body()
         }
+        var enclosing = luahier_Budget()
+        luahier_pushbudget(L, &enclosing, Int64(instructions ?? 0), seconds ?? 0)
+        defer { luahier_popbudget(L, &enclosing) }
         return try body()
     }
 
-    /// The error for a tripped instruction or time limit, if one tripped.
-    private var trippedLimit: Message? {
-        let state = guardState.pointee
-        switch state.exceeded {
-        case 1:
-            return .hostError(
-                "InstructionLimitExceeded",
-                "instruction limit exceeded: more than \(state.instruction_limit) instructions (set with --max-instructions or Limits.instructions)",
-                where: nil, ["limit": .int(state.instruction_limit)])
-        case 2:
-            return .hostError(
-                "TimeLimitExceeded",
-                "time limit exceeded: ran longer than \(state.time_limit) seconds (set with --timeout or Limits.time)",
-                where: nil, ["limit": .double(state.time_limit)])
-        default:
-            return nil
+    /// Whether the running budget has tripped on a limit (it must end).
+    var limitTripped: Bool { luahier_tripped(thread) != 0 }
+
+    /// The error of the limit that tripped (or of the memory cap, when the allocator refused
+    /// outside any budget), as C words it (shim.h, the one place), naming where it tripped.
+    func limitError() -> Message {
+        luahier_pushlimiterror(thread, guardState)
+        defer { luahier_pop(thread, 1) }
+        do {
+            return try message(at: -1, as: .error)
+        } catch {
+            return .hostError("LimitExceeded", "a host limit was exceeded", where: nil)
         }
     }
 
-    /// Memory errors come without a message handler, so they name the place the allocator
-    /// found when it first refused, or else the one the count hook last saw.
-    private var memoryLimitError: Message {
+    /// Out of memory with no cap set: malloc itself failed.
+    private var unlimitedMemoryError: Message {
         let state = guardState.pointee
         let source = withUnsafeBytes(of: state.last_source) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        let location = state.last_line > 0 ? "\(source):\(state.last_line)" : nil
-        guard state.limit > 0 else {
-            return .hostError("MemoryError", "out of memory (no memory limit was set)", where: location)
-        }
-        return .hostError(
-            "MemoryLimitExceeded",
-            "memory limit exceeded: the Lua state may hold at most \(state.limit) bytes (set with --max-memory or Limits.memory)",
-            where: location, ["limit": .int(Int64(state.limit))])
+        return .hostError("MemoryError", "out of memory (no memory limit was set)", where: state.last_line > 0 ? "\(source):\(state.last_line)" : nil)
     }
 
     /// Charges host work to the running entry's instruction budget.
@@ -282,7 +281,12 @@ final class LuaHost {
         let memoryRefused = state.pointee.memory_refused != 0
         state.pointee.memory_refused = callerRefused
         if protectedDepth == 0 && !pendingReleases.isEmpty { drainReleases() }
-        guard status != LUA_OK else { return .ok }
+        if status == LUA_OK {
+            // A trip the code swallowed (pcall, coroutine, ...) and returned from still ends it.
+            guard luahier_tripped(L) != 0 else { return .ok }
+            lua_settop(L, base)
+            return .limitExceeded(limitError())
+        }
         defer { luahier_pop(L, 1) }
         return failure(status: status, memoryRefused: memoryRefused)
     }
@@ -291,12 +295,10 @@ final class LuaHost {
     /// error value at the top of the stack; `memoryRefused`: whether the allocator refused
     /// memory during the call.
     func failure(status: Int32, memoryRefused: Bool) -> CallResult {
-        if var tripped = trippedLimit {
-            // The error the hook raised went through the message handler: it knows the line.
-            if let location = stringField(ofTableAt: -1, "where") { tripped.setIfAbsent("where", to: location) }
-            return .limitExceeded(tripped)
+        if luahier_tripped(thread) != 0 { return .limitExceeded(limitError()) }
+        if status == LUA_ERRMEM || (status == LUA_ERRERR && memoryRefused) {
+            return .limitExceeded(guardState.pointee.limit > 0 ? limitError() : unlimitedMemoryError)
         }
-        if status == LUA_ERRMEM || (status == LUA_ERRERR && memoryRefused) { return .limitExceeded(memoryLimitError) }
         return .failed(errorMessage(at: -1, status: status))
     }
 

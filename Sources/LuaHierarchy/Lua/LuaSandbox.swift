@@ -2,23 +2,26 @@ import CLua
 
 /// The standard libraries a state starts with, and the sandbox around them (SPEC §7).
 ///
-/// Sandboxed, a script gets base, string, table, math, utf8, coroutine and `os.time`,
-/// `os.clock`, `os.date`; `load` reads text only; `require` loads Lua source from the
-/// configured folders only; `collectgarbage` answers "count" only; `setmetatable` refuses
-/// `__gc`; the standard library, `hier` and the string metatable are read-only, so no script
-/// can change what another relies on. Calls that would stall the host inside C, where the
-/// count hook cannot fire, are bounded: `string.rep` of an empty string, `table.move` over a
-/// huge range, plain `string.find` (made linear).
+/// The sandbox is an allow-list: the prelude builds the script's environment from fresh
+/// tables holding only the allowed functions, and makes it the state's globals (the registry's
+/// LUA_RIDX_GLOBALS), so `load` and everything else that reaches for "the globals" gets it. The
+/// full libraries, the real `package` and `package.loaded`, and the string metatable Lua made
+/// stay in the prelude's upvalues and the registry, neither of which a script can reach.
+/// Library tables, `package`, `hier` and `_G`'s standard names are read-only proxies that hand
+/// out neither their contents table nor their metatable; the sandbox's `rawset` refuses them.
+/// No route installs a finalizer: `setmetatable` refuses `__gc`, and every host object's
+/// metatable is locked. `SandboxAuditTests` walks everything reachable to prove it.
 extension LuaHost {
-    /// Opens `libraries`; for the sandbox, also installs it. Returns the registry reference of
-    /// the folder list `require` searches (sandbox only; 0 otherwise).
-    func openLibraries(_ libraries: Libraries) throws(HierarchyError) -> Int32 {
+    /// Opens `libraries`; for the sandbox, also installs it. Returns the registry references of
+    /// the folder list `require` searches and of the function that seals the globals (sandbox
+    /// only; 0 otherwise).
+    func openLibraries(_ libraries: Libraries) throws(HierarchyError) -> (folders: Int32, seal: Int32) {
         let L = thread
         switch libraries {
         case .full:
             luahier_pushcfunction(L, luahier_openalllibs)
             try runSetup(nargs: 0, "standard libraries")
-            return 0
+            return (0, 0)
         case .sandboxed:
             luahier_pushcfunction(L, luahier_opensandboxlibs)
             try runSetup(nargs: 0, "standard libraries")
@@ -29,15 +32,24 @@ extension LuaHost {
             luahier_insert(L, -2)
             luahier_pushcfunction(L, luahier_guardhandler)
             try pushPatternFunctions()
-            try runSetup(nargs: 3, "sandbox")
-            return folders
+            lua_createtable(L, 0, 5)
+            for (name, function) in [
+                ("resume", luahier_resume), ("sort", luahier_sort), ("setglobals", luahier_setglobals),
+                ("setstringmetatable", luahier_setstringmetatable), ("getstringmetatable", luahier_getstringmetatable),
+            ] as [(String, lua_CFunction)] {
+                luahier_pushcfunction(L, function)
+                setRawField(of: -2, name)
+            }
+            try runSetup(nargs: 4, nresults: 1, "sandbox")
+            return (folders, ref())
         }
     }
 
     /// Makes every global defined so far (the standard library, `hier`, `print`) read-only:
     /// scripts still create globals of their own. Run after the bridge's prelude.
-    func sealGlobals() throws(HierarchyError) {
-        try load(sealPrelude, name: "=[luahier seal]")
+    func sealGlobals(_ seal: Int32) throws(HierarchyError) {
+        lua_rawgeti(thread, luahier_REGISTRYINDEX, lua_Integer(seal))
+        unref(seal)
         try runSetup(nargs: 0, "sealing globals")
     }
 
@@ -79,42 +91,84 @@ extension LuaHost {
     }
 }
 
-/// Trims and wraps the libraries. The originals it needs stay in its upvalues, out of reach.
+/// Builds the sandbox's environment from the allowed functions only, makes it the globals, and
+/// returns the function that seals it. The originals it needs stay in its upvalues, out of reach.
 private let sandboxPrelude = #"""
-    local folders, guardhandler, patterns = ...
-    local G = _G
-    local error, type, select, tostring, rawget, next, ipairs = error, type, select, tostring, rawget, next, ipairs
-    local setmeta, getmeta, rawload, rawloadfile, collect = setmetatable, getmetatable, load, loadfile, collectgarbage
+    local folders, guardhandler, patterns, hostlib = ...
+    local real = _G
+    local error, type, select, tostring, rawget, rawset, rawequal, next, ipairs =
+      error, type, select, tostring, rawget, rawset, rawequal, next, ipairs
+    local setmeta, rawload, rawloadfile, collect = setmetatable, load, loadfile, collectgarbage
     local strfind, strgsub, strrep, tmove, concat, mathtype = string.find, string.gsub, string.rep, table.move, table.concat, math.type
+    local cocreate, coclose, costatus, coresume = coroutine.create, coroutine.close, coroutine.status, hostlib.resume
+    local pcall, tpack, tunpack = pcall, table.pack, table.unpack
 
-    G.load = function(chunk, name, mode, ...)
+    -- Every table a script must not change: rawset refuses them, assignment hits __newindex.
+    local frozen = setmeta({}, { __mode = "k" })
+    -- A read-only view of `contents`: its metatable is locked and its iterator is a closure,
+    -- so neither the contents table nor the metatable ever reaches a script.
+    local function freeze(name, contents)
+      local view = setmeta({}, {
+        __index = contents,
+        __newindex = function(_, key) error(name .. " is read-only (cannot set '" .. tostring(key) .. "')", 2) end,
+        __pairs = function() return function(_, key) return next(contents, key) end, nil, nil end,
+        __len = function() return #contents end,
+        __metatable = false,
+      })
+      frozen[view] = true
+      return view
+    end
+    -- A fresh table of the named fields of `from` (each must exist: the list is the contract).
+    local function pick(from, names, into)
+      local t = into or {}
+      for _, name in ipairs(names) do
+        local value = from[name]
+        if value == nil then error("sandbox: no '" .. name .. "' to allow", 0) end
+        t[name] = value
+      end
+      return t
+    end
+
+    local env = pick(real, {
+      "assert", "error", "getmetatable", "ipairs", "next", "pairs", "pcall", "rawequal", "rawget",
+      "rawlen", "select", "tonumber", "tostring", "type", "_VERSION",
+    })
+    env.load = function(chunk, name, mode, ...)
       if mode ~= nil and mode ~= "t" then
         error("load: binary chunks are not allowed in the sandbox (mode must be \"t\")", 2)
       end
       if select("#", ...) > 0 then return rawload(chunk, name, "t", ...) end
       return rawload(chunk, name, "t")
     end
-    G.dofile, G.loadfile = nil, nil
     local rawxpcall = xpcall
-    G.xpcall = function(f, handler, ...) return rawxpcall(f, guardhandler(handler), ...) end
-    G.collectgarbage = function(option)
+    env.xpcall = function(f, handler, ...) return rawxpcall(f, guardhandler(handler), ...) end
+    env.collectgarbage = function(option)
       if option == "count" then return collect("count") end
       error("collectgarbage: only \"count\" is allowed in the sandbox", 2)
     end
-    G.setmetatable = function(t, mt)
+    env.setmetatable = function(t, mt)
       if type(mt) == "table" and rawget(mt, "__gc") ~= nil then
         error("setmetatable: a metatable with __gc is not allowed in the sandbox", 2)
       end
       return setmeta(t, mt)
     end
-    G.os = { time = os.time, clock = os.clock, date = os.date }
-    string.dump = nil
+    -- The sealed rawset (below) replaces this one.
+    env.rawset = function(t, key, value)
+      if frozen[t] then error("rawset: the standard library, hier and package are read-only", 2) end
+      return rawset(t, key, value)
+    end
 
-    -- Calls that would run unbounded inside C, where the count hook cannot fire.
+    local string = pick(real.string, {
+      "byte", "char", "format", "len", "lower", "pack", "packsize", "reverse", "sub", "unpack", "upper",
+    })
+    -- Patterns: the same language, matched with a step budget (see pattern.h).
+    string.find, string.match, string.gmatch, string.gsub = patterns.find, patterns.match, patterns.gmatch, patterns.gsub
     string.rep = function(s, n, sep)
       if s == "" and (sep == nil or sep == "") and mathtype(n) then return "" end
       return strrep(s, n, sep)
     end
+
+    local table = pick(real.table, { "concat", "insert", "pack", "remove", "unpack" })
     local MAXMOVE = 1 << 24
     table.move = function(a1, f, e, t, a2)
       if type(f) == "number" and type(e) == "number" and e - f >= MAXMOVE then
@@ -122,16 +176,23 @@ private let sandboxPrelude = #"""
       end
       return tmove(a1, f, e, t, a2)
     end
-    -- Patterns: the same language, matched with a step budget (see pattern.h); plain find
-    -- is linear.
-    string.find, string.match, string.gmatch, string.gsub = patterns.find, patterns.match, patterns.gmatch, patterns.gsub
+    -- A heap sort that charges its work and checks the deadline (shim.h, luahier_sort).
+    table.sort = hostlib.sort
+
+    local math = pick(real.math, {
+      "abs", "acos", "asin", "atan", "ceil", "cos", "deg", "exp", "floor", "fmod", "huge", "log",
+      "max", "maxinteger", "min", "mininteger", "modf", "pi", "rad", "random", "randomseed", "sin",
+      "sqrt", "tan", "tointeger", "type", "ult",
+    })
+    local utf8 = pick(real.utf8, { "char", "charpattern", "codepoint", "codes", "len", "offset" })
+    local os = pick(real.os, { "clock", "date", "time" })
 
     -- Closing a coroutine runs its __close handlers, which may close another coroutine, and
     -- so on: 5.4.4 counts none of that against its C-stack limit and crashes when the chain
     -- is long. Every close (coroutine.close, and coroutine.wrap's close after an error) goes
-    -- through one counted closer.
-    local cocreate, coresume, coclose, costatus = coroutine.create, coroutine.resume, coroutine.close, coroutine.status
-    local pcall, tpack, tunpack, MAXCLOSING, closing = pcall, table.pack, table.unpack, 100, 0
+    -- through one counted closer. Resuming goes through the host's resume, which notes the
+    -- running thread (a limit that trips outside the hook stops that thread at once).
+    local MAXCLOSING, closing = 100, 0
     local function countedClose(co)
       if closing >= MAXCLOSING then
         error("coroutine.close: closes nested deeper than " .. MAXCLOSING .. " (closing from __close handlers)", 3)
@@ -142,6 +203,8 @@ private let sandboxPrelude = #"""
       if not results[1] then error(results[2], 0) end
       return tunpack(results, 2, results.n)
     end
+    local coroutine = pick(real.coroutine, { "create", "isyieldable", "running", "status", "yield" })
+    coroutine.resume = coresume
     coroutine.close = function(co) return countedClose(co) end
     coroutine.wrap = function(f)
       local co = cocreate(f)
@@ -153,10 +216,8 @@ private let sandboxPrelude = #"""
       end
     end
 
-    -- require: Lua source from the configured folders, nothing else.
-    local package = G.package
-    package.loadlib, package.cpath, package.path = nil, "", ""
-    local preload = package.searchers[1]
+    -- require: Lua source from the configured folders, into a loaded table of the sandbox's own.
+    local loaded, standardModules = {}, {}
     local function fromFolders(name)
       if type(name) ~= "string" or not strfind(name, "^[%w_%-]+[%w_%-%.]*$") or strfind(name, "%.%.") or strfind(name, "%.$") then
         return "\n\tno module '" .. tostring(name) .. "' (module names are letters, digits, '_', '-' and '.')"
@@ -166,7 +227,7 @@ private let sandboxPrelude = #"""
       for i = 1, #folders do
         for _, form in ipairs({ "%s/%s.lua", "%s/%s/init.lua" }) do
           local path = form:format(folders[i], relative)
-          local chunk, message = rawloadfile(path, "t")
+          local chunk, message = rawloadfile(path, "t", env)
           if chunk then return chunk, path end
           if not strfind(message, "^cannot open ") then error(message, 0) end
           tried[#tried + 1] = "\n\tno file '" .. path .. "'"
@@ -174,47 +235,82 @@ private let sandboxPrelude = #"""
       end
       return concat(tried)
     end
-    package.searchers = { preload, fromFolders }
+    env.require = function(name)
+      if type(name) ~= "string" then
+        error("bad argument #1 to 'require' (string expected, got " .. type(name) .. ")", 2)
+      end
+      local value = loaded[name]
+      if value then return value end
+      local chunk, path = fromFolders(name)
+      if type(chunk) ~= "function" then error("module '" .. name .. "' not found:" .. chunk, 2) end
+      local result = chunk(name, path)
+      if result ~= nil then loaded[name] = result elseif loaded[name] == nil then loaded[name] = true end
+      return loaded[name], path
+    end
+    -- package.loaded: the sandbox's own; the standard modules in it cannot be replaced.
+    local loadedView = setmeta({}, {
+      __index = loaded,
+      __newindex = function(_, key, value)
+        if standardModules[key] then
+          error("package.loaded." .. tostring(key) .. " belongs to the standard library and cannot be replaced", 2)
+        end
+        loaded[key] = value
+      end,
+      __pairs = function() return function(_, key) return next(loaded, key) end, nil, nil end,
+      __metatable = false,
+    })
+    frozen[loadedView] = true
 
-    -- The standard library is read-only, and so is the string metatable.
-    local function readonly(name, t)
-      return setmeta({}, {
-        __index = t,
-        __newindex = function(_, key) error(name .. " is read-only (cannot set '" .. tostring(key) .. "')", 2) end,
-        __pairs = function() return next, t, nil end,
-        __len = function() return #t end,
+    for name, contents in next, { string = string, table = table, math = math, utf8 = utf8, os = os, coroutine = coroutine } do
+      local view = freeze(name, contents)
+      env[name] = view
+      loaded[name] = view
+      standardModules[name] = true
+    end
+    env.package = freeze("package", { loaded = loadedView, config = real.package.config })
+    loaded.package = env.package
+    standardModules.package, standardModules._G = true, true
+    env._G = env
+
+    -- Strings get a metatable of their own: the library as __index, Lua's arithmetic
+    -- metamethods (coercion), and a locked placeholder for getmetatable("").
+    local stringMeta = {}
+    for key, value in next, hostlib.getstringmetatable() do stringMeta[key] = value end
+    stringMeta.__index = env.string
+    stringMeta.__metatable = freeze("the string metatable", { __index = env.string })
+    hostlib.setstringmetatable(stringMeta)
+
+    hostlib.setglobals(env)
+
+    -- Seals the globals once the host has added its own (hier, print): every global defined
+    -- by then is moved behind _G's __index, so scripts read but cannot replace them, rawset
+    -- included. A script's own globals are plain fields of _G.
+    return function()
+      local standard = {}
+      for name, value in next, env do standard[name] = value end
+      for name in next, standard do rawset(env, name, nil) end
+      standard._G = env
+      loaded._G = env
+      if standard.hier ~= nil then
+        frozen[standard.hier] = true
+        loaded.hier = standard.hier
+        standardModules.hier = true
+      end
+      local function refuse(name)
+        error("'" .. tostring(name) .. "' belongs to the standard library and cannot be replaced", 3)
+      end
+      standard.rawset = function(t, key, value)
+        if frozen[t] then error("rawset: the standard library, hier and package are read-only", 2) end
+        if rawequal(t, env) and standard[key] ~= nil then refuse(key) end
+        return rawset(t, key, value)
+      end
+      setmeta(env, {
+        __index = standard,
+        __newindex = function(t, key, value)
+          if standard[key] ~= nil then refuse(key) end
+          rawset(t, key, value)
+        end,
         __metatable = false,
       })
     end
-    for _, name in ipairs({ "string", "table", "math", "utf8", "coroutine", "os", "package" }) do
-      G[name] = readonly(name, G[name])
-    end
-    local stringmeta = getmeta("")
-    stringmeta.__index = G.string
-    stringmeta.__metatable = false
-    """#
-
-/// Moves every global defined so far behind `_G`'s `__index`, so scripts can read but not
-/// replace them (`rawset` included). Scripts' own globals are plain fields of `_G`.
-private let sealPrelude = #"""
-    local G = _G
-    local error, tostring, rawequal, rawsetglobal, next, setmeta = error, tostring, rawequal, rawset, next, setmetatable
-    local standard = {}
-    for name, value in next, G do standard[name] = value end
-    for name in next, standard do rawsetglobal(G, name, nil) end
-    local function refuse(name)
-      error("'" .. tostring(name) .. "' belongs to the standard library and cannot be replaced", 3)
-    end
-    standard.rawset = function(t, key, value)
-      if rawequal(t, G) and standard[key] ~= nil then refuse(key) end
-      return rawsetglobal(t, key, value)
-    end
-    setmeta(G, {
-      __index = standard,
-      __newindex = function(t, key, value)
-        if standard[key] ~= nil then refuse(key) end
-        rawsetglobal(t, key, value)
-      end,
-      __metatable = false,
-    })
     """#

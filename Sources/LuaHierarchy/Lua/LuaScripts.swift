@@ -34,7 +34,7 @@ extension LuaHost {
         luahier_pop(L, 1)
         lua_checkstack(L, Int32(clamping: arguments.count + 2))
         for argument in arguments { push(argument) }
-        switch withBudget({ callProtected(nargs: Int32(arguments.count), nresults: 0) }) {
+        switch withBudget(.chunk, { callProtected(nargs: Int32(arguments.count), nresults: 0) }) {
         case .ok: return
         case .failed(let error), .limitExceeded(let error): throw ScriptError(error)
         }

@@ -35,7 +35,7 @@ extension Hierarchy {
     public func publish(_ event: Value, at node: Node, to scope: PublishScope = .all) throws -> PublishResult {
         guard node.tree === root.tree else { throw HierarchyError.foreignNode }
         guard let message = Message(event, as: .event) else { throw HierarchyError.invalidEvent("\(event)") }
-        return try withEntryBudget { () throws(DispatchDepthExceeded) in
+        return try withDispatchBudget { () throws(DispatchDepthExceeded) in
             try dispatcher.publish(message, from: node, to: scope)
         }
     }
