@@ -184,11 +184,19 @@ static inline double luahier_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* [-0, +0, -] Fills `ar` with the innermost Lua frame at `level` or above that has a line;
+/* [-0, +0, -] Whether `ar` (with "S" filled) is a frame of the host's own Lua code (its
+ * chunks are named "=[luahier ...]"): the sandbox's wrappers, `print`, the hier proxy. A
+ * `where` never names one: it names the script's line that called it. */
+static inline int luahier_ishostcode(const lua_Debug *ar) {
+    return ar->source != NULL && strncmp(ar->source, "=[luahier", 9) == 0;
+}
+
+/* [-0, +0, -] Fills `ar` with the innermost Lua frame at `level` or above that has a line
+ * and is not host code;
  * returns 0 when there is none. Reads only: safe from inside the allocator. */
 static inline int luahier_findluaframe(lua_State *L, int level, lua_Debug *ar) {
     for (; lua_getstack(L, level, ar); level++) {
-        if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0) return 1;
+        if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0 && !luahier_ishostcode(ar)) return 1;
     }
     return 0;
 }

@@ -7,18 +7,28 @@ struct HostOptions: ParsableArguments {
     @Flag(help: "Open the full standard library (io, os, debug, C modules) for trusted scripts.")
     var unsafe = false
 
-    @Option(help: "Lua instructions per script run or dispatch (0: no limit).")
+    @Option(help: "Lua instructions (and host work) per script run (0: no limit).")
     var maxInstructions: Int = 1_000_000_000
 
-    @Option(help: ArgumentHelp("Memory the Lua state may hold, e.g. 64M, 1G (0: no limit).", valueName: "size"))
+    @Option(help: ArgumentHelp("Memory held on the scripts' behalf (Lua heap and host copies), e.g. 64M, 1G (0: no limit).", valueName: "size"))
     var maxMemory: String = "512M"
 
-    @Option(help: ArgumentHelp("Seconds per script run or dispatch (0: no limit).", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Seconds per script run (0: no limit).", valueName: "seconds"))
     var timeout: Double = 30
+
+    @Option(help: "Lua instructions per dispatch, within what is left of the script's (0: no limit of its own).")
+    var dispatchMaxInstructions: Int = 100_000_000
+
+    @Option(help: ArgumentHelp("Seconds per dispatch, within what is left of the script's (0: no limit of its own).", valueName: "seconds"))
+    var dispatchTimeout: Double = 5
 
     func validate() throws {
         guard maxInstructions >= 0 else { throw ValidationError("--max-instructions must be 0 or more") }
+        guard dispatchMaxInstructions >= 0 else { throw ValidationError("--dispatch-max-instructions must be 0 or more") }
         guard timeout >= 0, timeout.isFinite else { throw ValidationError("--timeout must be 0 or more seconds") }
+        guard dispatchTimeout >= 0, dispatchTimeout.isFinite else {
+            throw ValidationError("--dispatch-timeout must be 0 or more seconds")
+        }
         _ = try memoryBytes()
     }
 
@@ -38,7 +48,9 @@ struct HostOptions: ParsableArguments {
         options.limits = Limits(
             instructions: maxInstructions == 0 ? nil : maxInstructions,
             time: timeout == 0 ? nil : timeout,
-            memory: memory == 0 ? nil : memory)
+            memory: memory == 0 ? nil : memory,
+            dispatchInstructions: dispatchMaxInstructions == 0 ? nil : dispatchMaxInstructions,
+            dispatchTime: dispatchTimeout == 0 ? nil : dispatchTimeout)
         return options
     }
 }

@@ -161,7 +161,7 @@ struct DispatchCommandTests {
             #"{"at": "/app/feed", "event": "Boom"}"#,
             #"{"at": "/app/feed", "event": "Spin"}"#,
             #"{"at": "/app/feed", "event": "Tap"}"#,
-        ], flags: ["--max-instructions", "100000"])
+        ], flags: ["--dispatch-max-instructions", "100000"])
         #expect(result.status == 0)
         let lines = try Self.outcomes(result)
         #expect(lines.map { $0["status"] as? String } == ["unhandled", "unhandled", "handled"])

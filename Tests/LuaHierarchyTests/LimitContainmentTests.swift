@@ -1,0 +1,245 @@
+import Foundation
+import Testing
+@testable import LuaHierarchy
+
+/// Limits nothing can swallow, per dispatch and per chunk (SPEC §7). Each case is a class of
+/// escape: a limit that trips inside a dispatch ends that dispatch (unhandled, the limit error
+/// as its value, `where` where it tripped, the error being handled as `cause`), whatever the
+/// responder does to catch it; the calling chunk goes on with its own budget; the state stays
+/// usable.
+@Suite("Limits: contained per dispatch, never swallowed")
+struct LimitContainmentTests {
+    /// Small per-dispatch budgets inside a roomy chunk budget.
+    static func options(
+        instructions: Int? = 50_000_000, time: Double? = 10, memory: Int? = 32 << 20,
+        dispatchInstructions: Int? = 200_000, dispatchTime: Double? = 2
+    ) -> Hierarchy.Options {
+        var options = Hierarchy.Options()
+        options.limits = Limits(
+            instructions: instructions, time: time, memory: memory, dispatchInstructions: dispatchInstructions,
+            dispatchTime: dispatchTime)
+        return options
+    }
+
+    /// A responder body per way of catching an error; each must not keep the dispatch alive.
+    static let catchers: [(name: String, body: String)] = [
+        ("pcall", "pcall(spin) return 'handled'"),
+        ("pcall in a loop", "for i = 1, 100 do pcall(spin) end return 'handled'"),
+        ("xpcall with a handler", "xpcall(spin, function(m) return m end) return 'handled'"),
+        ("xpcall with a looping handler", "xpcall(spin, function() while true do end end) return 'handled'"),
+        ("coroutine.resume", "local co = coroutine.create(spin) coroutine.resume(co) return 'handled'"),
+        ("coroutine.wrap in pcall", "pcall(coroutine.wrap(spin)) return 'handled'"),
+        ("nested coroutines", "local co = coroutine.create(function() coroutine.resume(coroutine.create(spin)) end) coroutine.resume(co) return 'handled'"),
+        ("__close", "do local x <close> = setmetatable({}, {__close = function() return end}) pcall(spin) end return 'handled'"),
+        ("__close that loops", "pcall(function() local x <close> = setmetatable({}, {__close = function() while true do end end}) spin() end) return 'handled'"),
+        ("error handler that returns", "local ok = pcall(function() local ok2 = pcall(spin) if not ok2 then return end end) return 'handled'"),
+        ("load with a reader", "pcall(load(function() spin() end)) return 'handled'"),
+        ("table.sort comparator", "pcall(table.sort, {3, 2, 1}, function(a, b) spin() end) return 'handled'"),
+        ("gsub callback", "pcall(string.gsub, 'abc', '%w', function() spin() end) return 'handled'"),
+    ]
+
+    @Test(arguments: ["instructions", "time", "memory"], catchers.map(\.name))
+    func aTripInsideADispatchEndsItWhateverCatchesIt(limit: String, catcher: String) throws {
+        let body = Self.catchers.first { $0.name == catcher }!.body
+        let spin: String
+        var options = Self.options()
+        switch limit {
+        case "instructions":
+            spin = "function spin() while true do end end"
+        case "time":
+            options.limits.dispatchInstructions = nil
+            options.limits.dispatchTime = 0.2
+            spin = "function spin() while true do end end"
+        default:
+            options.limits.memory = 8 << 20
+            options.limits.dispatchInstructions = nil
+            spin = "function spin() local t = {} for i = 1, 1e9 do t[i] = {i} end end"
+        }
+        let f = try Fixture(spin, options: options)
+        try f.lua("""
+            local n = hier.root:child("n")
+            n:receiveEvent(function(e)
+              \(body)
+            end)
+            """)
+        let started = Date()
+        let lines = try f.output("""
+            local o = hier.node("/n"):triggerEvent("Tap")
+            print(o.status, o.kind, o.value.type, o.value.where)
+            print("the chunk goes on")
+            """)
+        let elapsed = Date().timeIntervalSince(started)
+        let type = ["instructions": "InstructionLimitExceeded", "time": "TimeLimitExceeded", "memory": "MemoryLimitExceeded"][limit]!
+        #expect(lines.count == 2, "\(lines)")
+        let fields = lines.first?.split(separator: "\t").map(String.init) ?? []
+        #expect(Array(fields.prefix(3)) == ["unhandled", "error", type], "\(lines)")
+        #expect(fields.count == 4 && fields[3].hasPrefix("test.lua:"), "where: \(fields)")
+        #expect(lines.last == "the chunk goes on")
+        #expect(elapsed < 5, "took \(elapsed) s")
+        // The limit error reached the presenter, as an unhandled error does.
+        #expect(f.presented.last?.error.typeName == type)
+        // Usable afterwards: a fresh dispatch runs.
+        #expect(try f.output("print(hier.root:child('ok'):triggerEvent('Tap').status)") == ["unhandled"])
+    }
+
+    /// A runaway responder ends its dispatch, named by the loop's line, not the calling line;
+    /// the chunk that dispatched goes on with its own budget and dispatches again.
+    @Test func aRunawayResponderEndsOnlyItsDispatch() throws {
+        let f = try Fixture(options: Self.options())
+        let lines = try f.output("""
+            local n = hier.root:child("n")
+            n:receiveEvent("Spin", function(e)
+              while true do end
+            end)
+            n:receiveEvent("Tap", function(e) return "handled" end)
+            for i = 1, 3 do
+              local o = n:triggerEvent("Spin")
+              print(o.status, o.value.type, o.value.where, o.value.message)
+            end
+            print(n:triggerEvent("Tap").status)
+            """)
+        #expect(lines.count == 4)
+        for line in lines.prefix(3) {
+            #expect(line.hasPrefix("unhandled\tInstructionLimitExceeded\ttest.lua:3\tinstruction limit exceeded: more than 200000 instructions in one dispatch"), "\(line)")
+        }
+        #expect(lines.last == "handled")
+    }
+
+    /// A dispatch gets at most what is left of its chunk's budget: when that runs out inside
+    /// the dispatch, the dispatch ends with the chunk's limit error, then the chunk ends too.
+    @Test func theChunkBudgetCapsItsDispatches() throws {
+        let f = try Fixture(options: Self.options(instructions: 1_000_000, dispatchInstructions: 100_000_000))
+        let error = f.failure("""
+            local n = hier.root:child("n")
+            n:receiveEvent(function(e) while true do end end)
+            local o = n:triggerEvent("Spin")
+            print(o.value.type, o.value.message)
+            print("not reached")
+            """)
+        #expect(error?.type == "InstructionLimitExceeded")
+        #expect(f.presented.first?.error["message"]?.stringValue?.contains("more than 1000000 instructions (set with --max-instructions") == true)
+        #expect(!f.printed.contains("not reached"))
+    }
+
+    /// A nested dispatch gets its own budget, capped by what is left of the one around it:
+    /// with equal per-dispatch limits, a runaway nested dispatch spends its caller's too, so
+    /// both end (each with the limit error, each presented) and the chunk goes on.
+    @Test func aNestedDispatchGetsAtMostWhatIsLeftOfItsCaller() throws {
+        let f = try Fixture(options: Self.options())
+        let lines = try f.output("""
+            local inner = hier.root:child("outer"):child("inner")
+            inner:receiveEvent("Spin", function() while true do end end)
+            hier.node("/outer"):receiveEvent("Tap", function(e)
+              local o = inner:triggerEvent("Spin")
+              print("inner", o.status, o.value.type)
+              return "handled"
+            end)
+            local o = inner:triggerEvent("Tap")
+            print("outer", o.status, o.value.type)
+            """)
+        #expect(lines == ["outer\tunhandled\tInstructionLimitExceeded"])
+        #expect(f.presented.map(\.error.typeName) == ["InstructionLimitExceeded", "InstructionLimitExceeded"])
+        #expect(f.presented.first?.error["where"]?.stringValue == "test.lua:2")
+    }
+
+    /// A limit inside an error responder keeps the error it was handling as `cause`.
+    @Test func aTripInTransformErrorKeepsTheCause() throws {
+        let f = try Fixture(options: Self.options())
+        let lines = try f.output("""
+            local n = hier.root:child("n")
+            n:transformError(function(e) while true do end end)
+            local o = n:reportError({type = "Original", message = "m"})
+            print(o.status, o.value.type, o.value.cause.type, o.value.cause.message)
+            """)
+        #expect(lines == ["unhandled\tInstructionLimitExceeded\tOriginal\tm"])
+    }
+
+    /// A publish is bounded as a dispatch is; a limit in a subscriber's own dispatch ends that
+    /// dispatch and reaches the presenter.
+    @Test func aTripInAPublishSubscribersDispatchIsPresented() throws {
+        let f = try Fixture(options: Self.options())
+        let lines = try f.output("""
+            local top = hier.root:child("top")
+            local leaf = top:child("leaf")
+            leaf:receiveEvent("Spin", function() while true do end end)
+            leaf:subscribe("P", function(e) leaf:triggerEvent("Spin") end)
+            print(top:publish("P"))
+            print("after")
+            """)
+        #expect(lines == ["1", "after"])
+        // The subscriber's dispatch spent what was left of the publish's budget: both end.
+        #expect(f.presented.map(\.error.typeName) == ["InstructionLimitExceeded", "InstructionLimitExceeded"])
+        #expect(f.presented.first?.error["where"]?.stringValue == "test.lua:3")
+    }
+
+    /// Long host work is charged by its size and reads the clock as it goes: each call here is
+    /// long C or Swift work in one Lua instruction, which the every-1,000-instructions hook
+    /// alone would check far too late.
+    @Test(arguments: [
+        ("sort of many numbers", "local t = {} for i = 1, 2e6 do t[i] = (i * 7919) % 1000003 end while true do table.sort(t) end"),
+        ("hier.node with a long path", "local p = '/' .. ('x'):rep(4e6) while true do hier.node(p) end"),
+        ("child with a long name", "local s = ('x'):rep(4e6) local n = hier.root:child('a') while true do n:child(s) end"),
+        ("concatenating long strings", "local s = ('x'):rep(4e6) while true do local t = s .. s end"),
+        ("string.rep", "while true do local t = ('x'):rep(8e6) end"),
+        ("table.concat", "local t = {} for i = 1, 1000 do t[i] = ('x'):rep(4000) end while true do local s = table.concat(t) end"),
+        ("upper of a long string", "local s = ('x'):rep(8e6) while true do local t = s:upper() end"),
+    ])
+    func longHostWorkMeetsTheDeadline(name: String, source: String) throws {
+        let f = try Fixture(options: Self.options(instructions: nil, time: 0.5, memory: 256 << 20, dispatchInstructions: nil, dispatchTime: nil))
+        let started = Date()
+        let error = f.failure(source)
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(error?.type == "TimeLimitExceeded", "\(name): \(String(describing: error))")
+        #expect(error?.location?.hasPrefix("test.lua:") == true, "\(String(describing: error))")
+        #expect(elapsed < 1.5, "\(name): stopped \(elapsed - 0.5) s after the deadline")
+        #expect(try f.output("print('usable')") == ["usable"])
+    }
+
+    /// The memory limit is as sticky as the others: caught by pcall it raises again at the
+    /// next instruction, so the chunk cannot go on at the cap.
+    @Test func theMemoryLimitCannotBeCaughtAndIgnored() throws {
+        let f = try Fixture(options: Self.options(memory: 8 << 20))
+        let error = f.failure("""
+            local caught = 0
+            for i = 1, 100 do
+              pcall(function() local t = {} for j = 1, 1e9 do t[j] = {j} end end)
+              caught = caught + 1
+            end
+            print("went on after catching it", caught)
+            """)
+        #expect(error?.type == "MemoryLimitExceeded")
+        #expect(f.printed.isEmpty, "\(f.printed)")
+        // Garbage from the failed chunk is not held against the next one.
+        #expect(try f.output("local t = {} for i = 1, 1000 do t[i] = {i} end print(#t)") == ["1000"])
+    }
+
+    /// Sorting in the sandbox is a heap sort of its own: it gives table.sort's results.
+    @Test func sortGivesTheSameOrderAsLuas() throws {
+        let f = try Fixture()
+        let lines = try f.output("""
+            local function check(n, seed, comp)
+              local t, u = {}, {}
+              local x = seed
+              for i = 1, n do x = (x * 1103515245 + 12345) % 2147483648 t[i] = x % 97 u[i] = t[i] end
+              table.sort(t, comp)
+              for i = 2, n do
+                if comp then assert(not comp(t[i], t[i - 1]), "order") else assert(t[i - 1] <= t[i], "order") end
+              end
+              local counts = {}
+              for i = 1, n do counts[u[i]] = (counts[u[i]] or 0) + 1 end
+              for i = 1, n do counts[t[i]] = counts[t[i]] - 1 end
+              for _, c in pairs(counts) do assert(c == 0, "a permutation") end
+            end
+            for n = 0, 40 do check(n, n) check(n, n + 7, function(a, b) return a > b end) end
+            check(10000, 3)
+            local words = {"pear", "apple", "fig", "kiwi"}
+            table.sort(words)
+            print(table.concat(words, " "))
+            print(pcall(table.sort, {1, "x"}))
+            print(pcall(table.sort, 5))
+            """)
+        #expect(lines.first == "apple fig kiwi pear")
+        #expect(lines[1].hasPrefix("false\t") && lines[1].contains("attempt to compare"), "\(lines)")
+        #expect(lines[2].hasPrefix("false\t") && lines[2].contains("table expected"), "\(lines)")
+    }
+}
