@@ -8,17 +8,20 @@ enum Console {
     }
 
     /// Flushes stdout first (fflush(nil) flushes every stream), so that output sent to one
-    /// pipe keeps its order.
+    /// pipe keeps its order. Everything on stderr is host layout around script-made text, so
+    /// it goes out as a bounded block with its control characters escaped (SPEC §7); fields a
+    /// script made are escaped one by one before that (`PrintableText.field`).
     static func error(_ text: String) {
         fflush(nil)
-        FileHandle.standardError.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+        let block = PrintableText.block(text.hasSuffix("\n") ? String(text.dropLast()) : text)
+        FileHandle.standardError.write(Data((block + "\n").utf8))
     }
 
     /// The CLI's presenter: an error that passed the root, with type, message, where, the
     /// node it was reported at, its cause chain and, for Lua errors, the traceback.
     static func present(_ presented: PresentedError) {
         let origin = presented.detached ? "in a detached subtree, reported at" : "reported at"
-        var lines = ["luahier: unhandled error \(origin) \(presented.reportedAt)"]
+        var lines = ["luahier: unhandled error \(origin) \(PrintableText.field(presented.reportedAt))"]
         var error: Value? = presented.error
         var depth = 0
         while let current = error, depth < 16 {
@@ -35,15 +38,15 @@ enum Console {
 
     /// A relaxed-safety warning, one line.
     static func warn(_ warning: SafetyWarning) {
-        Console.error("luahier: warning: \(warning)")
+        Console.error("luahier: warning: \(PrintableText.field("\(warning)"))")
     }
 
     /// `Type: message (file:line)`.
     static func summary(of error: Value) -> String {
         let type = error["type"]?.stringValue ?? "Error"
-        var text = type
-        if let message = error["message"] { text += ": " + (message.stringValue ?? message.description) }
-        if let location = error["where"]?.stringValue { text += " (\(location))" }
+        var text = PrintableText.field(type, limit: 200)
+        if let message = error["message"] { text += ": " + PrintableText.field(message.stringValue ?? message.description) }
+        if let location = error["where"]?.stringValue { text += " (\(PrintableText.field(location, limit: 300)))" }
         return text
     }
 
@@ -52,21 +55,21 @@ enum Console {
     /// line per responder called.
     static func printTrace(_ outcome: Outcome, depth: Int) {
         let indent = String(repeating: "  ", count: depth - 1)
-        var head = "\(indent)trace: at \(outcome.at) -> \(outcome.status.rawValue)"
+        var head = "\(indent)trace: at \(PrintableText.field(outcome.at)) -> \(outcome.status.rawValue)"
         if let by = outcome.by, let responder = outcome.responder {
-            head += " by \(by) #\(responder.index) \(responder.kind.rawValue) (\(responder.location))"
+            head += " by \(PrintableText.field(by)) #\(responder.index) \(responder.kind.rawValue) (\(PrintableText.field(responder.location)))"
         }
-        head += ", ends as \(outcome.kind.rawValue) \(outcome.value.typeName ?? "?")"
+        head += ", ends as \(outcome.kind.rawValue) \(PrintableText.field(outcome.value.typeName ?? "?", limit: 200))"
         var lines = [head]
         for step in outcome.trace ?? [] {
-            lines.append("\(indent)  \(step)")
+            lines.append("\(indent)  \(PrintableText.field("\(step)"))")
         }
         Console.error(lines.joined(separator: "\n"))
     }
 
     /// A script failure: `luahier: file:line: message`, then the traceback.
     static func scriptFailed(_ error: ScriptError) {
-        var text = "luahier: \(error)"
+        var text = "luahier: \(PrintableText.field("\(error)", limit: 4000))"
         if let traceback = error.traceback { text += "\n" + traceback }
         Console.error(text)
     }

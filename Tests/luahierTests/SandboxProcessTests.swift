@@ -110,3 +110,29 @@ struct SandboxProcessTests {
         #expect(lines[3].contains(#""status":"handled""#))
     }
 }
+
+/// Text the host prints on a script's behalf escapes control characters and is bounded
+/// (SPEC §7): an error message cannot drive the terminal or flood it.
+@Suite("Printed text is escaped and bounded")
+struct PrintedTextTests {
+    @Test func errorsEscapeControlCharactersAndAreBounded() throws {
+        let script = try Luahier.script("error('bad\\27[31mred\\r\\nline2\\0nul\\u{202E}' .. ('x'):rep(1e6))", name: "ctl.lua")
+        let result = try Luahier.run(["run", script])
+        #expect(result.status == 1)
+        let bytes = Array(result.stderr.utf8)
+        #expect(!bytes.contains(27) && !bytes.contains(13) && !bytes.contains(0), "raw control characters on stderr")
+        #expect(result.stderr.contains(#"bad\x1B[31mred\r\nline2\x00nul\u{202E}xxx"#), "\(result.stderr.prefix(300))")
+        #expect(result.stderr.contains("more characters)"))
+        #expect(result.stderr.utf8.count < 16_000, "\(result.stderr.utf8.count) bytes")
+        // One line for the error, then the traceback.
+        #expect(result.stderr.split(separator: "\n").first?.hasPrefix("luahier: ") == true)
+    }
+
+    @Test func presentedErrorsEscapeTheirFields() throws {
+        let script = try Luahier.script("hier.root:child('a\\27b'):reportError({type = 'T\\27', message = 'm\\n\\rz'})", name: "p.lua")
+        let result = try Luahier.run(["run", script])
+        #expect(!Array(result.stderr.utf8).contains(27), "\(result.stderr)")
+        #expect(result.stderr.contains(#"/a\x1Bb"#), "\(result.stderr)")
+        #expect(result.stderr.contains(#"T\x1B: m\n\rz"#), "\(result.stderr)")
+    }
+}

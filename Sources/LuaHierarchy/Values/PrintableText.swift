@@ -1,0 +1,53 @@
+/// Text a host prints on a script's behalf (SPEC §7): messages, types, paths, tracebacks and
+/// warnings come from scripts, so before they reach a terminal their control characters are
+/// escaped (no escape sequence, carriage return or NUL a script chose reaches the terminal)
+/// and their size is bounded (a 100 MB message prints as its first few KiB).
+public enum PrintableText {
+    /// One field on one line: every control character escaped, `\n` included, and at most
+    /// `limit` characters (the rest is counted, not printed).
+    public static func field(_ text: String, limit: Int = 2000) -> String {
+        escape(text, keepingLayout: false, limit: limit)
+    }
+
+    /// A block of lines the host laid out: `\n` and `\t` are kept, every other control
+    /// character is escaped; each line is bounded by `lineLimit` characters and the block by
+    /// `lineCount` lines.
+    public static func block(_ text: String, lineLimit: Int = 4000, lineCount: Int = 400) -> String {
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        var tail: String?
+        if lines.count > lineCount {
+            tail = "… (\(lines.count - lineCount) more lines)"
+            lines = Array(lines.prefix(lineCount))
+        }
+        var result = lines.map { escape(String($0), keepingLayout: true, limit: lineLimit) }
+        if let tail { result.append(tail) }
+        return result.joined(separator: "\n")
+    }
+
+    private static func escape(_ text: String, keepingLayout: Bool, limit: Int) -> String {
+        var result = ""
+        var count = 0
+        var scalars = text.unicodeScalars.makeIterator()
+        while let scalar = scalars.next() {
+            if count >= limit {
+                var rest = 1
+                while scalars.next() != nil { rest += 1 }
+                result += "… (\(rest) more characters)"
+                break
+            }
+            count += 1
+            switch scalar.value {
+            case 0x09 where keepingLayout: result.unicodeScalars.append(scalar)
+            case 0x09: result += "\\t"
+            case 0x0A: result += "\\n"
+            case 0x0D: result += "\\r"
+            case 0x00..<0x20, 0x7F, 0x80..<0xA0, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069:
+                // C0 and C1 controls, DEL, line separators and bidirectional overrides.
+                let hex = String(scalar.value, radix: 16, uppercase: true)
+                result += scalar.value < 0x100 ? "\\x" + (hex.count < 2 ? "0" : "") + hex : "\\u{" + hex + "}"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+}
