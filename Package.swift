@@ -18,7 +18,9 @@ let package = Package(
             pkgConfig: "lua5.4",
             providers: [.apt(["liblua5.4-dev"]), .brew(["lua"])]
         ),
-        .target(name: "LuaHierarchy", dependencies: ["CLua"]),
+        // The watchdog thread and its signal handler (prompt time limits): C, beside the bridge.
+        .target(name: "CLuaWatchdog", dependencies: ["CLua"]),
+        .target(name: "LuaHierarchy", dependencies: ["CLua", "CLuaWatchdog"]),
         .executableTarget(
             name: "luahier",
             dependencies: [

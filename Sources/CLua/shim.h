@@ -25,6 +25,8 @@
 #include <string.h>
 #include <time.h>
 #include <limits.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* ---- Constants ---------------------------------------------------------------------- */
 
@@ -132,6 +134,14 @@ typedef struct luahier_Budget {
     int exceeded;                 /* LUAHIER_TRIPPED_* */
 } luahier_Budget;
 
+/* What a state shows the watchdog (Sources/CLuaWatchdog): the thread running an entry of it
+ * and the innermost deadline known. Written by that thread, read by the watchdog's. */
+typedef struct luahier_WatchCell {
+    volatile long tid;             /* the kernel id of the thread in an entry (0: none) */
+    volatile double deadline;      /* CLOCK_MONOTONIC seconds (0: none) */
+    void *volatile guard;          /* the state's luahier_Guard (NULL: the cell is free) */
+} luahier_WatchCell;
+
 /* Per Lua state. The extra space of every thread points here (coroutines copy it). */
 typedef struct luahier_Guard {
     void *host;                    /* the Swift LuaHost, unretained */
@@ -161,6 +171,7 @@ typedef struct luahier_Guard {
      * moved it, so the walk calls no responder of a chain that changed under it. */
     const long *walk_changes;
     long walk_changes_at_start;
+    luahier_WatchCell *watch;      /* the watchdog's cell for this state (NULL: not watched) */
 } luahier_Guard;
 
 /* The count hook runs every this many instructions; once tripped, at every instruction. Host
@@ -225,6 +236,18 @@ static inline void luahier_sethook(lua_State *L, const luahier_Guard *g) {
     else lua_sethook(L, NULL, 0, 0);
 }
 
+/* [-0, +0, -] Shows the watchdog the innermost deadline now known. */
+static inline void luahier_publishdeadline(luahier_Guard *g) {
+    if (g->watch) __atomic_store(&g->watch->deadline, &g->budget.deadline, __ATOMIC_RELEASE);
+}
+
+/* [-0, +0, -] The calling thread's kernel id (cached per thread). */
+static inline long luahier_threadid(void) {
+    static __thread long cached;
+    if (cached == 0) cached = (long)syscall(SYS_gettid);
+    return cached;
+}
+
 /* [-0, +0, -] Whether the innermost budget is spent (instructions, then time); records the
  * trip. Starts a dispatch's own clock at its first check. */
 static inline int luahier_check(luahier_Guard *g) {
@@ -239,6 +262,7 @@ static inline int luahier_check(luahier_Guard *g) {
                 b->deadline = own;
                 b->time_limit = b->own_time;
                 b->time_scope = LUAHIER_SCOPE_DISPATCH;
+                luahier_publishdeadline(g);
             }
             b->own_time = 0;
         }
@@ -438,12 +462,17 @@ static inline void luahier_beginentry(lua_State *L, long long instructions, doub
     b->own_time = 0;
     b->exceeded = 0;
     if (g->hooked) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, luahier_nextcount(g));
+    if (g->watch) {
+        luahier_publishdeadline(g);
+        __atomic_store_n(&g->watch->tid, luahier_threadid(), __ATOMIC_RELEASE);
+    }
 }
 
 /* [-0, +0, -] Ends the top-level entry; returns what it tripped on (LUAHIER_TRIPPED_*). */
 static inline int luahier_endentry(lua_State *L) {
     luahier_Guard *g = luahier_guard(L);
     int tripped = g->budget.exceeded;
+    if (g->watch) __atomic_store_n(&g->watch->tid, 0, __ATOMIC_RELEASE);
     g->active = 0;
     g->budget.exceeded = 0;
     if (tripped) {
@@ -455,8 +484,8 @@ static inline int luahier_endentry(lua_State *L) {
 
 /* [-0, +0, -] Starts a dispatch's budget inside the running one: its own `instructions` and
  * `seconds` (0: none), capped by what is left of the enclosing budget, which is saved in
- * `saved` for luahier_popbudget. The clock is not read: the dispatch's own time starts at its
- * first check (within one hook interval). A trip already under way is inherited. */
+ * `saved` for luahier_popbudget. Unwatched, the clock is not read: the dispatch's own time
+ * starts at its first check (within one hook interval). A trip under way is inherited. */
 static inline void luahier_pushbudget(lua_State *L, luahier_Budget *saved, long long instructions, double seconds) {
     luahier_Guard *g = luahier_guard(L);
     luahier_Budget *b = &g->budget;
@@ -466,7 +495,22 @@ static inline void luahier_pushbudget(lua_State *L, luahier_Budget *saved, long 
         b->instruction_limit = instructions;
         b->instruction_scope = LUAHIER_SCOPE_DISPATCH;
     }
-    b->own_time = seconds > 0 ? seconds : 0;
+    b->own_time = 0;
+    if (seconds > 0) {
+        if (g->watch) {
+            /* Watched: the deadline is known now, so the watchdog can enforce it even when the
+             * dispatch's first check is long in coming (one clock read per dispatch). */
+            double own = luahier_now() + seconds;
+            if (b->deadline <= 0 || own < b->deadline) {
+                b->deadline = own;
+                b->time_limit = seconds;
+                b->time_scope = LUAHIER_SCOPE_DISPATCH;
+                luahier_publishdeadline(g);
+            }
+        } else {
+            b->own_time = seconds;
+        }
+    }
 }
 
 /* [-0, +0, -] Ends the dispatch's budget: the enclosing one is back, and goes on with what is
@@ -475,7 +519,9 @@ static inline void luahier_pushbudget(lua_State *L, luahier_Budget *saved, long 
 static inline int luahier_popbudget(lua_State *L, const luahier_Budget *saved) {
     luahier_Guard *g = luahier_guard(L);
     int tripped = g->budget.exceeded;
+    int started = g->budget.deadline != saved->deadline;
     g->budget = *saved;
+    if (started) luahier_publishdeadline(g);
     if (tripped && !saved->exceeded) {
         int kind = luahier_check(g);
         if (kind) {

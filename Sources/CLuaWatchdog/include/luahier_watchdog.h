@@ -1,0 +1,33 @@
+/*
+ * The watchdog: prompt time limits for LuaHierarchy's Lua states.
+ *
+ * The count hook reads the clock only every 1,000 instructions, which is too late when single
+ * instructions are long (comparing two 100 MB strings takes ~20 ms, so 1,000 of them ran 5 s
+ * past a 1 s deadline). One watchdog thread per process looks at the deadline each watched
+ * state publishes (its innermost budget's, in its watch cell) every few milliseconds; when one
+ * has passed while the state runs an entry, it signals the thread running it. The handler,
+ * on that thread, sets the state's hook to fire at the next instruction (lua.c's way of
+ * stopping a script; lua_sethook is safe in a signal handler, and it is never called from
+ * another thread). The hook then reads the clock itself: a signal that lands late, or after the
+ * entry ended, only makes it check once more.
+ */
+#ifndef LUAHIER_WATCHDOG_H
+#define LUAHIER_WATCHDOG_H
+
+/* The signal the watchdog sends: SIGRTMIN + LUAHIER_WATCHDOG_SIGNAL_OFFSET. A process that
+ * already handles that signal keeps its handler, and its states run without the watchdog
+ * (the count hook alone). */
+#define LUAHIER_WATCHDOG_SIGNAL_OFFSET 7
+
+/* Watches the state whose guard (a luahier_Guard) is `guard`: returns its watch cell (a
+ * luahier_WatchCell, for the guard's `watch`), or NULL when it cannot be watched (no free
+ * cell, the signal is taken, no thread could start). */
+void *luahier_watch(void *guard);
+
+/* Stops watching: the cell is free again. Call before the guard is freed. */
+void luahier_unwatch(void *cell);
+
+/* How many signals the watchdog has sent (for tests). */
+long luahier_watchdog_signals(void);
+
+#endif

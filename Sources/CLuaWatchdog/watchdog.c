@@ -1,0 +1,124 @@
+/* The watchdog (luahier_watchdog.h): one thread per process, one cell per watched state. */
+#define _GNU_SOURCE
+#include "luahier_watchdog.h"
+#include "../CLua/shim.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Cells live in static memory and are never freed, so the handler and the thread read them
+ * without a lock and never touch freed memory; a cell's guard is only dereferenced by the
+ * thread its `tid` names, which is inside an entry of that state (so the state is not being
+ * closed: one state is used by one thread at a time). */
+#define LUAHIER_WATCH_CELLS 4096
+#define LUAHIER_WATCH_PERIOD_NS (5 * 1000 * 1000)
+
+static luahier_WatchCell cells[LUAHIER_WATCH_CELLS];
+static int cells_used;                       /* high-water mark, under `lock` */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int state;                            /* 0: not started, 1: running, -1: unavailable */
+static long signals_sent;
+
+/* On the Lua thread: for each state this thread is running an entry of whose deadline has
+ * passed, make its running thread's next instruction run the hook. */
+static void luahier_watchhandler(int sig, siginfo_t *info, void *context) {
+    (void)sig; (void)info; (void)context;
+    long self = (long)syscall(SYS_gettid);
+    int used = __atomic_load_n(&cells_used, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < used; i++) {
+        luahier_WatchCell *cell = &cells[i];
+        if (__atomic_load_n(&cell->tid, __ATOMIC_ACQUIRE) != self) continue;
+        luahier_Guard *g = (luahier_Guard *)cell->guard;
+        if (g == NULL || !g->active || !g->hooked) continue;
+        lua_State *L = g->running ? g->running : g->main;
+        lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+    }
+}
+
+static void *luahier_watchloop(void *unused) {
+    (void)unused;
+    struct timespec period = { 0, LUAHIER_WATCH_PERIOD_NS };
+    int signal_number = SIGRTMIN + LUAHIER_WATCHDOG_SIGNAL_OFFSET;
+    pid_t pid = getpid();
+    for (;;) {
+        nanosleep(&period, NULL);
+        double now = luahier_now();
+        int used = __atomic_load_n(&cells_used, __ATOMIC_ACQUIRE);
+        for (int i = 0; i < used; i++) {
+            luahier_WatchCell *cell = &cells[i];
+            long tid = __atomic_load_n(&cell->tid, __ATOMIC_ACQUIRE);
+            double deadline;
+            __atomic_load(&cell->deadline, &deadline, __ATOMIC_ACQUIRE);
+            if (tid == 0 || deadline <= 0 || now <= deadline) continue;
+            /* A stale tid is refused (ESRCH) or reaches a thread that runs no entry of this
+             * state, whose handler then does nothing. */
+            if (syscall(SYS_tgkill, pid, tid, signal_number) == 0) __atomic_add_fetch(&signals_sent, 1, __ATOMIC_RELAXED);
+        }
+    }
+    return NULL;
+}
+
+/* Under `lock`: installs the handler (unless the signal is taken) and starts the thread. */
+static int luahier_startwatchdog(void) {
+    if (state != 0) return state;
+    int signal_number = SIGRTMIN + LUAHIER_WATCHDOG_SIGNAL_OFFSET;
+    struct sigaction existing;
+    if (sigaction(signal_number, NULL, &existing) != 0
+        || ((existing.sa_flags & SA_SIGINFO) ? existing.sa_sigaction != NULL
+                                              : (existing.sa_handler != SIG_DFL && existing.sa_handler != SIG_IGN))) {
+        return state = -1;
+    }
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = luahier_watchhandler;
+    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    if (sigaction(signal_number, &action, NULL) != 0) return state = -1;
+    /* The watchdog thread itself never takes the signal. */
+    sigset_t blocked, previous;
+    sigemptyset(&blocked);
+    sigaddset(&blocked, signal_number);
+    pthread_sigmask(SIG_BLOCK, &blocked, &previous);
+    pthread_t thread;
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attributes, 64 * 1024);
+    int failed = pthread_create(&thread, &attributes, luahier_watchloop, NULL);
+    pthread_attr_destroy(&attributes);
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    return state = failed ? -1 : 1;
+}
+
+void *luahier_watch(void *guard) {
+    luahier_WatchCell *found = NULL;
+    pthread_mutex_lock(&lock);
+    if (luahier_startwatchdog() == 1) {
+        for (int i = 0; i < LUAHIER_WATCH_CELLS && found == NULL; i++) {
+            if (cells[i].guard != NULL) continue;
+            found = &cells[i];
+            found->tid = 0;
+            found->deadline = 0;
+            found->guard = guard;
+            if (i >= cells_used) __atomic_store_n(&cells_used, i + 1, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
+void luahier_unwatch(void *cell) {
+    luahier_WatchCell *watched = (luahier_WatchCell *)cell;
+    if (watched == NULL) return;
+    pthread_mutex_lock(&lock);
+    __atomic_store_n(&watched->tid, 0, __ATOMIC_RELEASE);
+    watched->deadline = 0;
+    watched->guard = NULL;
+    pthread_mutex_unlock(&lock);
+}
+
+long luahier_watchdog_signals(void) {
+    return __atomic_load_n(&signals_sent, __ATOMIC_RELAXED);
+}
