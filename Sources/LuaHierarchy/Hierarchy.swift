@@ -78,6 +78,8 @@ public final class Hierarchy {
         dispatcher = Dispatcher(root: root)
         modulePaths = options.modulePaths
         host = try LuaHost(limits: options.limits)
+        // The tree's own copies count against the host's memory cap (SPEC §7).
+        root.tree.meter = host
         dispatcher.traceLevel = options.traceLevel
         dispatcher.depthLimit = max(1, options.depthLimit)
         dispatcher.presenter = { [unowned self] in self.presenter?($0) }
@@ -234,6 +236,9 @@ public final class Hierarchy {
 
     /// The Lua stack height of the running thread: 0 between calls.
     var luaStackTop: Int32 { host.stackTop }
+
+    /// How many signals the watchdog has sent in this process (Sources/CLuaWatchdog).
+    static var watchdogSignals: Int { LuaHost.watchdogSignals }
 
     /// Whether the Lua state has the count hook (only with an instruction or time limit).
     var countHookInstalled: Bool { host.countHookInstalled }

@@ -75,7 +75,7 @@ struct LimitContainmentTests {
         #expect(Array(fields.prefix(3)) == ["unhandled", "error", type], "\(lines)")
         #expect(fields.count == 4 && fields[3].hasPrefix("test.lua:"), "where: \(fields)")
         #expect(lines.last == "the chunk goes on")
-        #expect(elapsed < 5, "took \(elapsed) s")
+        #expect(elapsed < 15, "took \(elapsed) s")
         // The limit error reached the presenter, as an unhandled error does.
         #expect(f.presented.last?.error.typeName == type)
         // Usable afterwards: a fresh dispatch runs.
@@ -191,7 +191,8 @@ struct LimitContainmentTests {
         let elapsed = Date().timeIntervalSince(started)
         #expect(error?.type == "TimeLimitExceeded", "\(name): \(String(describing: error))")
         #expect(error?.location?.hasPrefix("test.lua:") == true, "\(String(describing: error))")
-        #expect(elapsed < 1.5, "\(name): stopped \(elapsed - 0.5) s after the deadline")
+        // Bounded here (tests share 2 cores); how promptly: Benchmarks/limits/run.sh.
+        #expect(elapsed < 10, "\(name): stopped \(elapsed - 0.5) s after the deadline")
         #expect(try f.output("print('usable')") == ["usable"])
     }
 
@@ -241,5 +242,30 @@ struct LimitContainmentTests {
         #expect(lines.first == "apple fig kiwi pear")
         #expect(lines[1].hasPrefix("false\t") && lines[1].contains("attempt to compare"), "\(lines)")
         #expect(lines[2].hasPrefix("false\t") && lines[2].contains("table expected"), "\(lines)")
+    }
+
+    /// Long instructions that allocate nothing (comparing two long strings) pass 1,000 at a
+    /// time between the hook's checks; the watchdog signals the Lua thread at the deadline, so
+    /// the chunk, and a dispatch inside it, still stop on time.
+    @Test(arguments: ["chunk", "dispatch"])
+    func theWatchdogStopsLongInstructionsOnTime(place: String) throws {
+        let loop = "local a, b = ('x'):rep(3e7), ('x'):rep(3e7) .. '' while true do local _ = a < b end"
+        let f = try Fixture(options: Self.options(instructions: nil, time: place == "chunk" ? 0.5 : 30, memory: 256 << 20, dispatchInstructions: nil, dispatchTime: 0.5))
+        let started = Date()
+        let signals = Hierarchy.watchdogSignals
+        if place == "chunk" {
+            #expect(f.failure(loop)?.type == "TimeLimitExceeded")
+        } else {
+            let lines = try f.output("""
+                local n = hier.root:child('n')
+                n:receiveEvent(function() \(loop) end)
+                print(n:triggerEvent('E').value.type)
+                """)
+            #expect(lines == ["TimeLimitExceeded"])
+        }
+        // The watchdog signalled (how promptly it stops them: Benchmarks/limits/run.sh).
+        #expect(Hierarchy.watchdogSignals > signals)
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(elapsed < 10, "stopped \(elapsed - 0.5) s after the deadline")
     }
 }

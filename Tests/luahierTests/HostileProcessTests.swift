@@ -71,6 +71,81 @@ struct HostileProcessTests {
     }
 }
 
+/// SPEC §7's one memory cap over the host's own copies, through the binary: each attack makes
+/// the host copy what the Lua heap holds once (node names, nodes, responders, full traces,
+/// string arguments). It must end with `MemoryLimitExceeded`, and the process must stay
+/// within 1.3 × the cap + 64 MiB.
+@Suite("Host copies under the memory cap, through luahier (SPEC §7)")
+struct HostMemoryProcessTests {
+    struct Case: Sendable, CustomTestStringConvertible {
+        var name: String
+        var source: String
+        /// The `--max-memory` size, in MiB.
+        var capMiB: Int
+        var testDescription: String { name }
+    }
+
+    static let fullTrace = """
+        hier.tracing = "full"
+        local big = ("x"):rep(5e6)
+        local n = hier.root:child("t")
+        for i = 1, 100 do n:receiveEvent(function(e) return {type = "Big", data = big, i = i} end) end
+        local o = n:triggerEvent({type = "Big", data = big})
+        error(o.value)
+        """
+
+    static let cases: [Case] = [
+        .init(name: "ten 100 MB node names", source: "local s = ('x'):rep(1e8) for i = 1, 10 do hier.root:child(s .. i) end", capMiB: 300),
+        .init(name: "20 MB node names", source: "local s = ('x'):rep(2e7) for i = 1, 100 do hier.root:child(s .. i) end", capMiB: 300),
+        .init(name: "four million nodes", source: "local n = hier.root for i = 1, 4e6 do n = n:child('n' .. i) end", capMiB: 32),
+        .init(name: "three million responders", source: "for i = 1, 3e6 do hier.root:receiveEvent(function() return 'notHandled' end) end", capMiB: 32),
+        .init(name: "full trace of 5 MB replacements", source: fullTrace, capMiB: 64),
+        .init(name: "a 100 MB path", source: "local p = '/' .. ('x'):rep(1e8) return hier.node(p)", capMiB: 300),
+        .init(name: "a path of a million short names", source: "local p = ('/a'):rep(1e6) return hier.node(p)", capMiB: 32),
+    ]
+
+    static func withinBounds(_ peakKiB: Int, capMiB: Int) -> Bool {
+        peakKiB <= capMiB * 1024 * 13 / 10 + 64 * 1024
+    }
+
+    @Test(arguments: cases)
+    func hostCopiesStayUnderTheCap(_ attack: Case) throws {
+        let script = try Luahier.script(attack.source, name: "copies.lua")
+        let result = try Luahier.measure(["run", "--max-memory", "\(attack.capMiB)M", script], timeout: 60)
+        #expect(result.signal == nil, "ended by signal \(result.signal ?? 0): \(result.stderr)")
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("MemoryLimitExceeded"), "\(result.stderr)")
+        #expect(result.stderr.contains("copies.lua:"), "names the script's line: \(result.stderr)")
+        #expect(result.seconds < 20, "took \(result.seconds) s")
+        if ProcessInfo.processInfo.environment["LUAHIER_SANITIZED"] == nil {
+            #expect(Self.withinBounds(result.peakKiB, capMiB: attack.capMiB), "peak \(result.peakKiB) KiB at \(attack.capMiB) MiB")
+        }
+    }
+
+    /// `luahier dispatch --trace full`: a dispatch whose full trace passes the cap ends with
+    /// `MemoryLimitExceeded` (the line is answered, the stream goes on), within the bound.
+    @Test func fullTracesInTheRulesEngine() throws {
+        let rules = try Luahier.script("""
+            local big = ("x"):rep(5e6)
+            local n = hier.root:child("t")
+            for i = 1, 100 do n:receiveEvent(function(e) return {type = "Big", data = big, i = i} end) end
+            """, name: "rules.lua")
+        let line = #"{"id": 1, "at": "/t", "event": {"type": "Small"}}"#
+        let input = try Luahier.script(Array(repeating: line, count: 3).joined(separator: "\n") + "\n", name: "input.jsonl")
+        let result = try Luahier.measure(
+            ["dispatch", "--trace", "full", "--max-memory", "64M", "--input", input, rules], timeout: 60)
+        #expect(result.signal == nil, "ended by signal \(result.signal ?? 0): \(result.stderr)")
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.count == 3)
+        #expect(lines.allSatisfy { $0.contains("MemoryLimitExceeded") }, "\(result.stdout.prefix(300))")
+        #expect(result.seconds < 20, "took \(result.seconds) s")
+        if ProcessInfo.processInfo.environment["LUAHIER_SANITIZED"] == nil {
+            #expect(HostMemoryProcessTests.withinBounds(result.peakKiB, capMiB: 64), "peak \(result.peakKiB) KiB")
+        }
+    }
+}
+
 @Suite("luahier host flags")
 struct HostFlagTests {
     @Test func unsafeOpensTheFullLibrary() throws {

@@ -13,7 +13,8 @@ struct DispatchResult {
     var message: Message
     var handledBy: Node?
     var responder: ResponderInfo?
-    var trace: [TraceStep]?
+    /// The steps, with what they cost against the memory cap (held while the trace is).
+    var trace: TraceRecord?
     var origin: Node
     /// How many nodes the chain had: the host's work, which Lua hosts charge for.
     var hops = 0
@@ -23,7 +24,7 @@ struct DispatchResult {
     var outcome: Outcome {
         Outcome(
             status: status, kind: message.domain, value: message.describedValue(),
-            by: handledBy?.path, responder: responder, trace: trace, at: origin.path, choice: choice)
+            by: handledBy?.path, responder: responder, trace: trace?.steps, at: origin.path, choice: choice)
     }
 }
 
@@ -53,6 +54,8 @@ final class Dispatcher {
     /// Receives relaxed-safety warnings, each (type, domain, node) once.
     var onSafetyWarning: ((SafetyWarning) -> Void)?
     private var warned: Set<SafetyWarning> = []
+    /// What `warned` costs against the memory cap.
+    private var warnedCharge: MemoryCharge?
     /// Receives errors that pass the root unhandled.
     var presenter: ((PresentedError) -> Void)?
     /// Shows alerts that `handleAlertErrors` handled; may return the host's recovery choice.
@@ -131,7 +134,8 @@ final class Dispatcher {
         // replace the value between nodes, nor in nested dispatches (`topLevelRunner`).
         let runner = level == .full || safetyCheck != nil ? nil : topLevelRunner
         return walk(
-            chain, detached: top !== root, from: initial, at: origin, level: level, trace: level == .off ? nil : [],
+            chain, detached: top !== root, from: initial, at: origin, level: level,
+            trace: level == .off ? nil : TraceRecord(meter: root.tree.meter),
             safetyCheck: safetyCheck, runner: runner, start: RunPosition(node: 0, offset: 0), after: nil)
     }
 
@@ -151,7 +155,8 @@ final class Dispatcher {
         plannedWalks &+= 1
         if traced {
             return walk(
-                plan.links, detached: plan.detached, from: initial, at: plan.links[0].node, level: .path, trace: [],
+                plan.links, detached: plan.detached, from: initial, at: plan.links[0].node, level: .path,
+                trace: TraceRecord(meter: root.tree.meter),
                 safetyCheck: nil, runner: topLevelRunner, start: RunPosition(node: 0, offset: 0), after: nil)
         }
         // Whether a runner calls Lua responders in runs: a flag, so the loop holds no copy of it.
@@ -201,12 +206,15 @@ final class Dispatcher {
     ) throws(DispatchDepthExceeded) -> DispatchResult {
         try enterNesting()
         defer { leaveNesting() }
-        let trace = plan.traced
-            ? passed.map { index in
+        var trace: TraceRecord?
+        if plan.traced {
+            trace = TraceRecord(meter: root.tree.meter)
+            for index in passed {
                 let entry = plan.eventEntries[index]
                 let node = plan.links[Int(entry.position.node)].node
-                return step(node, Int(entry.position.offset), entry.responder, message.type, .notHandled, nil, nil)
-            } : nil
+                trace!.append(step(node, Int(entry.position.offset), entry.responder, message.type, .notHandled, nil, nil))
+            }
+        }
         return walk(
             plan.links, detached: plan.detached, from: message, at: plan.links[0].node,
             level: plan.traced ? .path : .off, trace: trace, safetyCheck: nil, runner: topLevelRunner,
@@ -217,7 +225,7 @@ final class Dispatcher {
     /// `after.reply`, the answer of the responder at `after.position`, if given.
     private func walk(
         _ chain: [ChainLink], detached: Bool, from initial: consuming Message, at origin: Node, level: TraceLevel,
-        trace: [TraceStep]?, safetyCheck: SafetyCheck?, runner: (any ResponderRunner)?, start: RunPosition,
+        trace: TraceRecord?, safetyCheck: SafetyCheck?, runner: (any ResponderRunner)?, start: RunPosition,
         after: (reply: ResponderReply, position: RunPosition)?
     ) -> DispatchResult {
         var trace = trace
@@ -340,7 +348,8 @@ final class Dispatcher {
 
             let kind = responder.kind
             let inputType = current.type
-            let before: Value? = level == .full ? .some(current.describedValue()) : .none
+            // Copied (and charged) only while the trace still records values.
+            let before: Value? = level == .full ? trace?.copyBefore(current) : .none
             let reply =
                 kind == .handleAlertErrors
                 ? responder.body.callForChoice(with: &current)
@@ -374,7 +383,7 @@ final class Dispatcher {
     /// nil to go on with the next responder, `current` replaced if the answer replaced it.
     private func apply(
         _ reply: ResponderReply, of responder: Responder, offset: Int, at node: Node, input inputType: String,
-        before: Value?, to current: inout Message, trace: inout [TraceStep]?, origin: Node, hops: Int
+        before: Value?, to current: inout Message, trace: inout TraceRecord?, origin: Node, hops: Int
     ) -> DispatchResult? {
         let kind = responder.kind
         var produced: Message
@@ -460,8 +469,17 @@ final class Dispatcher {
         key.reportedAt = ""
         key.declared = []
         // Bounded: a stream of ever-new types must not grow it without end.
-        if warned.count >= 10_000 { warned.removeAll() }
-        guard warned.insert(key).inserted else { return }
+        if warned.count >= 10_000 {
+            warned.removeAll()
+            warnedCharge = nil
+        }
+        guard !warned.contains(key) else { return }
+        // What the set keeps is charged to the memory cap: a refusal (which trips the running
+        // budget) keeps nothing and warns no more.
+        if warnedCharge == nil { warnedCharge = MemoryCharge(meter: root.tree.meter) }
+        let cost = 128 + MemoryCost.string(key.type) + MemoryCost.string(key.node) + MemoryCost.string(key.declaredAt)
+        guard warnedCharge!.add(cost) else { return }
+        warned.insert(key)
         onSafetyWarning?(warning)
     }
 

@@ -160,7 +160,12 @@ final class LuaBridge {
     private func nodeGetters() -> [String: HostFunction] {
         [
             "name": { [unowned self] call in host.push(try requireNode(call, 1, "name").name); return 1 },
-            "path": { [unowned self] call in host.push(try requireNode(call, 1, "path").path); return 1 },
+            "path": { [unowned self] call in
+                let path = try requireNode(call, 1, "path").path
+                host.charge(instructions: Int64(path.utf8.count / 64))
+                host.push(path)
+                return 1
+            },
             "parent": { [unowned self] call in
                 if let parent = try requireNode(call, 1, "parent").parent { push(parent) } else { lua_pushnil(call.L) }
                 return 1
@@ -174,6 +179,7 @@ final class LuaBridge {
                 let node = try requireNode(call, 1, "child")
                 let name = try call.string(2, "child")
                 do { push(try node.child(name)) } catch {
+                    if case .memoryLimitExceeded? = error as? TreeError { throw RaisedMessage(message: host.limitError()) }
                     throw LuaArgumentError("bad argument #1 to 'child' (\(error))")
                 }
                 return 1
@@ -224,6 +230,8 @@ final class LuaBridge {
         [
             "node": { [unowned self] call in
                 let path = try call.string(1, "node")
+                // Looking the path up copies its names.
+                try host.holdWhileCalled(MemoryCost.names(inPath: path))
                 do {
                     if let node = try hierarchy.node(at: path) { push(node) } else { lua_pushnil(call.L) }
                 } catch {
@@ -305,6 +313,7 @@ final class LuaBridge {
             throw LuaArgumentError("\(name) takes ([filter,] function), got \(call.top - 1) arguments")
         }
         let body = try luaBody(at: function, call, name)
+        try hold(MemoryCost.registration + MemoryCost.string(body.location) + MemoryCost.filter(filter), by: body)
         let responder = Responder(kind: kind, filter: filter, body: body, location: body.location, runToken: body.ref)
         node.appendResponder(responder)
         host.pushRetainingUserdata(responder, metatableRef: handleMetatable)
@@ -319,7 +328,9 @@ final class LuaBridge {
             throw LuaArgumentError("\(name) takes a list of type names, as in node:\(name){\"A\", \"B\"}")
         }
         let types = try filter(at: 2, call, name).typeNames
-        node.declare(types, as: domain, at: call.callerLocation ?? "?")
+        guard node.declare(types, as: domain, at: call.callerLocation ?? "?", metered: true) else {
+            throw RaisedMessage(message: host.limitError())
+        }
         return 0
     }
 
@@ -334,6 +345,7 @@ final class LuaBridge {
         }
         let filter = try self.filter(at: 2, call, "subscribe")
         let body = try luaBody(at: 3, call, "subscribe")
+        try hold(MemoryCost.registration + MemoryCost.string(body.location) + MemoryCost.filter(filter), by: body)
         let subscription = Subscription(filter: filter, body: body, location: body.location)
         node.appendSubscription(subscription)
         host.pushRetainingUserdata(subscription, metatableRef: handleMetatable)
@@ -390,10 +402,13 @@ final class LuaBridge {
         let location: String
         switch call.top {
         case 1:
-            body = HostChoiceBody()
             location = call.callerLocation ?? "?"
+            let choice = HostChoiceLuaBody(host: host)
+            try hold(MemoryCost.registration + MemoryCost.string(location), by: choice)
+            body = choice
         case 2:
             let function = try luaBody(at: 2, call, "handleAlertErrors")
+            try hold(MemoryCost.registration + MemoryCost.string(function.location), by: function)
             body = function
             location = function.location
         default:
@@ -413,24 +428,35 @@ final class LuaBridge {
         return LuaResponderBody(host: host, functionAt: index, location: location)
     }
 
-    /// A filter: nil (any), a type name, or a list of type names.
+    /// Charges a registration's `bytes` against the memory cap (or fails the host function
+    /// with the limit error); `body` gives them back when the registration goes.
+    private func hold(_ bytes: Int, by body: some RegistrationCharge) throws {
+        guard host.charge(bytes) else { throw RaisedMessage(message: host.limitError()) }
+        body.heldBytes = bytes
+    }
+
+    /// A filter: nil (any), a type name, or a list of type names. The copies are charged
+    /// while the host function runs (the registration charges what it keeps).
     private func filter(at index: Int32, _ call: HostCall, _ function: String) throws -> TypeFilter {
         let L = call.L
         switch lua_type(L, index) {
         case LUA_TNIL:
             return .any
         case LUA_TSTRING:
+            try host.holdCopy(ofStringAt: index)
             return .type(host.string(at: index)!)
         case LUA_TTABLE:
             var names = Set<String>()
             let count = lua_rawlen(L, index)
+            try host.holdWhileCalled(MemoryCost.filter(.types([])) + Int(clamping: count) &* 64)
             for position in 0..<count {
                 lua_rawgeti(L, index, lua_Integer(position + 1))
                 defer { luahier_pop(L, 1) }
-                guard let name = host.string(at: -1) else {
+                guard lua_type(L, -1) == LUA_TSTRING else {
                     throw call.argumentError(index, function, "filter list must hold type names (strings)")
                 }
-                names.insert(name)
+                try host.holdCopy(ofStringAt: -1)
+                names.insert(host.string(at: -1)!)
             }
             guard !names.isEmpty else { throw call.argumentError(index, function, "filter list is empty") }
             return .types(names)
@@ -595,10 +621,12 @@ final class LuaBridge {
     }
 }
 
-/// A dispatch's trace steps, held for the outcome until a script reads `outcome.trace`.
+/// A dispatch's trace steps, held for the outcome until a script reads `outcome.trace`, with
+/// their charge against the memory cap (given back when this goes).
 private final class TraceSteps {
-    let steps: [TraceStep]
-    init(_ steps: [TraceStep]) { self.steps = steps }
+    let record: TraceRecord
+    var steps: [TraceStep] { record.steps }
+    init(_ record: TraceRecord) { self.record = record }
 }
 
 /// Lua-side glue: method lookup stays out of Swift (a C `__index`, luahier_nodeindex), `print`

@@ -1,4 +1,5 @@
 import CLua
+import CLuaWatchdog
 
 typealias LuaState = OpaquePointer
 
@@ -37,6 +38,9 @@ final class LuaHost {
     /// Set by the `__gc` host function so that its own exit does not drain releases (it runs
     /// inside a collection); the next host function or protected call does.
     @exclusivity(unchecked) private var finalizing = false
+    /// Bytes of host copies charged for the host functions now running (LuaMemory.swift):
+    /// each gives back what it added when it returns.
+    @exclusivity(unchecked) var transientBytes = 0
 
     /// Memory and budget counters shared with the C allocator and count hook.
     let guardState: UnsafeMutablePointer<luahier_Guard>
@@ -67,6 +71,10 @@ final class LuaHost {
         }
         guardState.pointee.main = state
         guardState.pointee.running = state
+        // With a time limit, the watchdog makes the deadline prompt (Sources/CLuaWatchdog).
+        if limits.time != nil || limits.dispatchTime != nil, let cell = luahier_watch(guardState) {
+            guardState.pointee.watch = cell.assumingMemoryBound(to: luahier_WatchCell.self)
+        }
         domainTags = makeTableRef(weakMode: "k")
         for word in InternedString.allCases {
             push(word.text)
@@ -102,6 +110,9 @@ final class LuaHost {
         lua_rawset(thread, table)
     }
 
+    /// How many signals the watchdog has sent in this process.
+    static var watchdogSignals: Int { luahier_watchdog_signals() }
+
     /// Whether the state has a hook (the count hook is the only one the host sets).
     var countHookInstalled: Bool { lua_gethookmask(mainThread) != 0 }
 
@@ -109,6 +120,7 @@ final class LuaHost {
     func close() {
         guard !isClosed else { return }
         isClosed = true
+        luahier_unwatch(guardState.pointee.watch)
         lua_close(mainThread)
         drainReleases()
         guardState.deallocate()
@@ -215,7 +227,12 @@ final class LuaHost {
             guardState.pointee.in_host = callerMode
         }
         let call = HostCall(host: self, L: L)
+        let transientMark = transientBytes
         defer {
+            if transientBytes != transientMark {
+                release(transientBytes - transientMark)
+                transientBytes = transientMark
+            }
             if finalizing {
                 finalizing = false
             } else if !pendingReleases.isEmpty {
@@ -352,6 +369,12 @@ final class LuaHost {
         else { return }
         block.storeBytes(of: nil, as: UnsafeRawPointer?.self)
         pendingReleases.append(Unmanaged<AnyObject>.fromOpaque(raw))
+    }
+
+    /// Releases what finalizers queued, unless a finalizer is running (its host function's
+    /// exit does it): after a full collection asked for from Swift, so what it freed is freed.
+    func releaseCollected() {
+        if !finalizing { drainReleases() }
     }
 
     /// Releases what finalizers queued. Called where no Lua call is under way in Swift.

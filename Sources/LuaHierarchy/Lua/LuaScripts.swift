@@ -79,6 +79,7 @@ extension LuaHost {
 
     func collectGarbage() {
         luahier_fullgc(thread)
+        releaseCollected()
     }
 }
 

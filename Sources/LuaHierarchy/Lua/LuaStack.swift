@@ -140,9 +140,12 @@ struct HostCall {
     /// Where the Lua code that called this function is, `file:line`.
     var callerLocation: String? { host.location(level: 1) }
 
+    /// The string argument at `index`, copied: the copy is charged to the memory cap while the
+    /// host function runs, and its size as host work.
     func string(_ index: Int32, _ function: String) throws -> String {
-        guard let text = host.string(at: index) else { throw argumentError(index, function, "string expected") }
-        return text
+        guard lua_type(L, index) == LUA_TSTRING else { throw argumentError(index, function, "string expected") }
+        try host.holdCopy(ofStringAt: index)
+        return host.string(at: index)!
     }
 
     /// Lua's wording: `bad argument #n to 'f' (problem, got type)`. For a method (a node

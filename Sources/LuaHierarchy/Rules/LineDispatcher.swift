@@ -167,6 +167,10 @@ final class Pipeline: @unchecked Sendable {
     }
 
     private func answer(_ batch: Batch, with processor: LineProcessor) {
+        // The batch's output counts against the worker's memory cap while it is answered (its
+        // later lines see it); given back when the batch goes to the writer.
+        let held = processor.outputCharge()
+        defer { withExtendedLifetime(held) {} }
         batch.chunk.withUnsafeBytes { bytes in
             for line in batch.lines {
                 let status: LineStatus
@@ -175,7 +179,7 @@ final class Pipeline: @unchecked Sendable {
                     status = .invalid
                 } else {
                     let text = UnsafeRawBufferPointer(rebasing: bytes[line.start..<line.start + line.count])
-                    status = processor.process(text, number: line.number, into: &batch.output)
+                    status = processor.process(text, number: line.number, into: &batch.output, held: held)
                 }
                 batch.counts[status, default: 0] += 1
                 if status == .invalid && options.strict {

@@ -22,8 +22,21 @@ struct LineProcessor {
         var nodes: [String: Node] = [:]
     }
 
-    /// Appends the outcome line (with its newline) for input line `number` to `output`.
-    func process(_ line: UnsafeRawBufferPointer, number: Int, into output: inout JSONWriter) -> LineStatus {
+    /// What a worker's output holds until it is written, charged against the hierarchy's
+    /// memory cap (SPEC §7): it is held on the rules' behalf.
+    func outputCharge() -> MemoryCharge {
+        MemoryCharge(meter: hierarchy.root.tree.meter)
+    }
+
+    /// Appends the outcome line (with its newline) for input line `number` to `output`,
+    /// charging what it adds to `held`. Trace values the cap refuses are left out (the
+    /// dispatch that recorded them has ended by then).
+    func process(
+        _ line: UnsafeRawBufferPointer, number: Int, into output: inout JSONWriter, held: MemoryCharge
+    ) -> LineStatus {
+        let start = output.bytes.count
+        let chargedBefore = held.bytes
+        defer { _ = held.add(output.bytes.count - start - (held.bytes - chargedBefore)) }
         switch request(from: line, number: number) {
         case .failure(let invalid):
             write(invalid, number: number, into: &output)
@@ -33,7 +46,7 @@ struct LineProcessor {
                 var message = request.message
                 if message.domain == .error { message.setIfAbsent("where", to: "\(inputName):\(number)") }
                 let result = try hierarchy.dispatchKeepingValue(message, at: request.node)
-                write(result, id: request.id, number: number, into: &output)
+                write(result, id: request.id, number: number, into: &output, held: held)
                 return LineStatus(rawValue: result.status.rawValue)!
             } catch {
                 let invalid = InvalidLine(id: request.id, type: "InvalidRequest", message: "\(error)", column: nil)
@@ -137,7 +150,7 @@ struct LineProcessor {
 
     // MARK: Outcome lines
 
-    private func write(_ outcome: DispatchResult, id: Value?, number: Int, into output: inout JSONWriter) {
+    private func write(_ outcome: DispatchResult, id: Value?, number: Int, into output: inout JSONWriter, held: MemoryCharge) {
         output.writeKey("line", opening: true)
         output.append(String(number))
         if let id {
@@ -162,19 +175,20 @@ struct LineProcessor {
             output.writeKey("choice")
             output.writeString(choice)
         }
-        if let trace = outcome.trace {
+        if let trace = outcome.trace?.steps {
             output.writeKey("trace")
             output.bytes.append(UInt8(ascii: "["))
+            var writesValues = true
             for (position, step) in trace.enumerated() {
                 if position > 0 { output.bytes.append(UInt8(ascii: ",")) }
-                write(step, into: &output)
+                write(step, into: &output, held: held, values: &writesValues)
             }
             output.bytes.append(UInt8(ascii: "]"))
         }
         output.append("}\n")
     }
 
-    private func write(_ step: TraceStep, into output: inout JSONWriter) {
+    private func write(_ step: TraceStep, into output: inout JSONWriter, held: MemoryCharge, values: inout Bool) {
         output.writeKey("node", opening: true)
         output.writeString(step.node)
         output.writeKey("index")
@@ -187,15 +201,25 @@ struct LineProcessor {
         output.writeString(step.input)
         output.writeKey("result")
         output.writeString(step.resultDescription)
-        if let before = step.before {
-            output.writeKey("before")
-            output.write(before)
-        }
-        if let after = step.after {
-            output.writeKey("after")
-            output.write(after)
+        if values {
+            values = write(step.before, as: "before", into: &output, held: held)
+                && write(step.after, as: "after", into: &output, held: held)
         }
         output.bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// Writes `key` and `value` (if any) unless the cap refuses what they add; false then
+    /// (and nothing written).
+    private func write(_ value: Value?, as key: StaticString, into output: inout JSONWriter, held: MemoryCharge) -> Bool {
+        guard let value else { return true }
+        let start = output.bytes.count
+        output.writeKey(key)
+        output.write(value)
+        guard held.add(output.bytes.count - start) else {
+            output.bytes.removeSubrange(start...)
+            return false
+        }
+        return true
     }
 
     private func write(_ invalid: InvalidLine, number: Int, into output: inout JSONWriter) {

@@ -23,6 +23,20 @@ final class Declarations {
     /// Where the first declaration of each domain was made, for messages.
     private(set) var eventsLocation: String?
     private(set) var errorsLocation: String?
+    /// What the declared types cost against the memory cap, held while they are.
+    let charge: MemoryCharge
+
+    init(meter: (any MemoryMeter)?) {
+        charge = MemoryCharge(meter: meter)
+    }
+
+    /// What declaring `types` would add: the types not declared yet, and the location once.
+    func cost(of types: [String], as domain: Domain, at location: String) -> Int {
+        let known = domain == .event ? events : errors
+        var total = 0
+        for type in types where known[type] == nil { total += MemoryCost.declaredType + MemoryCost.string(type) }
+        return total > 0 ? total + MemoryCost.string(location) : 0
+    }
 
     func declare(_ types: [String], as domain: Domain, at location: String) {
         for type in types {
@@ -55,7 +69,7 @@ public struct SafetyWarning: Hashable, Sendable, CustomStringConvertible {
 
     /// The default handler: one line on stderr, as Lua's `warn` would write it.
     public static func writeToStandardError(_ warning: SafetyWarning) {
-        let line = Array("luahier: warning: \(warning)\n".utf8)
+        let line = Array("luahier: warning: \(PrintableText.field("\(warning)"))\n".utf8)
         _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
     }
 
@@ -77,14 +91,23 @@ extension Node {
         declare(types, as: .error, at: "\(file):\(line)")
     }
 
-    func declare(_ types: [String], as domain: Domain, at location: String) {
+    /// Declares `types`, charging the new ones to the tree's memory meter; false (nothing
+    /// declared) when the meter refuses them. Swift callers are not refused.
+    @discardableResult
+    func declare(_ types: [String], as domain: Domain, at location: String, metered: Bool = false) -> Bool {
         let extras = makeExtras()
         if extras.declarations == nil {
-            extras.declarations = Declarations()
+            extras.declarations = Declarations(meter: tree.meter)
             tree.declaringNodes += 1
         }
-        extras.declarations!.declare(types, as: domain, at: location)
+        let declarations = extras.declarations!
+        let cost = declarations.cost(of: types, as: domain, at: location)
+        if !declarations.charge.add(cost) {
+            guard !metered else { return false }
+        }
+        declarations.declare(types, as: domain, at: location)
         tree.noteChainChange()
+        return true
     }
 
     /// The types this node declared for `domain`, sorted (empty when it declared none).

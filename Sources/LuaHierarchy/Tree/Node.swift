@@ -2,6 +2,9 @@
 /// counts structural changes (removals, moves) so nodes can cache their paths.
 final class TreeToken {
     var generation = 0
+    /// What the tree's own copies are charged to (names, paths, declarations, traces): the
+    /// host's memory cap (SPEC §7). Weak: nodes may outlive the host. Nil: nothing is counted.
+    weak var meter: (any MemoryMeter)?
     /// Nodes that ever declared types: while 0, dispatch skips the safety check.
     var declaringNodes = 0
     /// Counts every change that can make a chain snapshot differ from the tree: responders
@@ -77,6 +80,9 @@ public final class Node {
     /// the next would overflow the stack. Each node is emptied of its children before it is
     /// released, so no `deinit` ever recurses.
     deinit {
+        // What `child(_:)` and `path` charged (the root was made before the tree had a meter).
+        let held = (isRoot ? 0 : MemoryCost.node(named: name)) + MemoryCost.string(cachedPath)
+        if held > 0 { tree.meter?.release(held) }
         for responder in responders { responder.node = nil }
         for subscription in subscriptions { subscription.node = nil }
         guard firstChild != nil else { return }
@@ -121,11 +127,23 @@ public final class Node {
     public var path: String {
         if let cachedPath, cachedPathGeneration == tree.generation { return cachedPath }
         let path = computePath()
+        // A cached path is a copy held for the script: charged while it is kept. One the meter
+        // refuses is not kept (the refusal trips the running budget).
+        let cost = MemoryCost.string(path)
+        let old = MemoryCost.string(cachedPath)
+        if cost > 0 || old > 0, let meter = tree.meter {
+            if old > 0 { meter.release(old) }
+            if cost > 0 && !meter.charge(cost) {
+                cachedPath = nil
+                return path
+            }
+        }
         cachedPath = path
         cachedPathGeneration = tree.generation
         return path
     }
 
+    /// Charged to the tree's meter (by its cost) while it is set.
     private var cachedPath: String?
     private var cachedPathGeneration = 0
 
@@ -163,6 +181,10 @@ public final class Node {
     public func child(_ name: String) throws(TreeError) -> Node {
         if let existing = existingChild(name) { return existing }
         try Node.validate(name: name)
+        if let meter = tree.meter, !meter.charge(MemoryCost.node(named: name)) {
+            throw .memoryLimitExceeded(limit: meter.memoryLimit ?? 0)
+        }
+        // Charged to the meter until the node is freed (its deinit gives it back).
         let node = Node(name: name, tree: tree)
         attach(node)
         return node
@@ -258,6 +280,9 @@ public enum TreeError: Error, Hashable, Sendable, CustomStringConvertible {
     case nameTaken(name: String, parent: String)
     case differentTree
     case rootCannotMove
+    /// Creating the node would pass the memory cap (SPEC §7): the host counts every node's
+    /// name and object against `Limits.memory`, as it counts the Lua heap.
+    case memoryLimitExceeded(limit: Int)
 
     public var description: String {
         switch self {
@@ -273,6 +298,9 @@ public enum TreeError: Error, Hashable, Sendable, CustomStringConvertible {
             return "cannot move a node into another hierarchy"
         case .rootCannotMove:
             return "the root cannot be moved"
+        case .memoryLimitExceeded(let limit):
+            return "MemoryLimitExceeded: memory limit exceeded: the script may hold at most \(limit) bytes "
+                + "(set with --max-memory or Limits.memory)"
         }
     }
 }
