@@ -172,6 +172,11 @@ typedef struct luahier_Guard {
     const long *walk_changes;
     long walk_changes_at_start;
     luahier_WatchCell *watch;      /* the watchdog's cell for this state (NULL: not watched) */
+    /* Swift objects whose userdata Lua finalized, for the host to release at its next safe
+     * point (malloc'd; never Lua memory). Finalizers only append here: no Swift runs in a
+     * collection, nor while the state closes. */
+    void **released;
+    size_t released_count, released_capacity;
 } luahier_Guard;
 
 /* The count hook runs every this many instructions; once tripped, at every instruction. Host
@@ -707,6 +712,29 @@ static inline int luahier_getstringmetatable(lua_State *L) {
     return 1;
 }
 
+/* ---- Host objects ------------------------------------------------------------------ */
+
+/* lua_CFunction: the `__gc` of every host userdata (nodes, handles, plans, trace records),
+ * whose block holds a retained Swift object. Forgets the object (a resurrected userdata then
+ * reads as finalized) and queues its release for the host; runs no Swift and no Lua, so a
+ * collection or lua_close never re-enters the host. Without room to queue it, the object
+ * leaks rather than being released inside a collection. */
+static inline int luahier_finalize(lua_State *L) {
+    void **block = (void **)lua_touserdata(L, 1);
+    if (block == NULL || *block == NULL) return 0;
+    luahier_Guard *g = luahier_guard(L);
+    if (g->released_count == g->released_capacity) {
+        size_t capacity = g->released_capacity ? g->released_capacity * 2 : 64;
+        void **grown = (void **)realloc(g->released, capacity * sizeof *grown);
+        if (grown == NULL) return 0;
+        g->released = grown;
+        g->released_capacity = capacity;
+    }
+    g->released[g->released_count++] = *block;
+    *block = NULL;
+    return 0;
+}
+
 /* ---- Libraries ------------------------------------------------------------------------ */
 
 /* lua_CFunction: opens the libraries the sandbox starts from (it trims them after). */
@@ -1009,7 +1037,8 @@ enum {
     LUAHIER_UP_EVENT, LUAHIER_UP_RECEIVEEVENT, LUAHIER_UP_HANDLED,
     LUAHIER_UP_PENDINGTRACES,  /* outcome -> what its trace is made from, weak keys */
     LUAHIER_UP_TRACEDOUTCOME,  /* the metatable that makes `outcome.trace` on first read */
-    LUAHIER_UP_COUNT = LUAHIER_UP_TRACEDOUTCOME
+    LUAHIER_UP_OUTCOMEMETA,    /* the locked metatable of an untraced outcome */
+    LUAHIER_UP_COUNT = LUAHIER_UP_OUTCOMEMETA
 };
 
 /* A traced walk's lazy trace, kept for its outcome until read: */
@@ -1364,6 +1393,9 @@ static inline int luahier_trigger(lua_State *L) {
         lua_rawseti(L, -2, LUAHIER_WALKTRACE_HANDLED);
         lua_rawset(L, lua_upvalueindex(LUAHIER_UP_PENDINGTRACES));
         luahier_pushup(L, LUAHIER_UP_TRACEDOUTCOME);
+        lua_setmetatable(L, outcome);
+    } else {
+        luahier_pushup(L, LUAHIER_UP_OUTCOMEMETA);
         lua_setmetatable(L, outcome);
     }
     g->in_host = caller_in_host;

@@ -14,6 +14,10 @@ final class LuaBridge {
     /// outcome gets `tracedOutcomeMetatable`, whose `__index` builds it from the steps kept
     /// in `pendingTraces` (outcome -> userdata holding them, weak keys).
     private(set) var tracedOutcomeMetatable: Int32 = 0
+    /// Every other outcome's metatable, and a trace's: locked, they only name what they are
+    /// (SPEC §7: getmetatable on a host object returns a locked placeholder).
+    private(set) var outcomeMetatable: Int32 = 0
+    private var traceMetatable: Int32 = 0
     private var traceStepsMetatable: Int32 = 0
     private(set) var pendingTraces: Int32 = 0
     /// The fast path of `triggerEvent` (LuaFastPath.swift): what it shares with C, its plans
@@ -68,13 +72,20 @@ final class LuaBridge {
         handleMetatable = host.makeTableRef()
         nodeCache = host.makeTableRef(weakMode: "v")
         tracedOutcomeMetatable = host.makeTableRef()
+        outcomeMetatable = host.makeTableRef()
+        traceMetatable = host.makeTableRef()
+        for (metatable, name) in [(outcomeMetatable, "outcome"), (traceMetatable, "trace")] {
+            withTable(metatable) {
+                host.push(name)
+                host.setRawField(of: -2, "__metatable")
+            }
+        }
         traceStepsMetatable = host.makeTableRef()
         pendingTraces = host.makeTableRef(weakMode: "k")
         plans = host.makeTableRef(weakMode: "k")
         planMetatable = host.makeTableRef()
-        let finalize: HostFunction = { call in call.host.finalizeRetainingUserdata(at: 1); return 0 }
         withTable(nodeMetatable) {
-            host.pushFunction(finalize)
+            luahier_pushcfunction(L, luahier_finalize)
             host.setRawField(of: -2, "__gc")
             host.pushFunction { [unowned self] call in
                 host.push(node(at: 1).map { "node \($0.path)" } ?? "node (finalized)")
@@ -84,7 +95,7 @@ final class LuaBridge {
         }
         for metatable in [traceStepsMetatable, planMetatable] {
             withTable(metatable) {
-                host.pushFunction(finalize)
+                luahier_pushcfunction(L, luahier_finalize)
                 host.setRawField(of: -2, "__gc")
             }
         }
@@ -96,7 +107,7 @@ final class LuaBridge {
             host.setRawField(of: -2, "__metatable")
         }
         withTable(handleMetatable) {
-            host.pushFunction(finalize)
+            luahier_pushcfunction(L, luahier_finalize)
             host.setRawField(of: -2, "__gc")
             host.pushFunction { [unowned self] call in
                 host.push(registration(at: 1)?.summary ?? "handle (finalized)")
@@ -541,6 +552,9 @@ final class LuaBridge {
             luahier_pop(L, 1)
             lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(tracedOutcomeMetatable))
             lua_setmetatable(L, -2)
+        } else {
+            lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(outcomeMetatable))
+            lua_setmetatable(L, -2)
         }
     }
 
@@ -576,6 +590,8 @@ final class LuaBridge {
             // A trace the fast path kept as a record of its walk.
             pushWalkTrace(recordAt: -1)
         }
+        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(traceMetatable))
+        lua_setmetatable(L, -2)
         luahier_replace(L, pending)
         lua_settop(L, pending)
         lua_pushvalue(L, -1)

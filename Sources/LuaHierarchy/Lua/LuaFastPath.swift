@@ -45,6 +45,7 @@ extension LuaBridge {
             host.push(InternedString.handled)
             lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(pendingTraces))
             lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(tracedOutcomeMetatable))
+            lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(outcomeMetatable))
             return Int32(LUAHIER_UP_COUNT) - 2
         }
         host.setRawField(of: methods, "triggerEvent")

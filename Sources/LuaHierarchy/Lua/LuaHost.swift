@@ -20,9 +20,6 @@ final class LuaHost {
     @exclusivity(unchecked) private(set) var thread: LuaState
     @exclusivity(unchecked) private(set) var isClosed = false
     private var functions: [HostFunction] = []
-    /// Objects whose Lua userdata was collected. Released at the next safe point, never
-    /// inside a finalizer: a `deinit` may call back into Lua.
-    @exclusivity(unchecked) private var pendingReleases: [Unmanaged<AnyObject>] = []
     /// Scratch for copying Lua values as plain data (LuaValues.swift): the tables being copied.
     @exclusivity(unchecked) var payloadAncestors: [UnsafeRawPointer] = []
     @exclusivity(unchecked) private var protectedDepth = 0
@@ -35,9 +32,6 @@ final class LuaHost {
     /// so a responder's verdict is recognised by address.
     private(set) var handledAddress: UnsafeRawPointer?
     private(set) var notHandledAddress: UnsafeRawPointer?
-    /// Set by the `__gc` host function so that its own exit does not drain releases (it runs
-    /// inside a collection); the next host function or protected call does.
-    @exclusivity(unchecked) private var finalizing = false
     /// Bytes of host copies charged for the host functions now running (LuaMemory.swift):
     /// each gives back what it added when it returns.
     @exclusivity(unchecked) var transientBytes = 0
@@ -123,6 +117,7 @@ final class LuaHost {
         luahier_unwatch(guardState.pointee.watch)
         lua_close(mainThread)
         drainReleases()
+        free(guardState.pointee.released)
         guardState.deallocate()
     }
 
@@ -233,11 +228,7 @@ final class LuaHost {
                 release(transientBytes - transientMark)
                 transientBytes = transientMark
             }
-            if finalizing {
-                finalizing = false
-            } else if !pendingReleases.isEmpty {
-                drainReleases()
-            }
+            if guardState.pointee.released_count > 0 { drainReleases() }
         }
         do {
             return try functions[index](call)
@@ -297,7 +288,7 @@ final class LuaHost {
         state.pointee.in_host = callerMode
         let memoryRefused = state.pointee.memory_refused != 0
         state.pointee.memory_refused = callerRefused
-        if protectedDepth == 0 && !pendingReleases.isEmpty { drainReleases() }
+        if protectedDepth == 0 && guardState.pointee.released_count > 0 { drainReleases() }
         if status == LUA_OK {
             // A trip the code swallowed (pcall, coroutine, ...) and returned from still ends it.
             guard luahier_tripped(L) != 0 else { return .ok }
@@ -360,26 +351,21 @@ final class LuaHost {
         return Unmanaged<AnyObject>.fromOpaque(raw).takeUnretainedValue()
     }
 
-    /// The `__gc` of retaining userdata: forgets the object (a resurrected userdata then
-    /// reads as finalized) and queues its release.
-    func finalizeRetainingUserdata(at index: Int32) {
-        finalizing = true
-        guard let block = lua_touserdata(thread, index),
-            let raw = block.load(as: UnsafeRawPointer?.self)
-        else { return }
-        block.storeBytes(of: nil, as: UnsafeRawPointer?.self)
-        pendingReleases.append(Unmanaged<AnyObject>.fromOpaque(raw))
-    }
-
-    /// Releases what finalizers queued, unless a finalizer is running (its host function's
-    /// exit does it): after a full collection asked for from Swift, so what it freed is freed.
+    /// Releases what finalizers queued: after a full collection asked for from Swift, so what
+    /// it freed is freed.
     func releaseCollected() {
-        if !finalizing { drainReleases() }
+        drainReleases()
     }
 
-    /// Releases what finalizers queued. Called where no Lua call is under way in Swift.
+    /// Releases the Swift objects whose userdata Lua finalized (shim.h, luahier_finalize).
+    /// Called where no Lua call is under way in Swift: a release may run a `deinit`.
     private func drainReleases() {
-        while let object = pendingReleases.popLast() { object.release() }
+        let state = guardState
+        while state.pointee.released_count > 0 {
+            state.pointee.released_count -= 1
+            let object = state.pointee.released[state.pointee.released_count]!
+            Unmanaged<AnyObject>.fromOpaque(object).release()
+        }
     }
 
     /// [-0, +0, -] Releases a registry reference, once (callers own exactly one).
