@@ -302,26 +302,29 @@ static inline void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsiz
         g->used -= old;
         return NULL;
     }
-    if (nsize > old && g->limit && !g->in_host) {
+    if (nsize > old) {
+        /* Lua answers a refusal with a full collection and asks again for the same block at
+         * once: only that retry, refused too, is the cap really reached (garbage is not). The
+         * record of a refusal is good for the next growing request only (a collection makes
+         * none), so an unrelated request of the same size is never taken for the retry. */
+        int retry = g->refused_size != 0 && ptr == g->refused_block && nsize == g->refused_size;
+        g->refused_block = NULL;
+        g->refused_size = 0;
         size_t cap = g->limit + (g->active && g->budget.exceeded == LUAHIER_TRIPPED_MEMORY ? LUAHIER_MEMORY_GRACE : 0);
         /* malloc hands out at most 16 bytes more than asked: count them up front. */
-        if (g->used - old + nsize + 16 > cap) {
+        if (g->limit && !g->in_host && g->used - old + nsize + 16 > cap) {
             lua_Debug ar;
             lua_State *at = g->running ? g->running : g->main;
             if (!g->memory_refused && at && luahier_findluaframe(at, 0, &ar)) luahier_noteplace(g, &ar);
             g->memory_refused = 1;
-            /* Lua answers a refusal with a full collection and asks again for the same block:
-             * only a second refusal of it is the cap really reached (garbage is not). */
-            if (ptr == g->refused_block && nsize == g->refused_size) {
-                if (g->active && !g->budget.exceeded) luahier_trip(g, LUAHIER_TRIPPED_MEMORY);
-            } else {
+            if (!retry) {
                 g->refused_block = ptr;
                 g->refused_size = nsize;
+            } else if (g->active && !g->budget.exceeded) {
+                luahier_trip(g, LUAHIER_TRIPPED_MEMORY);
             }
             return NULL;
         }
-        g->refused_block = NULL;
-        g->refused_size = 0;
     }
     void *block = realloc(ptr, nsize);
     if (block == NULL) return NULL;
@@ -458,6 +461,8 @@ static inline void luahier_beginentry(lua_State *L, long long instructions, doub
     g->spent = 0;
     g->work = 0;
     g->last_line = 0;
+    g->refused_block = NULL;
+    g->refused_size = 0;
     b->trip_at = instructions > 0 ? instructions : LLONG_MAX;
     b->instruction_limit = instructions;
     b->instruction_scope = scope;

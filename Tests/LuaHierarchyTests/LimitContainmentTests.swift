@@ -268,4 +268,25 @@ struct LimitContainmentTests {
         let elapsed = Date().timeIntervalSince(started)
         #expect(elapsed < 10, "stopped \(elapsed - 0.5) s after the deadline")
     }
+
+    /// After a chunk ends at the memory cap, what it left is garbage, not the cap: the next
+    /// chunk allocates, and the host charges its copies, as if nothing had happened (a memory
+    /// bomb in every way of catching, then a chunk that makes tables, strings and nodes).
+    @Test(arguments: catchers.map(\.body))
+    func garbageLeftAtTheCapIsNotTheCap(catcher: String) throws {
+        var options = Self.options(memory: 8 << 20, dispatchInstructions: nil)
+        options.limits.instructions = nil
+        let f = try Fixture("function spin() local t = {} for i = 1, 1e9 do t[i] = {i} end end", options: options)
+        _ = f.failure("local function run() \(catcher) end run() while true do local t = {} for i = 1, 1e9 do t[i] = {i} end end")
+        for _ in 0..<3 {
+            let lines = try f.output("""
+                local t = {}
+                for i = 1, 1000 do t[i] = {i} end
+                local n = hier.root:child(('n'):rep(100000))
+                print(#t, #n.name, hier.root:child('c'):triggerEvent('E').status)
+                n:remove()
+                """)
+            #expect(lines == ["1000\t100000\tunhandled"])
+        }
+    }
 }

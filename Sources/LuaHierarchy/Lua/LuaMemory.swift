@@ -8,13 +8,19 @@ extension LuaHost: MemoryMeter {
     func charge(_ bytes: Int) -> Bool {
         guard bytes > 0, !isClosed else { return true }
         let state = guardState
-        let used = state.pointee.used
         let limit = state.pointee.limit
-        if limit > 0 && (used >= limit || size_t(bytes) > limit - used) {
+        func fits() -> Bool {
+            let used = state.pointee.used
+            return limit == 0 || (used < limit && size_t(bytes) <= limit - used)
+        }
+        // As Lua does before it refuses: a full collection first, so garbage is not the cap.
+        // (Finalizers are C and only queue releases, so no Swift runs inside it.)
+        if !fits() { luahier_fullgc(mainThread) }
+        guard fits() else {
             refuseMemory()
             return false
         }
-        state.pointee.used = used + size_t(bytes)
+        state.pointee.used += size_t(bytes)
         if state.pointee.used > state.pointee.peak { state.pointee.peak = state.pointee.used }
         return true
     }
