@@ -33,7 +33,8 @@ for attack in "${attacks[@]}"; do
   printf '%s\n' "$source" >"$dir/attack.lua"
   # shellcheck disable=SC2086
   /usr/bin/time -f '%e %M' -o "$dir/time" "$bin" run $flags "$dir/attack.lua" >"$dir/out" 2>"$dir/err" || true
-  read -r seconds kib <"$dir/time"
+  # time writes "Command exited with non-zero status N" first when the command failed.
+  read -r seconds kib < <(tail -1 "$dir/time")
   ended=$(grep -o -m1 -E '[A-Za-z]+(LimitExceeded|Error)' "$dir/err" "$dir/out" | head -1 | cut -d: -f2)
   printf '%-52s %-48s %8s %10d  %s\n' "$name" "$flags" "$seconds" $((kib / 1024)) "${ended:-none}"
 done
