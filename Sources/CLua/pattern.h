@@ -31,16 +31,21 @@ typedef struct luahier_MatchState {
     struct { const char *init; ptrdiff_t len; } capture[LUAHIER_PATTERN_MAXCAPTURES];
 } luahier_MatchState;
 
-/* One step of work. Raises when this call's budget, the entry's budget or the time is spent. */
-static inline void luahier_step(luahier_MatchState *ms) {
-    if (--ms->steps_left < 0)
+/* `n` steps of work. Raises when this call's budget, the entry's budget or the time is spent. */
+static inline void luahier_steps(luahier_MatchState *ms, long long n) {
+    ms->steps_left -= n;
+    ms->unreported += (int)(n < 4096 ? n : 4096);
+    if (ms->steps_left < 0)
         luaL_error(ms->L, "pattern too complex: more than %I matching steps on a subject of %I bytes "
                           "(a backtracking pattern; simplify it or shorten the subject)",
                    (LUAI_UACINT)ms->steps_limit, (LUAI_UACINT)(ms->src_end - ms->src_init));
-    if (++ms->unreported < 4096) return;
+    if (ms->unreported < 4096) return;
     ms->unreported = 0;
     luahier_work(ms->L, 4096 / 8);
 }
+
+/* One step of work. */
+static inline void luahier_step(luahier_MatchState *ms) { luahier_steps(ms, 1); }
 
 static inline const char *luahier_classend(luahier_MatchState *ms, const char *p) {
     if (*p++ == '%') {
@@ -104,7 +109,10 @@ static inline int luahier_singlematch(luahier_MatchState *ms, const char *s, con
     switch (*p) {
     case '.': return 1;
     case '%': return luahier_matchclass(c, (unsigned char)*(p + 1));
-    case '[': return luahier_matchbracket(c, p, ep - 1);
+    case '[':
+        /* A class is scanned at every try: a long one is long work (a step per 8 bytes). */
+        if (ep - p > 16) luahier_steps(ms, (ep - p) / 8);
+        return luahier_matchbracket(c, p, ep - 1);
     default: return (unsigned char)*p == c;
     }
 }

@@ -172,6 +172,9 @@ typedef struct luahier_Guard {
     const long *walk_changes;
     long walk_changes_at_start;
     luahier_WatchCell *watch;      /* the watchdog's cell for this state (NULL: not watched) */
+    volatile int prompted;         /* set by the watchdog's signal: the next charge reads the
+                                    * clock (C loops that never reach an instruction: sort,
+                                    * patterns) */
     /* Swift objects whose userdata Lua finalized, for the host to release at its next safe
      * point (malloc'd; never Lua memory). Finalizers only append here: no Swift runs in a
      * collection, nor while the state closes. */
@@ -552,6 +555,10 @@ static inline void luahier_charge(lua_State *L, long long units) {
     if (!g->active || g->budget.exceeded) return;
     g->spent += units;
     g->work += units;
+    if (g->prompted) {
+        g->prompted = 0;
+        g->work = LUAHIER_HOOK_INTERVAL;
+    }
     if (g->spent < g->budget.trip_at && g->work < LUAHIER_HOOK_INTERVAL) return;
     g->work = 0;
     int kind = luahier_check(g);
@@ -622,8 +629,10 @@ static inline int luahier_resume(lua_State *L) {
         lua_xmove(co, L, nres);
         return nres + 1;
     }
-    lua_pushboolean(L, 0);
+    /* false, then the message (lua_xmove does nothing when the coroutine is the caller). */
     lua_xmove(co, L, 1);
+    lua_pushboolean(L, 0);
+    lua_insert(L, -2);
     return 2;
 }
 

@@ -33,6 +33,7 @@ static void luahier_watchhandler(int sig, siginfo_t *info, void *context) {
         luahier_Guard *g = (luahier_Guard *)cell->guard;
         if (g == NULL || !g->active || !g->hooked) continue;
         lua_State *L = g->running ? g->running : g->main;
+        g->prompted = 1;
         lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
     }
 }
@@ -76,6 +77,7 @@ static int luahier_startwatchdog(void) {
     action.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&action.sa_mask);
     if (sigaction(signal_number, &action, NULL) != 0) return state = -1;
+    __atomic_store_n(&state, 1, __ATOMIC_RELEASE);
     /* The watchdog thread itself never takes the signal. */
     sigset_t blocked, previous;
     sigemptyset(&blocked);
@@ -89,7 +91,8 @@ static int luahier_startwatchdog(void) {
     int failed = pthread_create(&thread, &attributes, luahier_watchloop, NULL);
     pthread_attr_destroy(&attributes);
     pthread_sigmask(SIG_SETMASK, &previous, NULL);
-    return state = failed ? -1 : 1;
+    if (failed) state = -1;
+    return state;
 }
 
 void *luahier_watch(void *guard) {
@@ -117,6 +120,16 @@ void luahier_unwatch(void *cell) {
     watched->deadline = 0;
     watched->guard = NULL;
     pthread_mutex_unlock(&lock);
+}
+
+void luahier_watchdog_prepare_thread(void) {
+    static __thread int ready;
+    if (ready || __atomic_load_n(&state, __ATOMIC_ACQUIRE) != 1) return;
+    sigset_t watched;
+    sigemptyset(&watched);
+    sigaddset(&watched, SIGRTMIN + LUAHIER_WATCHDOG_SIGNAL_OFFSET);
+    pthread_sigmask(SIG_UNBLOCK, &watched, NULL);
+    ready = 1;
 }
 
 long luahier_watchdog_signals(void) {

@@ -22,24 +22,40 @@ struct AlertBox {
         return recover
     }
 
+    /// The most options listed, and the most characters of an option, a title or a message:
+    /// the box is text a script made, so it is bounded (SPEC §7).
+    static let maxOptions = 20
+    static let maxOptionLength = 200
+    static let maxTextLength = 4000
+
     func render(_ alert: Alert) -> String {
-        var lines = AlertBox.wrap(alert.title)
-        if let message = alert.message { lines += AlertBox.wrap(message) }
+        var lines = AlertBox.wrap(AlertBox.bounded(alert.title))
+        if let message = alert.message { lines += AlertBox.wrap(AlertBox.bounded(message)) }
         if !alert.recovery.isEmpty {
             lines.append("")
-            lines.append("Options: " + alert.recovery.joined(separator: ", "))
-            lines.append("Chosen:  " + choiceText(alert))
+            var options = alert.recovery.prefix(AlertBox.maxOptions).map { PrintableText.field($0, limit: AlertBox.maxOptionLength) }
+            if alert.recovery.count > AlertBox.maxOptions { options.append("… \(alert.recovery.count - AlertBox.maxOptions) more") }
+            lines += AlertBox.wrap("Options: " + options.joined(separator: ", "))
+            lines += AlertBox.wrap("Chosen:  " + choiceText(alert))
         }
         let width = max(lines.map(\.count).max() ?? 0, 30)
         var box = ["┌─ Alert " + String(repeating: "─", count: width - 6) + "┐"]
         box += lines.map { "│ " + $0 + String(repeating: " ", count: width - $0.count) + " │" }
         box.append("└" + String(repeating: "─", count: width + 2) + "┘")
-        box.append("  reported at \(alert.reportedAt), handled by \(alert.handledBy)")
+        box.append("  reported at \(PrintableText.field(alert.reportedAt)), handled by \(PrintableText.field(alert.handledBy))")
         return box.joined(separator: "\n")
     }
 
+    /// A title or message cut to `maxTextLength` characters, its other control characters
+    /// escaped (its line breaks are the box's paragraphs).
+    static func bounded(_ text: String) -> String {
+        var cut = String(String.UnicodeScalarView(text.unicodeScalars.prefix(maxTextLength)))
+        if cut.unicodeScalars.count < text.unicodeScalars.count { cut += " …" }
+        return PrintableText.block(cut)
+    }
+
     private func choiceText(_ alert: Alert) -> String {
-        if let choice = alert.scriptChoice { return "\(choice) (by the script)" }
+        if let choice = alert.scriptChoice { return "\(PrintableText.field(choice, limit: AlertBox.maxOptionLength)) (by the script)" }
         guard let recover else { return "none (pass --recover OPTION to choose)" }
         if alert.recovery.contains(recover) { return "\(recover) (--recover)" }
         return "none (--recover \(recover) is not one of the options)"

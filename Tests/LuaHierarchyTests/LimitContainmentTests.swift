@@ -183,6 +183,10 @@ struct LimitContainmentTests {
         ("string.rep", "while true do local t = ('x'):rep(8e6) end"),
         ("table.concat", "local t = {} for i = 1, 1000 do t[i] = ('x'):rep(4000) end while true do local s = table.concat(t) end"),
         ("upper of a long string", "local s = ('x'):rep(8e6) while true do local t = s:upper() end"),
+        // Found by the attack of the sandbox: C loops whose every step is long.
+        ("sort with a C comparator over long strings", "local s = '1' .. (' '):rep(4e6) local t = {} for i = 1, 1000 do t[i] = s end table.sort(t, utf8.len)"),
+        ("a pattern with a long bracket class", "string.find(('0'):rep(1e6), '[' .. ('a-z'):rep(1e6) .. ']')"),
+        ("load with a C function as the reader", "load(math.random)"),
     ])
     func longHostWorkMeetsTheDeadline(name: String, source: String) throws {
         let f = try Fixture(options: Self.options(instructions: nil, time: 0.5, memory: 256 << 20, dispatchInstructions: nil, dispatchTime: nil))
@@ -288,5 +292,26 @@ struct LimitContainmentTests {
                 """)
             #expect(lines == ["1000\t100000\tunhandled"])
         }
+    }
+
+    /// Choosing a publish's recipients walks the subtree: host work, charged by its size, so an
+    /// instruction limit alone bounds publishes over a large subtree.
+    @Test func publishingChargesTheSubtreeItWalks() throws {
+        let f = try Fixture(options: Self.options(instructions: 2_000_000, time: nil, dispatchInstructions: nil, dispatchTime: nil))
+        let error = f.failure("""
+            local top = hier.root:child('top')
+            for i = 1, 20000 do top:child('c' .. i) end
+            for i = 1, 1000 do top:publish('P') end
+            """)
+        #expect(error?.type == "InstructionLimitExceeded")
+    }
+
+    /// coroutine.resume answers false and the message, in that order, also for the coroutine
+    /// that is running (the sandbox's resume is the host's own).
+    @Test func resumeAnswersFalseThenTheMessage() throws {
+        let f = try Fixture()
+        #expect(try f.output("print(coroutine.resume(coroutine.running()))") == ["false\tcannot resume non-suspended coroutine"])
+        #expect(try f.output("local co = coroutine.create(function() end) coroutine.resume(co) print(coroutine.resume(co))") == ["false\tcannot resume dead coroutine"])
+        #expect(try f.output("print(coroutine.resume(coroutine.create(function(a, b) return a + b end), 2, 3))") == ["true\t5"])
     }
 }

@@ -136,4 +136,46 @@ struct PrintedTextTests {
         #expect(result.stderr.contains(#"/a\x1Bb"#), "\(result.stderr)")
         #expect(result.stderr.contains(#"T\x1B: m\n\rz"#), "\(result.stderr)")
     }
+
+    /// Found by the attack of the sandbox: an alert box of script-made text is bounded in
+    /// time and size, and its options and paths cannot forge lines.
+    @Test func alertBoxesAreBoundedAndEscaped() throws {
+        let script = try Luahier.script("""
+            local app = hier.root:child("app")
+            app:handleAlertErrors()
+            app:child("c\\nluahier: forged"):reportError({type = "T", title = ("t"):rep(1280000), message = ("x\\n"):rep(400), recovery = {("o"):rep(1000000), "a\\nluahier: forged line"}})
+            """)
+        let result = try Luahier.measure(["run", "--max-memory", "64M", "--timeout", "5", script], timeout: 60)
+        #expect(result.status == 0, "\(result.stderr.prefix(300))")
+        #expect(result.seconds < 5)
+        #expect(result.stderr.utf8.count < 64_000, "\(result.stderr.utf8.count) bytes")
+        #expect(!result.stderr.split(separator: "\n").contains { $0.hasPrefix("luahier: forged") }, "a forged line")
+    }
+
+    /// `dispatch`: the rules' print is escaped and bounded; a rule cannot switch tracing on for
+    /// the lines after it; a value whose JSON would pass the memory cap is written as the
+    /// limit error instead.
+    @Test func dispatchOutputStaysTheHosts() throws {
+        let rules = try Luahier.script("""
+            local app = hier.root:child("app")
+            app:receiveEvent("Print", function() print("\\27[2J\\r" .. ("p"):rep(1e6)) return "handled" end)
+            app:receiveEvent("Trace", function() hier.tracing = "full" return "handled" end)
+            app:receiveEvent("Big", function()
+              local s = ("\\1"):rep(1e7)
+              return {type = "R", list = {s, s, s, s, s, s, s, s, s, s}}
+            end)
+            app:receiveEvent("Tap", function() return "handled" end)
+            """, name: "rules.lua")
+        let input = ["Print", "Trace", "Tap", "Big", "Tap"].map { #"{"at": "/app", "event": "\#($0)"}"# }.joined(separator: "\n") + "\n"
+        let result = try Luahier.run(["dispatch", "--max-memory", "64M", rules], stdin: input)
+        #expect(result.status == 0, "\(result.stderr.prefix(300))")
+        #expect(!Array(result.stderr.utf8).contains(27), "raw ESC on stderr")
+        #expect(result.stderr.utf8.count < 64_000, "\(result.stderr.utf8.count) bytes")
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.count == 5)
+        guard lines.count == 5 else { return }
+        #expect(!lines[2].contains("trace"), "\(lines[2])")
+        #expect(lines[3].contains("MemoryLimitExceeded") && lines[3].utf8.count < 10_000, "\(lines[3].prefix(300))")
+        #expect(lines[4].contains(#""status":"handled""#))
+    }
 }

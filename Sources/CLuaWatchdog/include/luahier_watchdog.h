@@ -27,6 +27,11 @@ void *luahier_watch(void *guard);
 /* Stops watching: the cell is free again. Call before the guard is freed. */
 void luahier_unwatch(void *cell);
 
+/* Lets the calling thread receive the watchdog's signal (once per thread): worker threads
+ * of Dispatch and of Swift concurrency start with every signal blocked. Call before a thread
+ * starts an entry of a watched state. */
+void luahier_watchdog_prepare_thread(void);
+
 /* How many signals the watchdog has sent (for tests). */
 long luahier_watchdog_signals(void);
 

@@ -107,13 +107,13 @@ struct Message {
         }
     }
 
-    /// Whether both messages hold the same scripting-side object (a responder that returned
-    /// its input): such a value replaces nothing, so it gets no `cause`.
     /// Whether this is the error of a tripped host limit (instructions, time, memory).
     var isLimitError: Bool {
         domain == .error && (type == "InstructionLimitExceeded" || type == "TimeLimitExceeded" || type == "MemoryLimitExceeded")
     }
 
+    /// Whether both messages hold the same scripting-side object (a responder that returned
+    /// its input): such a value replaces nothing, so it gets no `cause`.
     func isSameObject(as other: Message) -> Bool {
         guard case .foreign(let mine) = payload, case .foreign(let theirs) = other.payload else { return false }
         return mine.isSame(as: theirs)

@@ -14,6 +14,11 @@ extension JSON {
 /// that is not valid UTF-8 (`.bytes`) is written with each bad sequence as U+FFFD.
 struct JSONWriter {
     var bytes: [UInt8] = []
+    /// The size `bytes` may reach while a script's value is written from Lua (its JSON can be
+    /// far larger than the value: a string held ten times is written ten times); past it the
+    /// value is not written, and `limitReached` says so.
+    var limit = Int.max
+    var limitReached = false
 
     mutating func write(_ value: Value) {
         switch value {

@@ -401,6 +401,8 @@ final class LuaBridge {
         } catch {
             throw RaisedMessage(message: Message(swiftError: error, where: call.callerLocation ?? "?"))
         }
+        // Choosing the recipients walked the subtree: host work, charged by its size.
+        host.charge(instructions: Int64(result.visited))
         lua_pushinteger(L, lua_Integer(result.delivered))
         return 1
     }

@@ -152,6 +152,7 @@ final class LuaHost {
             scope == .chunk
             ? (limits.instructions, limits.time) : (limits.dispatchInstructions, limits.dispatchTime)
         if guardState.pointee.active == 0 {
+            if guardState.pointee.watch != nil { luahier_watchdog_prepare_thread() }
             luahier_beginentry(
                 L, Int64(instructions ?? 0), seconds ?? 0,
                 Int32(scope == .chunk ? LUAHIER_SCOPE_CHUNK : LUAHIER_SCOPE_DISPATCH))

@@ -22,7 +22,15 @@ extension LuaHost {
         case LUA_TSTRING:
             var length = 0
             let pointer = lua_tolstring(L, index, &length)!
+            guard writer.bytes.count + length <= writer.limit else {
+                writer.limitReached = true
+                return false
+            }
             writer.writeString(bytes: UnsafeRawBufferPointer(start: pointer, count: length).bindMemory(to: UInt8.self))
+            guard writer.bytes.count <= writer.limit else {
+                writer.limitReached = true
+                return false
+            }
         case LUA_TTABLE:
             return writeTable(at: lua_absindex(L, index), into: &writer, depth: depth)
         default:
@@ -85,14 +93,28 @@ extension LuaHost {
 }
 
 extension LuaPayload {
+    /// Writes the value. With a memory cap, its JSON may take at most what is left under the
+    /// cap: a larger one is written as a `MemoryLimitExceeded` error naming its size instead
+    /// (SPEC §7: the host's copies are held on the script's behalf).
     func writeJSON(into writer: inout JSONWriter) {
         let mark = writer.bytes.count
+        let outerLimit = writer.limit
+        if let available = host.memoryAvailable { writer.limit = min(outerLimit, mark + available) }
+        defer { writer.limit = outerLimit }
         if !host.isClosed {
             lua_rawgeti(host.thread, luahier_REGISTRYINDEX, lua_Integer(ref))
             defer { luahier_pop(host.thread, 1) }
             if host.writeJSON(at: -1, into: &writer) { return }
         }
         writer.bytes.removeSubrange(mark...)
+        if writer.limitReached {
+            writer.limitReached = false
+            writer.write(.map([
+                "type": "MemoryLimitExceeded",
+                "message": .string("the value's JSON is larger than the memory left under the cap (\(writer.limit - mark) bytes; set with --max-memory or Limits.memory)"),
+            ]))
+            return
+        }
         writer.write(describedValue())
     }
 }

@@ -32,6 +32,13 @@ extension LuaHost: MemoryMeter {
         state.pointee.used -= min(state.pointee.used, size_t(bytes))
     }
 
+    /// Bytes left under the cap (nil: no cap).
+    var memoryAvailable: Int? {
+        guard !isClosed, guardState.pointee.limit > 0 else { return nil }
+        let state = guardState.pointee
+        return state.used >= state.limit ? 0 : Int(state.limit - state.used)
+    }
+
     var memoryLimit: Int? {
         guard !isClosed, guardState.pointee.limit > 0 else { return nil }
         return Int(guardState.pointee.limit)

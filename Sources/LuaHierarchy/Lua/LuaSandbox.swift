@@ -139,6 +139,12 @@ private let sandboxPrelude = #"""
       if mode ~= nil and mode ~= "t" then
         error("load: binary chunks are not allowed in the sandbox (mode must be \"t\")", 2)
       end
+      -- A reader is called from inside load, in C: a C function as the reader (math.random)
+      -- would never reach an instruction. Through a Lua function, each call is one.
+      if type(chunk) == "function" then
+        local reader = chunk
+        chunk = function() return reader() end
+      end
       if select("#", ...) > 0 then return rawload(chunk, name, "t", ...) end
       return rawload(chunk, name, "t")
     end

@@ -44,6 +44,18 @@ public struct PublishResult: Sendable, Hashable {
     public var delivered: Int
     /// Of those, how many raised an error (each was reported at its subscriber's node).
     public var failed: Int
+    /// Nodes looked at to choose the recipients: the host's work, which Lua hosts charge for.
+    var visited = 0
+
+    /// Equal by what it says of the publish, not by the work it took.
+    public static func == (a: PublishResult, b: PublishResult) -> Bool {
+        a.delivered == b.delivered && a.failed == b.failed
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(delivered)
+        hasher.combine(failed)
+    }
 }
 
 extension Dispatcher {
@@ -56,8 +68,9 @@ extension Dispatcher {
         try enterNesting()
         defer { leaveNesting() }
 
-        let recipients = Self.recipients(of: event.type, below: origin, scope: scope)
-        var result = PublishResult(delivered: 0, failed: 0)
+        var visited = 0
+        let recipients = Self.recipients(of: event.type, below: origin, scope: scope, visited: &visited)
+        var result = PublishResult(delivered: 0, failed: 0, visited: visited)
         var current = event
         for (node, subscription) in recipients where !subscription.isRemoved {
             result.delivered += 1
@@ -81,11 +94,20 @@ extension Dispatcher {
 
     /// The subscriptions `scope` selects, in delivery order.
     static func recipients(of type: String, below origin: Node, scope: PublishScope) -> [(Node, Subscription)] {
+        var visited = 0
+        return recipients(of: type, below: origin, scope: scope, visited: &visited)
+    }
+
+    /// As above; `visited` counts the nodes looked at.
+    static func recipients(
+        of type: String, below origin: Node, scope: PublishScope, visited: inout Int
+    ) -> [(Node, Subscription)] {
         // Preorder (depth-first, children in order) with each entry's parent position, so
         // `last` can learn what lies below a node without recursion: a million-deep chain
         // must not overflow the stack.
         var order: [(node: Node, parent: Int)] = []
         var pending: [(node: Node, parent: Int)] = origin.children.reversed().map { ($0, -1) }
+        defer { visited = order.count }
         while let (node, parent) = pending.popLast() {
             order.append((node, parent))
             let position = order.count - 1

@@ -30,9 +30,10 @@ public enum LineDispatcher {
         /// How `where` names the input (`alerts.jsonl:12`).
         public var inputName = "stdin"
         /// Where the rules' `print` goes: never the outcome stream. Called from worker threads.
+        /// By default stderr, escaped and bounded as all text the host prints for a script.
         public var print: @Sendable (String) -> Void = { line in
-            let text = line + "\n"
-            _ = text.withCString { write(2, $0, strlen($0)) }
+            let text = PrintableText.block(line) + "\n"
+            _ = text.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
         }
 
         public init(rulesFile: String) {

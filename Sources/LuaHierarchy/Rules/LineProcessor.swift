@@ -17,6 +17,16 @@ struct LineProcessor {
     let maxLineBytes: Int
     /// Paths seen before and their nodes (a class: the processor itself is passed by value).
     let nodeCache = NodeCache()
+    /// The tracing every line gets: the host's (`--trace`), as the rules left it once loaded.
+    /// A line whose rules change `hier.tracing` does not change it for the lines after.
+    let traceLevel: TraceLevel
+
+    init(hierarchy: Hierarchy, inputName: String, maxLineBytes: Int) {
+        self.hierarchy = hierarchy
+        self.inputName = inputName
+        self.maxLineBytes = maxLineBytes
+        traceLevel = hierarchy.traceLevel
+    }
 
     final class NodeCache {
         var nodes: [String: Node] = [:]
@@ -45,6 +55,7 @@ struct LineProcessor {
             do {
                 var message = request.message
                 if message.domain == .error { message.setIfAbsent("where", to: "\(inputName):\(number)") }
+                if hierarchy.traceLevel != traceLevel { hierarchy.traceLevel = traceLevel }
                 let result = try hierarchy.dispatchKeepingValue(message, at: request.node)
                 write(result, id: request.id, number: number, into: &output, held: held)
                 return LineStatus(rawValue: result.status.rawValue)!

@@ -34,25 +34,43 @@ extension TreeDescription {
         let declaredEvents = Set(entries.flatMap { $0.triggers.map(\.type) })
         let declaredErrors = Set(entries.flatMap { $0.reports.map(\.type) })
         let unreachable = entries.indices.map(unreachableResponders(on:))
+        // Made once: each finding names some of the declared types.
+        let declared = DeclaredTypes(events: declaredEvents, errors: declaredErrors)
+        let named = namedTypes(unreachable: unreachable)
         for position in entries.indices {
-            findings += missingResponders(for: position, unreachable: unreachable)
+            findings += missingResponders(for: position, named: named)
             findings += unreachable[position].map(\.finding)
-            findings += unknownTypes(on: position, events: declaredEvents, errors: declaredErrors)
+            findings += unknownTypes(on: position, declared: declared)
         }
         return findings
+    }
+
+    /// The declared types of each domain, what counts as known, and how messages list them.
+    struct DeclaredTypes {
+        let events: Set<String>, errors: Set<String>
+        let knownErrors: Set<String>
+        let eventList: String, errorList: String
+
+        init(events: Set<String>, errors: Set<String>) {
+            self.events = events
+            self.errors = errors
+            knownErrors = errors.union(TreeDescription.hostErrorTypes)
+            eventList = TreeDescription.list(events.sorted())
+            errorList = TreeDescription.list(errors.sorted())
+        }
     }
 
     /// `requireExplicitResponders`: each declared type needs a responder of its domain whose
     /// filter names it, on the declaring node or an ancestor. Untyped responders do not
     /// count: the point of declaring is that someone answers for the type by name; nor do
     /// responders that can never run.
-    private func missingResponders(for position: Int, unreachable: [[(index: Int, finding: Finding)]]) -> [Finding] {
+    private func missingResponders(for position: Int, named: [[Domain: Set<String>]]) -> [Finding] {
         let entry = entries[position]
         var findings: [Finding] = []
         for (domain, declared) in [(Domain.event, entry.triggers), (.error, entry.reports)] {
             let path = declared.isEmpty ? "" : self.path(of: position)
             for (type, location) in declared
-            where !hasTypedResponder(for: type, domain, from: position, unreachable: unreachable) {
+            where !hasTypedResponder(for: type, domain, from: position, named: named) {
                 let verb = domain == .event ? "triggers" : "reports"
                 findings.append(
                     Finding(
@@ -64,19 +82,27 @@ extension TreeDescription {
     }
 
     private func hasTypedResponder(
-        for type: String, _ domain: Domain, from position: Int, unreachable: [[(index: Int, finding: Finding)]]
+        for type: String, _ domain: Domain, from position: Int, named: [[Domain: Set<String>]]
     ) -> Bool {
         var current: Int? = position
         while let index = current {
-            let dead = Set(unreachable[index].map(\.index))
-            if entries[index].responders.contains(where: {
-                $0.kind.domain == domain && $0.filter.contains(type) && !dead.contains($0.index)
-            }) {
-                return true
-            }
+            if named[index][domain]?.contains(type) == true { return true }
             current = entries[index].parent
         }
         return false
+    }
+
+    /// Per node and domain, the type names its responders that can run name in their filters
+    /// (made once per check: looking a type up is then one set lookup per ancestor).
+    private func namedTypes(unreachable: [[(index: Int, finding: Finding)]]) -> [[Domain: Set<String>]] {
+        entries.indices.map { position in
+            let dead = Set(unreachable[position].map(\.index))
+            var named: [Domain: Set<String>] = [:]
+            for responder in entries[position].responders where !dead.contains(responder.index) {
+                named[responder.kind.domain, default: []].formUnion(responder.filter)
+            }
+            return named
+        }
     }
 
     /// `unreachableResponder`: follows which domains can still arrive at each position of a
@@ -111,18 +137,18 @@ extension TreeDescription {
     /// `unknownType`: once the tree declares its event (or error) types, a filter naming
     /// another one is a typo or dead code. Host error types are always known. Subscriptions
     /// are not judged: published events travel down, and declarations are about what comes up.
-    private func unknownTypes(on position: Int, events: Set<String>, errors: Set<String>) -> [Finding] {
+    private func unknownTypes(on position: Int, declared: DeclaredTypes) -> [Finding] {
         let entry = entries[position]
         var findings: [Finding] = []
         func judge(_ types: [String], _ domain: Domain, _ what: String, _ location: String) {
-            let known = domain == .event ? events : errors.union(Self.hostErrorTypes)
-            guard !(domain == .event ? events : errors).isEmpty else { return }
+            let known = domain == .event ? declared.events : declared.knownErrors
+            guard !(domain == .event ? declared.events : declared.errors).isEmpty else { return }
             for type in types where !known.contains(type) {
                 let verb = domain == .event ? "triggers" : "reports"
                 findings.append(
                     Finding(
                         code: .unknownType, location: location,
-                        message: "\(what) on \(path(of: position)) filters '\(type)', which no node \(verb) (declared: \((domain == .event ? events : errors).sorted().joined(separator: ", ")))"))
+                        message: "\(what) on \(path(of: position)) filters '\(type)', which no node \(verb) (declared: \(domain == .event ? declared.eventList : declared.errorList))"))
             }
         }
         for responder in entry.responders {
@@ -132,9 +158,19 @@ extension TreeDescription {
     }
 }
 
+extension TreeDescription {
+    /// Names for a message, at most 10 of them: a finding is one line however many types the
+    /// rules declare (8,000 declared types made 8,000 findings of 8,000 names each).
+    static func list(_ names: [String]) -> String {
+        let shown = names.prefix(10).joined(separator: ", ")
+        return names.count > 10 ? shown + ", … \(names.count - 10) more" : shown
+    }
+}
+
 extension Hierarchy {
     /// The static checks of `luahier check` over the tree as it stands.
     public func check() -> [Finding] {
         describeTree().check()
     }
+
 }
