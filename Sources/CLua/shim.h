@@ -346,6 +346,16 @@ static inline void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsiz
     return block;
 }
 
+/* [-0, +0, -] Fixes glibc's mmap threshold at 256 KiB (once per process). The memory cap
+ * counts live bytes; with the dynamic threshold, once a large block (a 1 MB string, an input
+ * line) is freed, later ones come from the heap, where freed memory stays resident, and the
+ * process drifts far above what the cap counts. Mapped, they are given back when freed. */
+static inline void luahier_fixmmapthreshold(void) {
+    static int fixed;
+    if (__atomic_exchange_n(&fixed, 1, __ATOMIC_ACQ_REL)) return;
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+}
+
 /* [-0, +1, -] The error a tripped limit raises: { type, message, limit, where }. The one place
  * its wording lives (the host reads it from here too). Allocates as the host does: never fails. */
 static inline void luahier_pushlimiterror(lua_State *L, luahier_Guard *g) {

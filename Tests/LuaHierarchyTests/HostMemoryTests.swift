@@ -44,8 +44,9 @@ struct HostMemoryTests {
         // Lua's own tables (the registry, the string table, the weak node cache) keep the size
         // they grew to the first time; after that, each run gives back what it took, give or
         // take the few KiB those tables vary by with the collector's timing (each attack made
-        // thousands of charged objects: drift would be megabytes).
-        #expect(afterEach[0] - before < 1 << 20, "held \(afterEach[0] - before) bytes more after the attack", sourceLocation: sourceLocation)
+        // thousands of charged objects: drift would be megabytes). Blocks over 256 KiB are
+        // mapped (LuaHost fixes glibc's mmap threshold) and counted to the page.
+        #expect(afterEach[0] - before < 2 << 20, "held \(afterEach[0] - before) bytes more after the attack", sourceLocation: sourceLocation)
         #expect(abs(afterEach[2] - afterEach[1]) < 64 << 10, "drift: \(before), then \(afterEach)", sourceLocation: sourceLocation)
         // Still usable: Swift and Lua dispatches work.
         let node = try f.hierarchy.makeNode(at: "/after/check")

@@ -41,6 +41,7 @@ final class LuaHost {
     let limits: Limits
 
     init(limits: Limits) throws(HierarchyError) {
+        if limits.memory != nil { luahier_fixmmapthreshold() }
         guardState = .allocate(capacity: 1)
         guardState.initialize(to: luahier_Guard())
         guardState.pointee.in_host = 1

@@ -124,8 +124,11 @@ final class Pipeline: @unchecked Sendable {
     private var stopped = false
     private var loaded = 0
     private var loadFailure: ScriptError?
-    /// Batches handed in and not yet written: bounds memory.
+    /// Batches handed in and not yet written, and the input bytes they hold: bounds memory
+    /// (long lines would otherwise hold `maxInFlight` megabytes outside any cap).
     private var inFlight = 0
+    private var inFlightBytes = 0
+    static let maxInFlightBytes = 2 << 20
 
     // Guarded by `writer`.
     private var finished: [Int: Batch] = [:]
@@ -227,9 +230,14 @@ final class Pipeline: @unchecked Sendable {
     /// has stopped (strict, or output failed).
     func submit(_ batch: Batch) -> Bool {
         queue.locked {
-            while inFlight >= maxInFlight && !stopped { queue.wait() }
+            while (inFlight >= maxInFlight || (inFlight > 0 && inFlightBytes + batch.chunk.count > Self.maxInFlightBytes))
+                && !stopped
+            {
+                queue.wait()
+            }
             if stopped { return false }
             inFlight += 1
+            inFlightBytes += batch.chunk.count
             waiting.append(batch)
             queue.broadcast()
             return true
@@ -260,12 +268,14 @@ final class Pipeline: @unchecked Sendable {
     /// Files a finished batch and writes every batch that is now next in order.
     private func complete(_ batch: Batch) {
         var written = 0
+        var writtenBytes = 0
         var stopNow = false
         writer.locked {
             finished[batch.sequence] = batch
             while let next = finished.removeValue(forKey: nextToWrite) {
                 nextToWrite += 1
                 written += 1
+                writtenBytes += next.chunk.count
                 if summary.stoppedAtLine != nil || summary.ioError != nil { continue }
                 if let error = writeAll(next.output.bytes) {
                     summary.ioError = error
@@ -281,6 +291,7 @@ final class Pipeline: @unchecked Sendable {
         }
         queue.locked {
             inFlight -= written
+            inFlightBytes -= writtenBytes
             if stopNow { stopped = true }
             queue.broadcast()
         }
