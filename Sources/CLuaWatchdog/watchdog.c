@@ -3,6 +3,7 @@
 #include "luahier_watchdog.h"
 #include "../CLua/shim.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -25,6 +26,7 @@ static long signals_sent;
  * passed, make its running thread's next instruction run the hook. */
 static void luahier_watchhandler(int sig, siginfo_t *info, void *context) {
     (void)sig; (void)info; (void)context;
+    int saved_errno = errno;   /* the interrupted code may be about to read it */
     long self = (long)syscall(SYS_gettid);
     int used = __atomic_load_n(&cells_used, __ATOMIC_ACQUIRE);
     for (int i = 0; i < used; i++) {
@@ -36,6 +38,7 @@ static void luahier_watchhandler(int sig, siginfo_t *info, void *context) {
         g->prompted = 1;
         lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
     }
+    errno = saved_errno;
 }
 
 static void *luahier_watchloop(void *unused) {
