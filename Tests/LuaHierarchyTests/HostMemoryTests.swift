@@ -47,7 +47,10 @@ struct HostMemoryTests {
         // thousands of charged objects: drift would be megabytes). Blocks over 256 KiB are
         // mapped (LuaHost fixes glibc's mmap threshold) and counted to the page.
         #expect(afterEach[0] - before < 2 << 20, "held \(afterEach[0] - before) bytes more after the attack", sourceLocation: sourceLocation)
-        #expect(abs(afterEach[2] - afterEach[1]) < 64 << 10, "drift: \(before), then \(afterEach)", sourceLocation: sourceLocation)
+        // Runs differ by at most one doubling of a Lua table (the registry's references grow
+        // when a run gets further before the cap: up to 512 KiB, mapped); a host copy that was
+        // never given back would drift by megabytes (each attack charges thousands of objects).
+        #expect(abs(afterEach[2] - afterEach[1]) < 1 << 20, "drift: \(before), then \(afterEach)", sourceLocation: sourceLocation)
         // Still usable: Swift and Lua dispatches work.
         let node = try f.hierarchy.makeNode(at: "/after/check")
         node.handleEvent { _ in }
