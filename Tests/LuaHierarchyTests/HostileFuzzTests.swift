@@ -125,7 +125,8 @@ struct HostileFuzzTests {
             var failure: ScriptError?
             do { try f.lua(source) } catch { failure = error }
             let elapsed = Date().timeIntervalSince(started)
-            #expect(elapsed < 8, "\(label): took \(elapsed) s")
+            // A chunk may run 5 s; the bound is loose because tests share 2 cores.
+            #expect(elapsed < 15, "\(label): took \(elapsed) s")
             if let failure {
                 // Uncaught in the chunk: one of the ends the attack may have.
                 #expect(ends.contains(failure.type), "\(label): \(failure)")
