@@ -71,10 +71,10 @@ typedef int (*luahier_HostFunction)(lua_State *L);
 
 static inline void luahier_notewalkchange(lua_State *L);
 
-/* [-?, +?, e]  upvalue 1: the Swift entry as a light userdata; further upvalues are the
- * entry's own. A string error gets the caller's `chunk:line: ` prefix, as luaL_error does. */
 static inline int luahier_endhostcall(lua_State *L, int results);
 
+/* [-?, +?, e]  upvalue 1: the Swift entry as a light userdata; further upvalues are the
+ * entry's own. A string error gets the caller's `chunk:line: ` prefix, as luaL_error does. */
 static inline int luahier_trampoline(lua_State *L) {
     luahier_HostFunction entry = (luahier_HostFunction)lua_touserdata(L, lua_upvalueindex(1));
     int results = entry(L);
@@ -256,6 +256,20 @@ static inline long luahier_threadid(void) {
     return cached;
 }
 
+/* [-0, +0, -] Starts the innermost budget's own clock at `now`: its deadline is `seconds` on,
+ * unless the enclosing budget's comes sooner. */
+static inline void luahier_startclock(luahier_Guard *g, double now, double seconds) {
+    luahier_Budget *b = &g->budget;
+    double own = now + seconds;
+    if (b->deadline <= 0 || own < b->deadline) {
+        b->deadline = own;
+        b->time_limit = seconds;
+        b->time_scope = LUAHIER_SCOPE_DISPATCH;
+        luahier_publishdeadline(g);
+    }
+    b->own_time = 0;
+}
+
 /* [-0, +0, -] Whether the innermost budget is spent (instructions, then time); records the
  * trip. Starts a dispatch's own clock at its first check. */
 static inline int luahier_check(luahier_Guard *g) {
@@ -264,16 +278,7 @@ static inline int luahier_check(luahier_Guard *g) {
     if (g->spent >= b->trip_at) return b->exceeded = LUAHIER_TRIPPED_INSTRUCTIONS;
     if (b->deadline > 0 || b->own_time > 0) {
         double now = luahier_now();
-        if (b->own_time > 0) {
-            double own = now + b->own_time;
-            if (b->deadline <= 0 || own < b->deadline) {
-                b->deadline = own;
-                b->time_limit = b->own_time;
-                b->time_scope = LUAHIER_SCOPE_DISPATCH;
-                luahier_publishdeadline(g);
-            }
-            b->own_time = 0;
-        }
+        if (b->own_time > 0) luahier_startclock(g, now, b->own_time);
         if (now > b->deadline) return b->exceeded = LUAHIER_TRIPPED_TIME;
     }
     return 0;
@@ -288,6 +293,23 @@ static inline void luahier_trip(luahier_Guard *g, int kind) {
     if (kind != LUAHIER_TRIPPED_MEMORY && luahier_findluaframe(running, 0, &ar)) luahier_noteplace(g, &ar);
     if (!g->budget.exceeded) g->budget.exceeded = kind;
     lua_sethook(running, luahier_hook, LUA_MASKCOUNT, 1);
+}
+
+/* [-0, +0, -] Charges host work to the running budget: `units` instructions' worth. Reads
+ * the clock once enough work has added up (or the watchdog prompted it), so long host work is
+ * stopped by the deadline too. A trip makes the next Lua instruction raise. */
+static inline void luahier_chargework(luahier_Guard *g, long long units) {
+    if (!g->active || g->budget.exceeded) return;
+    g->spent += units;
+    g->work += units;
+    if (g->prompted) {
+        g->prompted = 0;
+        g->work = LUAHIER_HOOK_INTERVAL;
+    }
+    if (g->spent < g->budget.trip_at && g->work < LUAHIER_HOOK_INTERVAL) return;
+    g->work = 0;
+    int kind = luahier_check(g);
+    if (kind) luahier_trip(g, kind);
 }
 
 /* The allocator: counts every block at the size malloc really gives it (so the cap bounds
@@ -333,16 +355,7 @@ static inline void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsiz
     if (block == NULL) return NULL;
     g->used = g->used - old + malloc_usable_size(block);
     if (g->used > g->peak) g->peak = g->used;
-    if (nsize > old && g->active) {
-        long long units = (long long)((nsize - old) / LUAHIER_BYTES_PER_UNIT);
-        g->spent += units;
-        g->work += units;
-        if ((g->work >= LUAHIER_HOOK_INTERVAL || g->spent >= g->budget.trip_at) && !g->budget.exceeded) {
-            g->work = 0;
-            int kind = luahier_check(g);
-            if (kind) luahier_trip(g, kind);
-        }
-    }
+    if (nsize > old) luahier_chargework(g, (long long)((nsize - old) / LUAHIER_BYTES_PER_UNIT));
     return block;
 }
 
@@ -519,21 +532,10 @@ static inline void luahier_pushbudget(lua_State *L, luahier_Budget *saved, long 
         b->instruction_scope = LUAHIER_SCOPE_DISPATCH;
     }
     b->own_time = 0;
-    if (seconds > 0) {
-        if (g->watch) {
-            /* Watched: the deadline is known now, so the watchdog can enforce it even when the
-             * dispatch's first check is long in coming (one clock read per dispatch). */
-            double own = luahier_now() + seconds;
-            if (b->deadline <= 0 || own < b->deadline) {
-                b->deadline = own;
-                b->time_limit = seconds;
-                b->time_scope = LUAHIER_SCOPE_DISPATCH;
-                luahier_publishdeadline(g);
-            }
-        } else {
-            b->own_time = seconds;
-        }
-    }
+    /* Watched, the deadline is known now, so the watchdog can enforce it even when the
+     * dispatch's first check is long in coming (one clock read per dispatch). */
+    if (seconds > 0 && g->watch) luahier_startclock(g, luahier_now(), seconds);
+    else if (seconds > 0) b->own_time = seconds;
 }
 
 /* [-0, +0, -] Ends the dispatch's budget: the enclosing one is back, and goes on with what is
@@ -557,22 +559,9 @@ static inline int luahier_popbudget(lua_State *L, const luahier_Budget *saved) {
     return tripped;
 }
 
-/* [-0, +0, -] Charges host work to the budget: `units` instructions' worth. Reads the clock
- * once enough work has added up, so long host work is stopped by the deadline too. A trip
- * makes the next Lua instruction raise. */
+/* [-0, +0, -] Charges host work done for `L`'s state (luahier_chargework). */
 static inline void luahier_charge(lua_State *L, long long units) {
-    luahier_Guard *g = luahier_guard(L);
-    if (!g->active || g->budget.exceeded) return;
-    g->spent += units;
-    g->work += units;
-    if (g->prompted) {
-        g->prompted = 0;
-        g->work = LUAHIER_HOOK_INTERVAL;
-    }
-    if (g->spent < g->budget.trip_at && g->work < LUAHIER_HOOK_INTERVAL) return;
-    g->work = 0;
-    int kind = luahier_check(g);
-    if (kind) luahier_trip(g, kind);
+    luahier_chargework(luahier_guard(L), units);
 }
 
 /* [-0, +0, v] For C functions of the sandbox doing long work: charges `units` and raises the

@@ -32,6 +32,9 @@ public struct Alert: Sendable {
 
 /// The body of `handleAlertErrors()` without a function: it leaves the choice to the host.
 final class HostChoiceBody: ResponderBody {
+    /// Its registration's charge against the memory cap, given back when it goes.
+    var charge: MemoryCharge?
+
     func call(with input: inout Message, returning domain: Domain) -> ResponderReply { .handled }
     func callForChoice(with input: inout Message) -> ResponderReply { .choice(nil) }
 }

@@ -324,7 +324,7 @@ final class LuaBridge {
             throw LuaArgumentError("\(name) takes ([filter,] function), got \(call.top - 1) arguments")
         }
         let body = try luaBody(at: function, call, name)
-        try hold(MemoryCost.registration + MemoryCost.string(body.location) + MemoryCost.filter(filter), by: body)
+        body.charge = try registrationCharge(MemoryCost.registration + MemoryCost.string(body.location) + MemoryCost.filter(filter))
         let responder = Responder(kind: kind, filter: filter, body: body, location: body.location, runToken: body.ref)
         node.appendResponder(responder)
         host.pushRetainingUserdata(responder, metatableRef: handleMetatable)
@@ -356,7 +356,7 @@ final class LuaBridge {
         }
         let filter = try self.filter(at: 2, call, "subscribe")
         let body = try luaBody(at: 3, call, "subscribe")
-        try hold(MemoryCost.registration + MemoryCost.string(body.location) + MemoryCost.filter(filter), by: body)
+        body.charge = try registrationCharge(MemoryCost.registration + MemoryCost.string(body.location) + MemoryCost.filter(filter))
         let subscription = Subscription(filter: filter, body: body, location: body.location)
         node.appendSubscription(subscription)
         host.pushRetainingUserdata(subscription, metatableRef: handleMetatable)
@@ -416,12 +416,12 @@ final class LuaBridge {
         switch call.top {
         case 1:
             location = call.callerLocation ?? "?"
-            let choice = HostChoiceLuaBody(host: host)
-            try hold(MemoryCost.registration + MemoryCost.string(location), by: choice)
+            let choice = HostChoiceBody()
+            choice.charge = try registrationCharge(MemoryCost.registration + MemoryCost.string(location))
             body = choice
         case 2:
             let function = try luaBody(at: 2, call, "handleAlertErrors")
-            try hold(MemoryCost.registration + MemoryCost.string(function.location), by: function)
+            function.charge = try registrationCharge(MemoryCost.registration + MemoryCost.string(function.location))
             body = function
             location = function.location
         default:
@@ -441,11 +441,12 @@ final class LuaBridge {
         return LuaResponderBody(host: host, functionAt: index, location: location)
     }
 
-    /// Charges a registration's `bytes` against the memory cap (or fails the host function
-    /// with the limit error); `body` gives them back when the registration goes.
-    private func hold(_ bytes: Int, by body: some RegistrationCharge) throws {
-        guard host.charge(bytes) else { throw RaisedMessage(message: host.limitError()) }
-        body.heldBytes = bytes
+    /// A registration's `bytes`, charged against the memory cap for as long as its body keeps
+    /// the charge (or the host function fails with the limit error).
+    private func registrationCharge(_ bytes: Int) throws -> MemoryCharge {
+        let charge = MemoryCharge(meter: host)
+        guard charge.add(bytes) else { throw RaisedMessage(message: host.limitError()) }
+        return charge
     }
 
     /// A filter: nil (any), a type name, or a list of type names. The copies are charged

@@ -293,7 +293,7 @@ final class LuaHost {
         if protectedDepth == 0 && guardState.pointee.released_count > 0 { drainReleases() }
         if status == LUA_OK {
             // A trip the code swallowed (pcall, coroutine, ...) and returned from still ends it.
-            guard luahier_tripped(L) != 0 else { return .ok }
+            guard limitTripped else { return .ok }
             lua_settop(L, base)
             return .limitExceeded(limitError())
         }
@@ -305,7 +305,7 @@ final class LuaHost {
     /// error value at the top of the stack; `memoryRefused`: whether the allocator refused
     /// memory during the call.
     func failure(status: Int32, memoryRefused: Bool) -> CallResult {
-        if luahier_tripped(thread) != 0 { return .limitExceeded(limitError()) }
+        if limitTripped { return .limitExceeded(limitError()) }
         if status == LUA_ERRMEM || (status == LUA_ERRERR && memoryRefused) {
             return .limitExceeded(guardState.pointee.limit > 0 ? limitError() : unlimitedMemoryError)
         }

@@ -1,19 +1,14 @@
 import CLua
 
-/// A body that holds its registration's charge against the memory cap, and gives it back when
-/// it goes: a body lives exactly as long as its registration (LuaBridge.swift charges it).
-protocol RegistrationCharge: AnyObject {
-    var heldBytes: Int { get set }
-}
-
 /// A Lua function as a responder body, held by one registry reference.
-final class LuaResponderBody: ResponderBody, RegistrationCharge {
+final class LuaResponderBody: ResponderBody {
     let host: LuaHost
     let ref: Int32
     /// Where the function was defined, for the messages this body makes itself.
     let location: String
-    /// What its registration was charged against the memory cap.
-    var heldBytes = 0
+    /// Its registration's charge against the memory cap: a body lives exactly as long as its
+    /// registration, and the charge gives the bytes back when it goes (LuaBridge.swift).
+    var charge: MemoryCharge?
 
     /// [-0, +0, m] References the function at `index`.
     init(host: LuaHost, functionAt index: Int32, location: String) {
@@ -23,10 +18,7 @@ final class LuaResponderBody: ResponderBody, RegistrationCharge {
         self.ref = host.ref()
     }
 
-    deinit {
-        host.release(heldBytes)
-        host.unref(ref)
-    }
+    deinit { host.unref(ref) }
 
 
     func call(with input: inout Message, returning domain: Domain) -> ResponderReply {
@@ -64,20 +56,6 @@ final class LuaResponderBody: ResponderBody, RegistrationCharge {
         case .failed, .limitExceeded: return ResponderReply(failure: result, location: location)
         }
     }
-}
-
-/// `handleAlertErrors()` without a function (the host chooses), as `HostChoiceBody`, holding
-/// its registration's charge against the memory cap.
-final class HostChoiceLuaBody: ResponderBody, RegistrationCharge {
-    let host: LuaHost
-    var heldBytes = 0
-
-    init(host: LuaHost) { self.host = host }
-
-    deinit { host.release(heldBytes) }
-
-    func call(with input: inout Message, returning domain: Domain) -> ResponderReply { .handled }
-    func callForChoice(with input: inout Message) -> ResponderReply { .choice(nil) }
 }
 
 extension LuaHost {

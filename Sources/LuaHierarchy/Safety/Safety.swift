@@ -102,9 +102,8 @@ extension Node {
         }
         let declarations = extras.declarations!
         let cost = declarations.cost(of: types, as: domain, at: location)
-        if !declarations.charge.add(cost) {
-            guard !metered else { return false }
-        }
+        // Swift callers declare whatever the meter says (only scripts are refused).
+        if !declarations.charge.add(cost) && metered { return false }
         declarations.declare(types, as: domain, at: location)
         tree.noteChainChange()
         return true
