@@ -160,11 +160,7 @@ private let sandboxPrelude = #"""
       end
       return setmeta(t, mt)
     end
-    -- The sealed rawset (below) replaces this one.
-    env.rawset = function(t, key, value)
-      if frozen[t] then error("rawset: the standard library, hier and package are read-only", 2) end
-      return rawset(t, key, value)
-    end
+    -- rawset: the seal (below) adds it, refusing the read-only tables and the standard names.
 
     local string = pick(real.string, {
       "byte", "char", "format", "len", "lower", "pack", "packsize", "reverse", "sub", "unpack", "upper",
