@@ -6,7 +6,7 @@
 --   /org/platform, /org/payments   teams: file tickets for warnings, drop info alerts
 --   /org/<team>/<service>          services: tag alerts; silence them during maintenance
 --
--- Run: luahier dispatch scripts/alerts.lua --input scripts/alerts.jsonl
+-- Run: luahier dispatch scripts/alerts.lua scripts/alerts.jsonl
 --
 -- The rules keep no state between events, so the output is the same for every --jobs.
 

@@ -1,7 +1,7 @@
 -- A document workspace, to show publishing down the tree, declared types checked at run
 -- time, alerts with recovery options and the detached-chain policy.
 --
---   luahier run scripts/workspace.lua --recover Retry
+--   luahier run --recover Retry scripts/workspace.lua
 --   luahier check scripts/workspace.lua              (clean: every declared type is answered)
 --   luahier tree scripts/workspace.lua --format dot | dot -Tsvg > workspace.svg
 

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 #include <limits.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -114,8 +115,15 @@ enum {
     LUAHIER_TRIPPED_NONE = 0,
     LUAHIER_TRIPPED_INSTRUCTIONS = 1,
     LUAHIER_TRIPPED_TIME = 2,
-    LUAHIER_TRIPPED_MEMORY = 3
+    LUAHIER_TRIPPED_MEMORY = 3,
+    /* Not a limit: SIGINT or SIGTERM asked the process to stop. It trips every budget out to
+     * the top-level entry, and no new entry runs an instruction until it is reset. */
+    LUAHIER_TRIPPED_INTERRUPTED = 4
 };
+
+/* The signal that asked the process to stop (SIGINT, SIGTERM), 0 while none did. Defined and
+ * set by the interrupt handler (Sources/CLuaWatchdog); every check reads it. */
+extern volatile sig_atomic_t luahier_interrupt_signal;
 
 /* Whose limit bounds a budget: the top-level chunk's or a dispatch's (for messages). */
 enum { LUAHIER_SCOPE_CHUNK = 0, LUAHIER_SCOPE_DISPATCH = 1 };
@@ -180,6 +188,9 @@ typedef struct luahier_Guard {
      * collection, nor while the state closes. */
     void **released;
     size_t released_count, released_capacity;
+    int interrupt_ref;             /* registry reference to the entry's interrupt error, made
+                                    * where it first tripped and raised again as it unwinds
+                                    * (0: none) */
 } luahier_Guard;
 
 /* The count hook runs every this many instructions; once tripped, at every instruction. Host
@@ -275,6 +286,7 @@ static inline void luahier_startclock(luahier_Guard *g, double now, double secon
 static inline int luahier_check(luahier_Guard *g) {
     luahier_Budget *b = &g->budget;
     if (b->exceeded) return b->exceeded;
+    if (luahier_interrupt_signal) return b->exceeded = LUAHIER_TRIPPED_INTERRUPTED;
     if (g->spent >= b->trip_at) return b->exceeded = LUAHIER_TRIPPED_INSTRUCTIONS;
     if (b->deadline > 0 || b->own_time > 0) {
         double now = luahier_now();
@@ -371,10 +383,47 @@ static inline void luahier_fixmmapthreshold(void) {
 
 /* [-0, +1, -] The error a tripped limit raises: { type, message, limit, where }. The one place
  * its wording lives (the host reads it from here too). Allocates as the host does: never fails. */
+static inline void luahier_pushtraceback(lua_State *L, int level);
+
+/* [-0, +1, -] The error of an interrupt: { type = "Interrupted", message = "interrupted",
+ * signal, where, traceback }, made where it first tripped (with the traceback from there,
+ * as lua.c shows it), then the same table each time it is raised again on the way out, so
+ * the entry ends naming the place the script was stopped at. Called by
+ * luahier_pushlimiterror, in host mode. */
+static inline void luahier_pushinterrupterror(lua_State *L, luahier_Guard *g) {
+    if (g->interrupt_ref > 0) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, g->interrupt_ref);
+        return;
+    }
+    lua_createtable(L, 0, 5);
+    lua_pushstring(L, "Interrupted");
+    lua_setfield(L, -2, "type");
+    lua_pushstring(L, "interrupted");
+    lua_setfield(L, -2, "message");
+    lua_pushstring(L, luahier_interrupt_signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    lua_setfield(L, -2, "signal");
+    if (g->last_line > 0) {
+        lua_pushfstring(L, "%s:%d", g->last_source, g->last_line);
+        lua_setfield(L, -2, "where");
+    }
+    lua_Debug ar;
+    if (lua_getstack(L, 0, &ar)) {
+        luahier_pushtraceback(L, 0);
+        lua_setfield(L, -2, "traceback");
+    }
+    lua_pushvalue(L, -1);
+    g->interrupt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
 static inline void luahier_pushlimiterror(lua_State *L, luahier_Guard *g) {
     int caller_in_host = g->in_host;
     g->in_host = 1;
     const luahier_Budget *b = &g->budget;
+    if (b->exceeded == LUAHIER_TRIPPED_INTERRUPTED) {
+        luahier_pushinterrupterror(L, g);
+        g->in_host = caller_in_host;
+        return;
+    }
     lua_createtable(L, 0, 4);
     if (b->exceeded == LUAHIER_TRIPPED_INSTRUCTIONS) {
         lua_pushstring(L, "InstructionLimitExceeded");
@@ -448,6 +497,12 @@ static inline int luahier_inplanwalk(lua_State *L, lua_Debug *ar) {
  * every protected call, so a trip that was swallowed and returned from still ends the entry.) */
 static void luahier_hook(lua_State *L, lua_Debug *ar) {
     luahier_Guard *g = luahier_guard(L);
+    if (g->active && !g->budget.exceeded && luahier_interrupt_signal) {
+        /* Stopped by a signal (the handler set this hook on a state with no limits too). */
+        lua_Debug place;
+        if (luahier_findluaframe(L, 0, &place)) luahier_noteplace(g, &place);
+        g->budget.exceeded = LUAHIER_TRIPPED_INTERRUPTED;
+    }
     if (!g->active || (!g->budget.exceeded && !g->hooked)) {
         /* Left over from a trip that ended, on a thread that was not running then. */
         luahier_sethook(L, g);
@@ -497,7 +552,8 @@ static inline void luahier_beginentry(lua_State *L, long long instructions, doub
     b->time_scope = scope;
     b->own_time = 0;
     b->exceeded = 0;
-    if (g->hooked) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, luahier_nextcount(g));
+    if (luahier_interrupt_signal) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+    else if (g->hooked) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, luahier_nextcount(g));
     if (g->watch) {
         luahier_publishdeadline(g);
         __atomic_store_n(&g->watch->tid, luahier_threadid(), __ATOMIC_RELEASE);
@@ -511,6 +567,10 @@ static inline int luahier_endentry(lua_State *L) {
     if (g->watch) __atomic_store_n(&g->watch->tid, 0, __ATOMIC_RELEASE);
     g->active = 0;
     g->budget.exceeded = 0;
+    if (g->interrupt_ref > 0) {
+        luaL_unref(g->main, LUA_REGISTRYINDEX, g->interrupt_ref);
+        g->interrupt_ref = 0;
+    }
     if (tripped) {
         luahier_sethook(g->main, g);
         if (L != g->main) luahier_sethook(L, g);

@@ -33,7 +33,7 @@ static void luahier_watchhandler(int sig, siginfo_t *info, void *context) {
         luahier_WatchCell *cell = &cells[i];
         if (__atomic_load_n(&cell->tid, __ATOMIC_ACQUIRE) != self) continue;
         luahier_Guard *g = (luahier_Guard *)cell->guard;
-        if (g == NULL || !g->active || !g->hooked) continue;
+        if (g == NULL || !g->active || (!g->hooked && !luahier_interrupt_signal)) continue;
         lua_State *L = g->running ? g->running : g->main;
         g->prompted = 1;
         lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
@@ -137,4 +137,55 @@ void luahier_watchdog_prepare_thread(void) {
 
 long luahier_watchdog_signals(void) {
     return __atomic_load_n(&signals_sent, __ATOMIC_RELAXED);
+}
+
+/* ---- Interrupts (SIGINT, SIGTERM) ---------------------------------------------------- */
+
+volatile sig_atomic_t luahier_interrupt_signal;
+
+/* [-0, +0, -] Async-signal-safe: records `sig` (the first one wins) and sends the watchdog's
+ * signal to every thread running an entry of a watched state (every state is watched), whose
+ * handler then makes its next instruction run the hook, which raises the interrupt. */
+static void luahier_stopall(int sig) {
+    if (!luahier_interrupt_signal) luahier_interrupt_signal = sig;
+    if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 1) return;
+    int signal_number = SIGRTMIN + LUAHIER_WATCHDOG_SIGNAL_OFFSET;
+    pid_t pid = getpid();
+    int used = __atomic_load_n(&cells_used, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < used; i++) {
+        long tid = __atomic_load_n(&cells[i].tid, __ATOMIC_ACQUIRE);
+        if (tid != 0) syscall(SYS_tgkill, pid, tid, signal_number);
+    }
+}
+
+static void luahier_interrupthandler(int sig) {
+    int saved_errno = errno;
+    /* A second signal ends the process the default way (lua.c does the same): the way out
+     * when something other than Lua code is stuck. */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    luahier_stopall(sig);
+    errno = saved_errno;
+}
+
+int luahier_interrupt_install(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = luahier_interrupthandler;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    if (sigaction(SIGINT, &action, NULL) != 0 || sigaction(SIGTERM, &action, NULL) != 0) return -1;
+    return 0;
+}
+
+void luahier_interrupt_request(int sig) {
+    luahier_stopall(sig);
+}
+
+int luahier_interrupt_pending(void) {
+    return luahier_interrupt_signal;
+}
+
+void luahier_interrupt_reset(void) {
+    luahier_interrupt_signal = 0;
 }

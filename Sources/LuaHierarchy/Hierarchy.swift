@@ -203,12 +203,16 @@ public final class Hierarchy {
 
     // MARK: Scripts
 
-    /// Runs the Lua file at `path` (text only) with `arguments` as `...` and in `arg`.
-    /// `require` looks in the file's folder first.
-    public func run(file path: String, arguments: [String] = []) throws(ScriptError) {
+    /// Runs the Lua file at `path` (text only; `-` reads standard input, as `lua.c` does, and
+    /// messages name it `stdin`) with `arguments` as `...` and in `arg`. `commandLine` is
+    /// what came before the script on a command line: it goes to `arg[-n] ... arg[-1]`.
+    /// A first line starting with `#` (a shebang) is skipped. `require` looks in the file's
+    /// folder first (the current one for stdin).
+    public func run(file path: String, arguments: [String] = [], commandLine: [String] = []) throws(ScriptError) {
         let folder = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
         setModuleFolders(folder)
-        try host.runChunk(.file(path), name: path, arguments: arguments)
+        try host.runChunk(
+            path == "-" ? .standardInput : .file(path), name: path, arguments: arguments, commandLine: commandLine)
     }
 
     /// Runs Lua `source`; `chunkName` is how messages name it (`rules.lua` reads `rules.lua:3:`).
@@ -239,6 +243,9 @@ public final class Hierarchy {
 
     /// How many signals the watchdog has sent in this process (Sources/CLuaWatchdog).
     static var watchdogSignals: Int { LuaHost.watchdogSignals }
+
+    /// The Lua the engine runs, as `_VERSION` says it: `Lua 5.4`.
+    public static var luaVersion: String { LuaHost.luaVersion }
 
     /// Whether the Lua state has the count hook (only with an instruction or time limit).
     var countHookInstalled: Bool { host.countHookInstalled }

@@ -50,7 +50,7 @@ public struct ScriptError: Error, CustomStringConvertible {
 
     /// `file:line: message` (type first when it is not a plain Lua error).
     public var description: String {
-        let text = (type == "LuaError" || type == "SyntaxError") ? message : "\(type): \(message)"
+        let text = (type == "LuaError" || type == "SyntaxError" || type == Message.interruptedType) ? message : "\(type): \(message)"
         return location.map { "\($0): \(text)" } ?? text
     }
 }

@@ -19,11 +19,15 @@ struct Check: ParsableCommand {
     @OptionGroup
     var rules: ScriptArguments
 
+    @Argument(parsing: .postTerminator, help: "Arguments for the rules script, after --.")
+    var arguments: [String] = []
+
     func run() throws {
-        let hierarchy = try rules.loadForInspection()
+        let hierarchy = try rules.loadForInspection(arguments: arguments)
         let tree = hierarchy.describeTree()
         let findings = tree.check()
-        for finding in findings { print(finding) }
+        for finding in findings { Console.out("\(finding)") }
+        try Console.finishOutput()
         let responders = tree.entries.reduce(0) { $0 + $1.responders.count }
         if findings.isEmpty {
             Console.error("check: \(rules.file): no findings (\(tree.entries.count) nodes, \(responders) responders)")

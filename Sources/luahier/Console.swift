@@ -1,20 +1,57 @@
-import Foundation
+import ArgumentParser
+import Glibc
 import LuaHierarchy
 
 /// stdout for results, stderr for everything else; every stderr line is whole.
 enum Console {
-    static func out(_ line: String) {
-        print(line)
+    /// The first write to stdout that failed, as `cannot write to stdout: REASON`.
+    nonisolated(unsafe) private(set) static var outputFailure: String?
+
+    /// Writes `text` and the terminator to stdout at once, unbuffered, as `lua.c`'s `print`
+    /// flushes each line: a pipe (`| tee log`) sees each line when it is printed. A reader
+    /// that closed the pipe ends the process quietly (status 141, as SIGPIPE would); any
+    /// other failure is kept for `finishOutput()`.
+    static func out(_ text: String, terminator: String = "\n") {
+        guard outputFailure == nil else { return }
+        if let code = writeAll(text + terminator, to: STDOUT_FILENO) {
+            if code == EPIPE { exit(ExitStatus.closedPipe) }
+            outputFailure = "cannot write to stdout: \(String(cString: strerror(code)))"
+        }
     }
 
-    /// Flushes stdout first (fflush(nil) flushes every stream), so that output sent to one
-    /// pipe keeps its order. Everything on stderr is host layout around script-made text, so
+    /// Exit 1 with `luahier: cannot write to stdout: REASON` if any write to stdout failed
+    /// (`> /dev/full`): results that were not written are an error, not a success.
+    static func finishOutput() throws {
+        guard let failure = outputFailure else { return }
+        error("luahier: \(failure)")
+        throw ExitCode(ExitStatus.scriptFailed)
+    }
+
+    /// Writes all of `text` to `descriptor`, across short writes and interrupts; the errno
+    /// of a failure.
+    private static func writeAll(_ text: String, to descriptor: Int32) -> Int32? {
+        var text = text
+        return text.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                offset += written
+            }
+            return nil
+        }
+    }
+
+    /// Nothing is buffered, so output sent to one pipe keeps its order. Everything on stderr
+    /// is host layout around script-made text, so
     /// it goes out as a bounded block with its control characters escaped (SPEC §7); fields a
     /// script made are escaped one by one before that (`PrintableText.field`).
     static func error(_ text: String) {
-        fflush(nil)
         let block = PrintableText.block(text.hasSuffix("\n") ? String(text.dropLast()) : text)
-        FileHandle.standardError.write(Data((block + "\n").utf8))
+        _ = writeAll(block + "\n", to: STDERR_FILENO)
     }
 
     /// The CLI's presenter: an error that passed the root, with type, message, where, the

@@ -1,8 +1,8 @@
 import ArgumentParser
-import Foundation
+import Glibc
 import LuaHierarchy
 
-/// `luahier dispatch RULES.lua [--input FILE|-] [--jobs N] [--trace off|path|full] [--strict]`
+/// `luahier dispatch RULES.lua [INPUT|-] [--jobs N] [--trace off|path|full] [--strict]`
 struct Dispatch: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Answer JSON-line requests with the responder chain a rules script builds.",
@@ -12,16 +12,19 @@ struct Dispatch: ParsableCommand {
             (handled, unhandled, detached or invalid), kind, value, by, responder and, with \
             --trace, trace. A bad line gets status "invalid" with an error naming what is wrong \
             and where, and the stream goes on. Blank lines are skipped. The rules' print goes to \
-            stderr, and so does a summary at the end. Exit 0 when every line was dispatched, 1 \
-            when some line was invalid (with --strict: at the first one) or the rules failed to \
-            load, 2 on usage errors.
+            stderr, and so does a summary at the end. Each answer is written as soon as it and \
+            every line before it are answered. SIGINT or SIGTERM stops reading, writes every \
+            answer finished and the summary, and exits 130/143. Exit 0 when every line was \
+            dispatched, 1 when some line was invalid (with --strict: at the first one), the \
+            rules failed to load or the output could not be written, 2 on usage errors.
             """
     )
 
-    @Option(help: ArgumentHelp("The JSON-lines input, or - for stdin.", valueName: "file"))
-    var input = "-"
+    /// The older spelling of the INPUT argument.
+    @Option(help: .hidden)
+    var input: String?
 
-    @Option(help: "Workers, each with its own Lua state and its own copy of the rules' globals.")
+    @Option(parsing: .unconditional, help: "Workers, each with its own Lua state and its own copy of the rules' globals.")
     var jobs = 1
 
     @Option(help: ArgumentHelp("Add each dispatch's trace: path (nodes, responders, verdicts) or full (also values before and after each replacement).", valueName: "off|path|full"))
@@ -30,32 +33,42 @@ struct Dispatch: ParsableCommand {
     @Flag(help: "Stop at the first invalid line (after answering it).")
     var strict = false
 
-    @Option(help: ArgumentHelp("Longest input line, e.g. 64K, 1M; longer ones are answered LineTooLong.", valueName: "size"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Longest input line, e.g. 64K, 1M; longer ones are answered LineTooLong.", valueName: "size"))
     var maxLine = "1M"
 
     /// The rules script (it builds the tree and its responders), sandbox flags, arguments.
     @OptionGroup
     var rules: ScriptArguments
 
+    @Argument(help: ArgumentHelp("The JSON-lines input (default: stdin, also -).", valueName: "input"))
+    var inputFile: String?
+
+    @Argument(parsing: .postTerminator, help: "Arguments for the rules script, after --.")
+    var arguments: [String] = []
+
+    /// INPUT, `--input`, or stdin.
+    var inputPath: String { inputFile ?? input ?? "-" }
+
     func validate() throws {
-        if input != "-" { try Validate.fileExists(input) }
+        if inputFile != nil && input != nil { throw ValidationError("give the input once: as INPUT or as --input") }
+        if inputPath != "-" { try Validate.readableFile(inputPath) }
         guard (1...256).contains(jobs) else { throw ValidationError("--jobs must be between 1 and 256") }
         guard try maxLineBytes() > 0 else { throw ValidationError("--max-line must be more than 0") }
     }
 
     func run() throws {
         var options = LineDispatcher.Options(rulesFile: rules.file)
-        options.arguments = rules.arguments
+        options.arguments = arguments
         options.hierarchy = try rules.host.hierarchyOptions()
         options.hierarchy.traceLevel = trace.level
         options.jobs = jobs
         options.strict = strict
         options.maxLineBytes = try maxLineBytes()
-        options.inputName = input == "-" ? "stdin" : input
+        options.inputName = inputPath == "-" ? "stdin" : inputPath
 
-        let descriptor = input == "-" ? STDIN_FILENO : open(input, O_RDONLY)
+        let descriptor = inputPath == "-" ? STDIN_FILENO : open(inputPath, O_RDONLY)
         guard descriptor >= 0 else {
-            throw ValidationError("cannot open \(input): \(String(cString: strerror(errno)))")
+            throw ValidationError("cannot open \(inputPath): \(String(cString: strerror(errno)))")
         }
         defer { if descriptor != STDIN_FILENO { close(descriptor) } }
         fflush(nil)
@@ -64,12 +77,17 @@ struct Dispatch: ParsableCommand {
             summary = try LineDispatcher.run(options, input: descriptor, output: STDOUT_FILENO)
         } catch {
             Console.scriptFailed(error)
+            if error.type == Interruption.errorType, let signal = Interruption.signal {
+                throw ExitCode(ExitStatus.interrupted(by: signal))
+            }
             throw ExitCode(ExitStatus.scriptFailed)
         }
+        if summary.outputClosed { throw ExitCode(ExitStatus.closedPipe) }
         var report = "luahier: \(summary)"
         if let line = summary.stoppedAtLine { report += "; stopped at line \(line) (--strict)" }
         if let ioError = summary.ioError { report += "; \(ioError)" }
         Console.error(report)
+        if let signal = summary.interruption { throw ExitCode(ExitStatus.interrupted(by: signal)) }
         if summary.ioError != nil || summary.counts[.invalid, default: 0] > 0 {
             throw ExitCode(ExitStatus.scriptFailed)
         }

@@ -1,26 +1,19 @@
-import Foundation
+import Glibc
 import ArgumentParser
 import LuaHierarchy
 
-/// Flags every subcommand that loads scripts shares: the sandbox and the limits.
-struct HostOptions: ParsableArguments {
-    @Flag(help: "Open the full standard library (io, os, debug, C modules) for trusted scripts.")
+/// The sandbox and limit settings, with the CLI's defaults: the one place they and their
+/// checks live. The flags (`HostOptions`) start from these defaults, and `run`'s fast path
+/// uses them as they are.
+struct HostSettings {
     var unsafe = false
-
-    @Option(help: "Lua instructions (and host work) per script run (0: no limit).")
-    var maxInstructions: Int = 1_000_000_000
-
-    @Option(help: ArgumentHelp("Memory held on the scripts' behalf (Lua heap and host copies), e.g. 64M, 1G (0: no limit).", valueName: "size"))
-    var maxMemory: String = "512M"
-
-    @Option(help: ArgumentHelp("Seconds per script run (0: no limit).", valueName: "seconds"))
+    var maxInstructions = 1_000_000_000
+    var maxMemory = "512M"
     var timeout: Double = 30
-
-    @Option(help: "Lua instructions per dispatch, within what is left of the script's (0: no limit of its own).")
-    var dispatchMaxInstructions: Int = 100_000_000
-
-    @Option(help: ArgumentHelp("Seconds per dispatch, within what is left of the script's (0: no limit of its own).", valueName: "seconds"))
+    var dispatchMaxInstructions = 100_000_000
     var dispatchTimeout: Double = 5
+
+    static let defaults = HostSettings()
 
     func validate() throws {
         guard maxInstructions >= 0 else { throw ValidationError("--max-instructions must be 0 or more") }
@@ -40,7 +33,7 @@ struct HostOptions: ParsableArguments {
         return bytes
     }
 
-    /// The hierarchy options these flags describe.
+    /// The hierarchy options these settings describe.
     func hierarchyOptions() throws -> Hierarchy.Options {
         var options = Hierarchy.Options()
         options.libraries = unsafe ? .full : .sandboxed
@@ -52,6 +45,44 @@ struct HostOptions: ParsableArguments {
             dispatchInstructions: dispatchMaxInstructions == 0 ? nil : dispatchMaxInstructions,
             dispatchTime: dispatchTimeout == 0 ? nil : dispatchTimeout)
         return options
+    }
+}
+
+/// Flags every subcommand that loads scripts shares: the sandbox and the limits. Numbers are
+/// parsed `.unconditional`ly, so `--timeout -5` is read as a value (and refused by
+/// `validate()` with a reason) rather than as a flag named `-5`.
+struct HostOptions: ParsableArguments {
+    @Flag(help: "Open the full standard library (io, os, debug, C modules) for trusted scripts.")
+    var unsafe = HostSettings.defaults.unsafe
+
+    @Option(parsing: .unconditional, help: "Lua instructions (and host work) per script run (0: no limit).")
+    var maxInstructions: Int = HostSettings.defaults.maxInstructions
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("Memory held on the scripts' behalf (Lua heap and host copies), e.g. 64M, 1G (0: no limit).", valueName: "size"))
+    var maxMemory: String = HostSettings.defaults.maxMemory
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds per script run (0: no limit).", valueName: "seconds"))
+    var timeout: Double = HostSettings.defaults.timeout
+
+    @Option(parsing: .unconditional, help: "Lua instructions per dispatch, within what is left of the script's (0: no limit of its own).")
+    var dispatchMaxInstructions: Int = HostSettings.defaults.dispatchMaxInstructions
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds per dispatch, within what is left of the script's (0: no limit of its own).", valueName: "seconds"))
+    var dispatchTimeout: Double = HostSettings.defaults.dispatchTimeout
+
+    var settings: HostSettings {
+        HostSettings(
+            unsafe: unsafe, maxInstructions: maxInstructions, maxMemory: maxMemory, timeout: timeout,
+            dispatchMaxInstructions: dispatchMaxInstructions, dispatchTimeout: dispatchTimeout)
+    }
+
+    func validate() throws {
+        try settings.validate()
+    }
+
+    /// The hierarchy options these flags describe.
+    func hierarchyOptions() throws -> Hierarchy.Options {
+        try settings.hierarchyOptions()
     }
 }
 
@@ -69,11 +100,17 @@ enum Size {
 
 /// Checks `validate()` methods share.
 enum Validate {
-    /// A regular file (not a folder) at `path`, or "no such file: PATH".
-    static func fileExists(_ path: String) throws {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
-            throw ValidationError("no such file: \(path)")
+    /// A file at `path` that can be read, or the reason it cannot: "no such file: PATH",
+    /// "PATH is a directory", "cannot read PATH: Permission denied".
+    static func readableFile(_ path: String) throws {
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            if errno == ENOENT || errno == ENOTDIR { throw ValidationError("no such file: \(path)") }
+            throw ValidationError("cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        if (status.st_mode & S_IFMT) == S_IFDIR { throw ValidationError("\(path) is a directory") }
+        guard access(path, R_OK) == 0 else {
+            throw ValidationError("cannot read \(path): \(String(cString: strerror(errno)))")
         }
     }
 }

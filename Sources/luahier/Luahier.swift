@@ -1,6 +1,6 @@
 import ArgumentParser
+import Glibc
 import LuaHierarchy
-import Foundation
 
 /// `luahier`: run responder-chain scripts. Exit codes are few and documented in `--help`.
 @main
@@ -9,36 +9,55 @@ struct Luahier: ParsableCommand {
         commandName: "luahier",
         abstract: "A scriptable responder chain: a tree of nodes whose Lua responders handle events and errors.",
         discussion: """
+            A script starting with #!/usr/bin/env luahier (or #!/usr/bin/env -S luahier run) \
+            runs as an executable, with its arguments. Shell completions: luahier \
+            --generate-completion-script bash|zsh|fish.
+
             Exit codes:
-              0  success
-              1  the script failed (syntax or runtime error, printed as file:line: message);
-                 dispatch: some input line was invalid; check: there were findings
-              2  usage error (bad flags, missing file)
-              3  with --fail-on-unhandled: an error reached the root unhandled
+              0    success
+              1    the script failed (syntax or runtime error, limits, printed as
+                   file:line: message); dispatch: some input line was invalid; check: there
+                   were findings; a write to stdout failed
+              2    usage error (bad flags, missing file)
+              3    with --fail-on-unhandled: an error reached the root unhandled
+              130  interrupted by SIGINT (143: SIGTERM)
+              141  stdout was a pipe its reader closed
             """,
+        version: PackageVersion.description,
         subcommands: [Run.self, Dispatch.self, Check.self, Tree.self]
     )
 
     /// Parses and runs on a large-stack thread, mapping every failure to a documented exit
     /// code: argument errors are 2 (swift-argument-parser would say 64).
     static func main() {
+        Interruption.installSignalHandlers()
         LargeStack.run(runCommand)
     }
 
     private static func runCommand() {
+        let arguments = CommandLineWords.subcommandArguments()
         do {
-            var command = try parseAsRoot()
-            try command.run()
-        } catch let code as ExitCode {
-            Foundation.exit(code.rawValue)
-        } catch {
-            let code = exitCode(for: error)
-            if code == .success {
-                print(fullMessage(for: error))
-                Foundation.exit(0)
+            if let run = ScriptRun.withoutOptions(arguments) {
+                try run.validate()
+                try run.execute()
+            } else {
+                var command = try parseAsRoot(arguments)
+                try command.run()
             }
-            Console.error(fullMessage(for: error))
-            Foundation.exit(ExitStatus.usage)
+        } catch let code as ExitCode {
+            Glibc.exit(code.rawValue)
+        } catch {
+            if exitCode(for: error) == .success {
+                // --help, --version, --generate-completion-script: the answer is the result.
+                Console.out(fullMessage(for: error))
+                try? Console.finishOutput()
+                Glibc.exit(0)
+            }
+            // One style for every error (SPEC §8): `luahier: message`, then where to look.
+            let message = message(for: error).split(separator: "\n").first.map(String.init) ?? "usage error"
+            let subcommand = arguments.first.flatMap { CommandLineWords.subcommands.contains($0) ? $0 : nil }
+            Console.error("luahier: \(message)\nluahier: see 'luahier \(subcommand.map { "\($0) " } ?? "")--help'")
+            Glibc.exit(ExitStatus.usage)
         }
     }
 }
@@ -48,4 +67,31 @@ enum ExitStatus {
     static let scriptFailed: Int32 = 1
     static let usage: Int32 = 2
     static let unhandledError: Int32 = 3
+    /// 128 + SIGPIPE: what a shell reports for a writer whose reader went away.
+    static let closedPipe: Int32 = 141
+
+    /// 128 + the signal: 130 for SIGINT, 143 for SIGTERM.
+    static func interrupted(by signal: Int32) -> Int32 { 128 + signal }
+}
+
+/// The process's command line, as the subcommands read it.
+enum CommandLineWords {
+    static let subcommands: Set<String> = ["run", "dispatch", "check", "tree", "help"]
+
+    /// The arguments after the program's name, with `run` put in front when the first one
+    /// is a script rather than a subcommand or an option: a shebang line
+    /// `#!/usr/bin/env luahier` runs `luahier /path/script ARGS...`.
+    static func subcommandArguments() -> [String] {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        guard let first = arguments.first, !subcommands.contains(first), first == "-" || !first.hasPrefix("-") else {
+            return arguments
+        }
+        return ["run"] + arguments
+    }
+
+    /// The words of the command line before the script, for `arg[-n] ... arg[-1]` (as
+    /// `lua.c` gives them): everything but the last `tail` words.
+    static func beforeScript(tail: Int) -> [String] {
+        Array(CommandLine.arguments.prefix(max(0, CommandLine.arguments.count - tail)))
+    }
 }

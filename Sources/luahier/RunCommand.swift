@@ -1,35 +1,93 @@
 import ArgumentParser
-import Foundation
 import LuaHierarchy
 
-/// `luahier run FILE [--trace] [--fail-on-unhandled] [host options] [-- ARGS...]`
+/// `luahier run [OPTIONS] FILE [ARGS...]`
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a Lua script with `hier` (the tree's root and API) ready.",
         discussion: """
-            The script's arguments (after --) are in `arg` and in `...`. Unhandled errors that \
-            pass the root are printed to stderr. Exit 0 on success, 1 if the script fails \
-            (limits included), 2 on usage errors, 3 with --fail-on-unhandled when an error \
-            reached the root.
+            luahier's own options come before FILE; everything after FILE goes to the script, \
+            in `arg` and `...`, as with lua5.4 (a -- right after FILE is dropped). FILE - reads \
+            the script from stdin. print is flushed line by line. Unhandled errors that pass \
+            the root are printed to stderr. SIGINT or SIGTERM stops the script at its current \
+            instruction with file:line: interrupted and a traceback. Exit 0 on success, 1 if \
+            the script fails (limits included) or a write to stdout fails, 2 on usage errors, \
+            3 with --fail-on-unhandled when an error reached the root, 130/143 when \
+            interrupted.
             """
     )
 
     @Flag(help: "Print every dispatch's trace (node, responder, input, result) to stderr.")
-    var trace = false
+    var trace = ScriptRun.defaults.trace
 
     @Flag(help: "Exit with status 3 if an error reached the root unhandled.")
-    var failOnUnhandled = false
+    var failOnUnhandled = ScriptRun.defaults.failOnUnhandled
 
     @Option(help: ArgumentHelp("The recovery option to choose for alerts a handleAlertErrors responder shows, when the script chooses none.", valueName: "option"))
-    var recover: String?
+    var recover: String? = ScriptRun.defaults.recover
 
-    @OptionGroup
-    var script: ScriptArguments
+    @OptionGroup(title: "Sandbox and limits")
+    var host: HostOptions
+
+    /// FILE and the script's arguments: options end at FILE.
+    @Argument(
+        parsing: .captureForPassthrough,
+        help: ArgumentHelp("The Lua script (- for stdin), then its arguments.", valueName: "file> <args"))
+    var script: [String] = []
+
+    /// What these flags ask for.
+    var scriptRun: ScriptRun {
+        ScriptRun(trace: trace, failOnUnhandled: failOnUnhandled, recover: recover, host: host.settings, words: ScriptWords(script))
+    }
+
+    func validate() throws {
+        // Capturing from the first word it does not know, the parser leaves `--help` to us.
+        if let first = ScriptWords(script).file, first == "--help" || first == "-h" { throw CleanExit.helpRequest(self) }
+        try scriptRun.validate()
+    }
 
     func run() throws {
-        let hierarchy = try script.makeHierarchy()
+        try scriptRun.execute()
+    }
+}
+
+/// A script run as `luahier run` does it, however its command line was read.
+struct ScriptRun {
+    var trace = false
+    var failOnUnhandled = false
+    var recover: String?
+    var host = HostSettings.defaults
+    var words = ScriptWords([])
+
+    /// What `run` does with no option given (and the flags' defaults).
+    static let defaults = ScriptRun()
+
+    /// The fast path of `luahier run FILE [ARGS...]` with no option before FILE (a shebang
+    /// script, a script run per file or per cron job): the argument parser would read
+    /// exactly the defaults and capture the rest, so its first parse (two thirds of the
+    /// startup, in conformance checks) is skipped. Nil for any other command line.
+    static func withoutOptions(_ arguments: [String]) -> ScriptRun? {
+        guard arguments.count >= 2, arguments[0] == "run", arguments[1] == "-" || !arguments[1].hasPrefix("-") else {
+            return nil
+        }
+        var run = ScriptRun.defaults
+        run.words = ScriptWords(Array(arguments.dropFirst()))
+        return run
+    }
+
+    func validate() throws {
+        guard let file = words.file else {
+            throw ValidationError("missing the script: luahier run [options] FILE [ARGS...]")
+        }
+        if file.hasPrefix("-") && file != "-" { throw ValidationError("unknown option '\(file)'") }
+        if file != "-" { try Validate.readableFile(file) }
+        try host.validate()
+    }
+
+    func execute() throws {
+        let hierarchy = try Hierarchy(options: try host.hierarchyOptions())
         var unhandledErrors = 0
-        hierarchy.output = Console.out
+        hierarchy.output = { Console.out($0) }
         hierarchy.onSafetyWarning = Console.warn
         let alerts = AlertBox(recover: recover)
         hierarchy.alertPresenter = alerts.present
@@ -42,14 +100,37 @@ struct Run: ParsableCommand {
             hierarchy.onDispatch = Console.printTrace
         }
         do {
-            try hierarchy.run(file: script.file, arguments: script.arguments)
+            try hierarchy.run(file: words.file!, arguments: words.arguments, commandLine: words.commandLine)
         } catch {
+            try Console.finishOutput()
             Console.scriptFailed(error)
+            if error.type == Interruption.errorType, let signal = Interruption.signal {
+                throw ExitCode(ExitStatus.interrupted(by: signal))
+            }
             throw ExitCode(ExitStatus.scriptFailed)
         }
+        try Console.finishOutput()
         if failOnUnhandled && unhandledErrors > 0 {
             Console.error("luahier: \(unhandledErrors) error(s) reached the root unhandled")
             throw ExitCode(ExitStatus.unhandledError)
         }
+    }
+}
+
+/// What `run` captured from FILE on: the script, its arguments (a `--` right after FILE
+/// dropped, so the older `FILE -- ARGS` form keeps working) and the words before it.
+struct ScriptWords {
+    var file: String?
+    var arguments: [String] = []
+    var commandLine: [String]
+
+    init(_ captured: [String]) {
+        var rest = captured[...]
+        // `luahier run -- FILE`: the terminator before FILE belongs to luahier's options.
+        if rest.first == "--" { rest = rest.dropFirst() }
+        commandLine = CommandLineWords.beforeScript(tail: rest.count)
+        file = rest.popFirst()
+        if rest.first == "--" { rest = rest.dropFirst() }
+        arguments = Array(rest)
     }
 }

@@ -1,20 +1,18 @@
 import ArgumentParser
 import LuaHierarchy
 
-/// The script, the sandbox and limit flags, and the script's own arguments after `--`:
-/// what `run`, `check` and `tree` all take.
+/// The rules script and the sandbox and limit flags: what `dispatch`, `check` and `tree`
+/// take. Each declares the script's own arguments (after `--`) last, after any positional
+/// of its own.
 struct ScriptArguments: ParsableArguments {
-    @Argument(help: "The Lua script.")
+    @Argument(help: "The Lua rules script.")
     var file: String
 
     @OptionGroup(title: "Sandbox and limits")
     var host: HostOptions
 
-    @Argument(parsing: .postTerminator, help: "Arguments for the script, after --.")
-    var arguments: [String] = []
-
     func validate() throws {
-        try Validate.fileExists(file)
+        try Validate.readableFile(file)
     }
 
     /// A hierarchy with these flags, before the script runs.
@@ -25,7 +23,7 @@ struct ScriptArguments: ParsableArguments {
     /// For the commands that inspect rules rather than run them (`check`, `tree`): the
     /// hierarchy after running the file, or exit 1 with `file:line: message` on stderr.
     /// `print` and presented errors go to stderr, so stdout holds only the command's result.
-    func loadForInspection() throws -> Hierarchy {
+    func loadForInspection(arguments: [String]) throws -> Hierarchy {
         let hierarchy = try makeHierarchy()
         hierarchy.output = { Console.error($0) }
         hierarchy.presenter = Console.present

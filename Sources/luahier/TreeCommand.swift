@@ -23,18 +23,22 @@ struct Tree: ParsableCommand {
     @OptionGroup
     var rules: ScriptArguments
 
+    @Argument(parsing: .postTerminator, help: "Arguments for the rules script, after --.")
+    var arguments: [String] = []
+
     func run() throws {
-        let tree = try rules.loadForInspection().describeTree()
+        let tree = try rules.loadForInspection(arguments: arguments).describeTree()
         switch format {
-        case .text: print(tree.text(), terminator: "")
-        case .dot: print(tree.dot(), terminator: "")
+        case .text: Console.out(tree.text(), terminator: "")
+        case .dot: Console.out(tree.dot(), terminator: "")
         case .json:
             do {
-                print(try tree.json(), terminator: "")
+                Console.out(try tree.json(), terminator: "")
             } catch {
                 Console.error("luahier: \(error)")
                 throw ExitCode(ExitStatus.scriptFailed)
             }
         }
+        try Console.finishOutput()
     }
 }

@@ -12,9 +12,9 @@ struct ExampleScriptTests {
         "escalation.lua": (["run", "scripts/escalation.lua"], 0),
         "trace.lua": (["run", "--trace", "scripts/trace.lua"], 0),
         // Two of its input lines are bad on purpose: exit 1, every line answered.
-        "alerts.lua": (["dispatch", "scripts/alerts.lua", "--input", "scripts/alerts.jsonl"], 1),
+        "alerts.lua": (["dispatch", "scripts/alerts.lua", "scripts/alerts.jsonl"], 1),
         "alerts.lua.check": (["check", "scripts/alerts.lua"], 0),
-        "workspace.lua": (["run", "scripts/workspace.lua", "--recover", "Retry"], 0),
+        "workspace.lua": (["run", "--recover", "Retry", "scripts/workspace.lua"], 0),
         "workspace.lua.check": (["check", "scripts/workspace.lua"], 0),
         "workspace.lua.tree": (["tree", "scripts/workspace.lua"], 0),
         "workspace.lua.tree-dot": (["tree", "scripts/workspace.lua", "--format", "dot"], 0),

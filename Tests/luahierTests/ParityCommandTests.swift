@@ -34,7 +34,7 @@ struct ParityCommandTests {
         #expect(unchosen.stdout == "handled\tnil\n")
         #expect(unchosen.stderr == box(chosen: "none (pass --recover OPTION to choose)"))
 
-        let wrong = try Luahier.run(["run", script, "--recover", "Later"])
+        let wrong = try Luahier.run(["run", "--recover", "Later", script])
         #expect(wrong.stdout == "handled\tnil\n")
         #expect(wrong.stderr == box(chosen: "none (--recover Later is not one of the options)"))
     }

@@ -35,4 +35,25 @@ void luahier_watchdog_prepare_thread(void);
 /* How many signals the watchdog has sent (for tests). */
 long luahier_watchdog_signals(void);
 
+/* Interrupts: lua.c's way of stopping a script on Ctrl-C, for every state of the process.
+ * The first SIGINT or SIGTERM is recorded (luahier_interrupt_signal, shim.h) and trips every
+ * running budget at its next instruction or charge, out to the top-level entry, with the
+ * error { type = "Interrupted", message = "interrupted", signal, where, traceback }; new
+ * entries stop at their first instruction until it is reset. The handler reaches a running
+ * state through the watchdog's signal, so lua_sethook runs on the state's own thread. A
+ * second signal ends the process the default way. */
+
+/* Installs the handler for SIGINT and SIGTERM; 0 on success. */
+int luahier_interrupt_install(void);
+
+/* Does what the handler does, for `sig`, from any thread (embedders, tests). */
+void luahier_interrupt_request(int sig);
+
+/* The signal that asked to stop, 0 while none did. */
+int luahier_interrupt_pending(void);
+
+/* Lets entries run again (the handlers, once they fired, stay the default ones until
+ * luahier_interrupt_install runs again). */
+void luahier_interrupt_reset(void);
+
 #endif

@@ -494,7 +494,8 @@ final class Dispatcher {
     /// Hands an unhandled error to the presenter. One from a detached subtree (a cut chain)
     /// goes only when the policy says so, marked as such (SPEC §2).
     func present(_ error: Message, reportedAt origin: Node) {
-        guard let presenter else { return }
+        // An interrupt is not the script's error: it ends the whole entry, which says so once.
+        guard let presenter, error.type != Message.interruptedType else { return }
         let detached = !origin.isAttached(to: root)
         if detached && detachedPolicy == .drop { return }
         presenter(PresentedError(error: error.describedValue(), reportedAt: origin.path, detached: detached))

@@ -107,9 +107,15 @@ struct Message {
         }
     }
 
-    /// Whether this is the error of a tripped host limit (instructions, time, memory).
+    /// The type of the error an interrupt (SIGINT, SIGTERM) ends every dispatch with.
+    static let interruptedType = "Interrupted"
+
+    /// Whether this is the error of a tripped host limit (instructions, time, memory) or of
+    /// an interrupt: what ends a budget.
     var isLimitError: Bool {
-        domain == .error && (type == "InstructionLimitExceeded" || type == "TimeLimitExceeded" || type == "MemoryLimitExceeded")
+        domain == .error
+            && (type == "InstructionLimitExceeded" || type == "TimeLimitExceeded" || type == "MemoryLimitExceeded"
+                || type == Message.interruptedType)
     }
 
     /// Whether both messages hold the same scripting-side object (a responder that returned

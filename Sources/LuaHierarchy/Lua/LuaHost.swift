@@ -66,8 +66,9 @@ final class LuaHost {
         }
         guardState.pointee.main = state
         guardState.pointee.running = state
-        // With a time limit, the watchdog makes the deadline prompt (Sources/CLuaWatchdog).
-        if limits.time != nil || limits.dispatchTime != nil, let cell = luahier_watch(guardState) {
+        // The watchdog makes a deadline prompt, and lets an interrupt (SIGINT) reach a state
+        // with no limits too (Sources/CLuaWatchdog): every state is watched.
+        if let cell = luahier_watch(guardState) {
             guardState.pointee.watch = cell.assumingMemoryBound(to: luahier_WatchCell.self)
         }
         domainTags = makeTableRef(weakMode: "k")
@@ -107,6 +108,12 @@ final class LuaHost {
 
     /// How many signals the watchdog has sent in this process.
     static var watchdogSignals: Int { luahier_watchdog_signals() }
+
+    /// `Lua 5.4`, from the library's own version number (no state needed).
+    static var luaVersion: String {
+        let number = Int(lua_version(nil))
+        return "Lua \(number / 100).\(number % 100)"
+    }
 
     /// Whether the state has a hook (the count hook is the only one the host sets).
     var countHookInstalled: Bool { lua_gethookmask(mainThread) != 0 }

@@ -5,16 +5,22 @@ extension LuaHost {
     /// Where a chunk's text comes from.
     enum ChunkSource {
         case file(String)
+        /// Read to its end; messages name it `stdin`.
+        case standardInput
         case source(String)
     }
 
     /// Loads (text only) and runs a chunk as one top-level entry, with `arguments` as `...`
-    /// and in the global `arg` (`arg[0]` is the chunk's name).
-    func runChunk(_ chunk: ChunkSource, name: String, arguments: [String]) throws(ScriptError) {
+    /// and in the global `arg`, as `lua.c` does: `arg[0]` is the chunk's name and
+    /// `commandLine` (what came before it) goes to `arg[-n] ... arg[-1]`.
+    func runChunk(
+        _ chunk: ChunkSource, name: String, arguments: [String], commandLine: [String] = []
+    ) throws(ScriptError) {
         let L = thread
         let status: Int32
         switch chunk {
         case .file(let path): status = luaL_loadfilex(L, path, "t")
+        case .standardInput: status = luaL_loadfilex(L, nil, "t")
         case .source(let source): status = luaL_loadbufferx(L, source, source.utf8.count, "@" + name, "t")
         }
         guard status == LUA_OK else {
@@ -26,6 +32,10 @@ extension LuaHost {
         lua_createtable(L, Int32(clamping: arguments.count), 1)
         push(name)
         lua_rawseti(L, -2, 0)
+        for (offset, word) in commandLine.reversed().enumerated() {
+            push(word)
+            lua_rawseti(L, -2, -lua_Integer(offset + 1))
+        }
         for (offset, argument) in arguments.enumerated() {
             push(argument)
             lua_rawseti(L, -2, lua_Integer(offset + 1))

@@ -9,10 +9,16 @@ import Darwin
 /// input order.
 ///
 /// The calling thread reads and cuts the input into batches of whole lines (what one read
-/// returned, split so every worker gets some); workers take batches as they free up; the
-/// worker that completes the next batch in order writes it, and any that were waiting
-/// behind it. Nothing waits for input that has not arrived, so an interactive producer gets
-/// each answer as soon as it is computed. Lines in flight are bounded, so memory is too.
+/// returned, split so every worker gets some); workers take batches as they free up. A
+/// worker whose batch is next in input order writes each answer as soon as it has it, so
+/// no answer waits behind a slow line after it; the worker that completes the next batch
+/// writes the rest of it, and any batches finished behind it. Nothing waits for input that
+/// has not arrived, so an interactive producer gets each answer as soon as it is computed.
+/// Lines in flight are bounded, so memory is too.
+///
+/// On SIGINT or SIGTERM (`Interruption`) reading stops, the lines being answered are cut
+/// short, and every line already answered is written, in input order, before `run` returns
+/// a summary that says so.
 public enum LineDispatcher {
     public struct Options {
         /// The rules script each worker runs once before reading input.
@@ -48,13 +54,25 @@ public enum LineDispatcher {
         public var stoppedAtLine: Int?
         /// Reading the input or writing the output failed (the run stopped there).
         public var ioError: String?
+        /// The output was a pipe whose reader closed it (EPIPE): the run ended there; a
+        /// command-line tool ends quietly then.
+        public var outputClosed = false
+        /// The signal that interrupted the run (SIGINT, SIGTERM), if one did.
+        public var interruption: Int32?
+        /// Lines read but not answered when the run was interrupted.
+        public var unanswered = 0
 
         public var answered: Int { counts.values.reduce(0, +) }
 
-        /// `N lines: a handled, b unhandled, c detached, d invalid`.
+        /// `N lines: a handled, b unhandled, c detached, d invalid`, and what interrupted it.
         public var description: String {
             let parts = LineStatus.allCases.map { "\(counts[$0, default: 0]) \($0.rawValue)" }
-            return "\(answered) line\(answered == 1 ? "" : "s"): " + parts.joined(separator: ", ")
+            var text = "\(answered) line\(answered == 1 ? "" : "s"): " + parts.joined(separator: ", ")
+            if let interruption {
+                text += "; interrupted by \(interruption == SIGTERM ? "SIGTERM" : "SIGINT")"
+                text += ", \(unanswered) line\(unanswered == 1 ? "" : "s") read but not answered"
+            }
+            return text
         }
     }
 
@@ -80,7 +98,7 @@ public enum LineDispatcher {
         var reader = LineReader(pipeline: pipeline, input: input, maxLineBytes: options.maxLineBytes)
         reader.readAll()
         shutDown()
-        return pipeline.summary
+        return pipeline.finalSummary()
     }
 }
 
@@ -98,6 +116,8 @@ final class Batch {
     let chunk: [UInt8]
     let lines: ArraySlice<Line>
     var output = JSONWriter()
+    /// How much of `output` is written already (answers written as they came).
+    var written = 0
     var counts: [LineStatus: Int] = [:]
     /// With strict: the invalid line after which nothing more is answered.
     var stopLine: Int?
@@ -129,6 +149,8 @@ final class Pipeline: @unchecked Sendable {
     private var inFlight = 0
     private var inFlightBytes = 0
     static let maxInFlightBytes = 2 << 20
+    /// Lines handed to the workers.
+    private var submittedLines = 0
 
     // Guarded by `writer`.
     private var finished: [Int: Batch] = [:]
@@ -178,18 +200,23 @@ final class Pipeline: @unchecked Sendable {
         batch.chunk.withUnsafeBytes { bytes in
             for line in batch.lines {
                 let status: LineStatus
+                if Interruption.signal != nil { return }
                 if line.oversized {
                     processor.refuseOversized(length: line.count, number: line.number, into: &batch.output)
                     status = .invalid
                 } else {
                     let text = UnsafeRawBufferPointer(rebasing: bytes[line.start..<line.start + line.count])
-                    status = processor.process(text, number: line.number, into: &batch.output, held: held)
+                    // Nil: an interrupt cut it short; it and the lines after it are unanswered.
+                    guard let answered = processor.process(text, number: line.number, into: &batch.output, held: held)
+                    else { return }
+                    status = answered
                 }
                 batch.counts[status, default: 0] += 1
                 if status == .invalid && options.strict {
                     batch.stopLine = line.number
                     return
                 }
+                writeAnswered(batch)
             }
         }
     }
@@ -212,8 +239,8 @@ final class Pipeline: @unchecked Sendable {
 
     private func nextBatch() -> Batch? {
         queue.locked {
-            while waitingHead == waiting.count && !inputDone && !stopped { queue.wait() }
-            if stopped || waitingHead == waiting.count { return nil }
+            while waitingHead == waiting.count && !inputDone && !halted { queue.wait() }
+            if halted || waitingHead == waiting.count { return nil }
             let batch = waiting[waitingHead]
             waitingHead += 1
             if waitingHead > 64 && waitingHead * 2 > waiting.count {
@@ -231,20 +258,24 @@ final class Pipeline: @unchecked Sendable {
     func submit(_ batch: Batch) -> Bool {
         queue.locked {
             while (inFlight >= maxInFlight || (inFlight > 0 && inFlightBytes + batch.chunk.count > Self.maxInFlightBytes))
-                && !stopped
+                && !halted
             {
                 queue.wait()
             }
-            if stopped { return false }
+            if halted { return false }
             inFlight += 1
             inFlightBytes += batch.chunk.count
+            submittedLines += batch.lines.count
             waiting.append(batch)
             queue.broadcast()
             return true
         }
     }
 
-    var isStopped: Bool { queue.locked { stopped } }
+    var isStopped: Bool { queue.locked { halted } }
+
+    /// Under `queue`: the run has stopped, or an interrupt asked it to.
+    private var halted: Bool { stopped || Interruption.signal != nil }
 
     /// No more input (or the run is over): idle workers end.
     func finish() {
@@ -265,6 +296,46 @@ final class Pipeline: @unchecked Sendable {
 
     // MARK: Writer side
 
+    /// Writes what `batch` has answered so far if every batch before it is written: an
+    /// answer does not wait behind a slow line after it in its batch (SPEC §8).
+    private func writeAnswered(_ batch: Batch) {
+        let failed = writer.locked { () -> Bool in
+            guard nextToWrite == batch.sequence, summary.stoppedAtLine == nil, summary.ioError == nil else { return false }
+            return !writeRest(of: batch)
+        }
+        if failed { queue.locked { stopped = true; queue.broadcast() } }
+    }
+
+    /// Under `writer`: writes the part of `batch`'s output not written yet; false (with
+    /// `summary.ioError` set) when that failed.
+    private func writeRest(of batch: Batch) -> Bool {
+        let count = batch.output.bytes.count
+        guard batch.written < count else { return true }
+        if let code = writeAll(batch.output.bytes[batch.written..<count]) {
+            summary.ioError = "cannot write the output: \(String(cString: strerror(code)))"
+            summary.outputClosed = code == EPIPE
+            return false
+        }
+        batch.written = count
+        return true
+    }
+
+    /// After the workers ended: the summary, with what an interrupt left. Batches answered
+    /// behind one the interrupt cut short are written now, in input order.
+    func finalSummary() -> LineDispatcher.Summary {
+        writer.locked {
+            guard let signal = Interruption.signal else { return summary }
+            summary.interruption = signal
+            for sequence in finished.keys.sorted() {
+                let batch = finished.removeValue(forKey: sequence)!
+                guard summary.stoppedAtLine == nil, summary.ioError == nil, writeRest(of: batch) else { continue }
+                for (status, count) in batch.counts { summary.counts[status, default: 0] += count }
+            }
+            summary.unanswered = queue.locked { submittedLines } - summary.answered
+            return summary
+        }
+    }
+
     /// Files a finished batch and writes every batch that is now next in order.
     private func complete(_ batch: Batch) {
         var written = 0
@@ -277,8 +348,7 @@ final class Pipeline: @unchecked Sendable {
                 written += 1
                 writtenBytes += next.chunk.count
                 if summary.stoppedAtLine != nil || summary.ioError != nil { continue }
-                if let error = writeAll(next.output.bytes) {
-                    summary.ioError = error
+                guard writeRest(of: next) else {
                     stopNow = true
                     continue
                 }
@@ -297,15 +367,15 @@ final class Pipeline: @unchecked Sendable {
         }
     }
 
-    /// The whole buffer, across short writes and interrupts; a message on failure.
-    private func writeAll(_ bytes: [UInt8]) -> String? {
+    /// The whole buffer, across short writes and interrupts; the errno of a failure.
+    private func writeAll(_ bytes: ArraySlice<UInt8>) -> Int32? {
         bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
                 let count = write(outputDescriptor, buffer.baseAddress! + offset, buffer.count - offset)
                 if count < 0 {
                     if errno == EINTR { continue }
-                    return "cannot write the output: \(String(cString: strerror(errno)))"
+                    return errno
                 }
                 offset += count
             }

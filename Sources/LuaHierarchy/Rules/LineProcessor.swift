@@ -40,10 +40,11 @@ struct LineProcessor {
 
     /// Appends the outcome line (with its newline) for input line `number` to `output`,
     /// charging what it adds to `held`. Trace values the cap refuses are left out (the
-    /// dispatch that recorded them has ended by then).
+    /// dispatch that recorded them has ended by then). Nil when an interrupt (SIGINT) cut the
+    /// line's dispatch short: the line was not answered, and nothing is appended.
     func process(
         _ line: UnsafeRawBufferPointer, number: Int, into output: inout JSONWriter, held: MemoryCharge
-    ) -> LineStatus {
+    ) -> LineStatus? {
         let start = output.bytes.count
         let chargedBefore = held.bytes
         defer { _ = held.add(output.bytes.count - start - (held.bytes - chargedBefore)) }
@@ -57,6 +58,7 @@ struct LineProcessor {
                 if message.domain == .error { message.setIfAbsent("where", to: "\(inputName):\(number)") }
                 if hierarchy.traceLevel != traceLevel { hierarchy.traceLevel = traceLevel }
                 let result = try hierarchy.dispatchKeepingValue(message, at: request.node)
+                if result.status == .unhandled && result.message.type == Message.interruptedType { return nil }
                 write(result, id: request.id, number: number, into: &output, held: held)
                 return LineStatus(rawValue: result.status.rawValue)!
             } catch {
