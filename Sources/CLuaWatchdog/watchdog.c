@@ -175,7 +175,13 @@ int luahier_interrupt_install(void) {
     action.sa_flags = SA_RESTART;
     sigemptyset(&action.sa_mask);
     if (sigaction(SIGINT, &action, NULL) != 0 || sigaction(SIGTERM, &action, NULL) != 0) return -1;
-    return 0;
+    /* A process can start with them blocked (a parent's worker thread spawned it, and exec
+     * keeps the mask): unblock them here, for the threads started from now on too. */
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    return pthread_sigmask(SIG_UNBLOCK, &stops, NULL) == 0 ? 0 : -1;
 }
 
 void luahier_interrupt_request(int sig) {

@@ -138,3 +138,52 @@ extension Luahier {
             seconds: Date().timeIntervalSince(started))
     }
 }
+
+extension Luahier {
+    /// Runs `luahier arguments...` with stdout going to the file at `stdout` (`/dev/full`),
+    /// or, when nil, to a pipe whose reading end is already closed. Exit status or signal,
+    /// and stderr.
+    static func spawn(_ arguments: [String], stdout: String?, stdin: String = "") throws -> (status: Int32?, signal: Int32?, stderr: String) {
+        signal(SIGPIPE, SIG_IGN)
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.currentDirectoryURL = packageRoot
+        let closed = Pipe()
+        if let stdout {
+            process.standardOutput = FileHandle(forWritingAtPath: stdout)
+        } else {
+            process.standardOutput = closed
+        }
+        let err = Pipe(), input = Pipe()
+        process.standardError = err
+        process.standardInput = input
+        try process.run()
+        if stdout == nil { try closed.fileHandleForReading.close() }
+        let feed = DispatchGroup()
+        DispatchQueue.global().async(group: feed) {
+            try? input.fileHandleForWriting.write(contentsOf: Data(stdin.utf8))
+            try? input.fileHandleForWriting.close()
+        }
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        feed.wait()
+        let exited = process.terminationReason == .exit
+        return (exited ? process.terminationStatus : nil, exited ? nil : process.terminationStatus, String(decoding: errData, as: UTF8.self))
+    }
+
+    /// The SHA-256 of `text`, in hex (by `sha256sum`).
+    static func sha256(_ text: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        try input.fileHandleForWriting.write(contentsOf: Data(text.utf8))
+        try input.fileHandleForWriting.close()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(String(decoding: data, as: UTF8.self).prefix(64))
+    }
+}

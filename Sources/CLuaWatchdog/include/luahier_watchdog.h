@@ -43,7 +43,8 @@ long luahier_watchdog_signals(void);
  * state through the watchdog's signal, so lua_sethook runs on the state's own thread. A
  * second signal ends the process the default way. */
 
-/* Installs the handler for SIGINT and SIGTERM; 0 on success. */
+/* Installs the handler for SIGINT and SIGTERM and unblocks them in the calling thread (threads
+ * it starts later inherit that); 0 on success. */
 int luahier_interrupt_install(void);
 
 /* Does what the handler does, for `sig`, from any thread (embedders, tests). */

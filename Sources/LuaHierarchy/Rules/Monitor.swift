@@ -30,5 +30,18 @@ final class Monitor: @unchecked Sendable {
     /// Waits (the lock held, as from inside `locked`) until `broadcast`.
     func wait() { pthread_cond_wait(condition, mutex) }
 
+    /// Waits (the lock held) until `broadcast` or until `deadline` (CLOCK_REALTIME seconds).
+    func wait(until deadline: Double) {
+        var time = timespec(tv_sec: Int(deadline), tv_nsec: Int((deadline - deadline.rounded(.down)) * 1e9))
+        pthread_cond_timedwait(condition, mutex, &time)
+    }
+
     func broadcast() { pthread_cond_broadcast(condition) }
+
+    /// CLOCK_REALTIME in seconds, the clock `wait(until:)` reads.
+    static var now: Double {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) * 1e-9
+    }
 }

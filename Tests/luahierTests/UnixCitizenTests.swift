@@ -1,0 +1,313 @@
+import Foundation
+import Testing
+
+/// `luahier` as a Unix tool (SPEC §8): arguments as lua5.4 takes them, stdin, shebang
+/// scripts, positional input, one error style, output flushed per line and never lost,
+/// signals, failed writes, `--version`, the man page and completions.
+@Suite("luahier as a Unix citizen (SPEC §8)")
+struct UnixCitizenTests {
+    // MARK: Arguments
+
+    static let echoArguments = """
+        print(select("#", ...), ...)
+        print(arg[-2], arg[-1], arg[0], #arg)
+        for i = 1, #arg do print(i, arg[i]) end
+        """
+
+    @Test func everythingAfterFileGoesToTheScript() throws {
+        let script = try Luahier.script(Self.echoArguments)
+        let result = try Luahier.run(["run", "--timeout", "9", script, "a", "--trace", "-x", "--", "b"])
+        #expect(result.status == 0)
+        #expect(result.stderr.isEmpty)
+        #expect(result.stdout == """
+            5\ta\t--trace\t-x\t--\tb
+            --timeout\t9\t\(script)\t5
+            1\ta
+            2\t--trace
+            3\t-x
+            4\t--
+            5\tb
+
+            """)
+    }
+
+    @Test func aTerminatorRightAfterFileIsDropped() throws {
+        let script = try Luahier.script(Self.echoArguments)
+        let result = try Luahier.run(["run", script, "--", "one", "--two"])
+        #expect(result.status == 0)
+        #expect(result.stdout.hasPrefix("2\tone\t--two\n\(Luahier.binary.path)\trun\t\(script)\t2\n"))
+        // Before FILE, `--` ends luahier's options.
+        let before = try Luahier.run(["run", "--", script, "x"])
+        #expect(before.stdout.hasPrefix("1\tx\nrun\t--\t\(script)\t1\n"))
+    }
+
+    @Test func dashReadsTheScriptFromStdin() throws {
+        let result = try Luahier.run(["run", "-", "p", "q"], stdin: "print(arg[0], ...)\nprint(hier.root.path)\n")
+        #expect(result.status == 0)
+        #expect(result.stdout == "-\tp\tq\n/\n")
+        let failing = try Luahier.run(["run", "-"], stdin: "\n\nerror('boom')\n")
+        #expect(failing.status == 1)
+        #expect(failing.stderr.hasPrefix("luahier: stdin:3: boom\n"))
+        let shorthand = try Luahier.run(["-", "r"], stdin: "print(...)")
+        #expect(shorthand.stdout == "r\n")
+    }
+
+    @Test(arguments: [
+        "#!/usr/bin/env luahier\n",
+        "#!/usr/bin/env -S luahier run\n",
+        "#!/usr/bin/env -S luahier run --timeout 5\n",
+    ])
+    func shebangScriptsRunWithTheirArguments(_ shebang: String) throws {
+        let path = try Luahier.script(shebang + "print('args', ...)\nprint(hier.root.path)\n")
+        chmod(path, 0o755)
+        let folder = Luahier.binary.deletingLastPathComponent().path
+        let environment = ["PATH": folder + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")]
+        let child = try LiveProcess(["one", "--two"], environment: environment, executable: URL(fileURLWithPath: path))
+        child.closeInput()
+        let stdout = child.readRest()
+        let (status, stderr) = child.finish()
+        #expect(status == 0)
+        #expect(stderr.isEmpty)
+        #expect(stdout == "args\tone\t--two\n/\n")
+    }
+
+    @Test func dispatchTakesItsInputAsAnArgument() throws {
+        let expected = try Luahier.run(["dispatch", "scripts/alerts.lua", "--input", "scripts/alerts.jsonl"])
+        let positional = try Luahier.run(["dispatch", "scripts/alerts.lua", "scripts/alerts.jsonl"])
+        #expect(positional.status == expected.status)
+        #expect(positional.stdout == expected.stdout)
+        #expect(positional.stdout.split(separator: "\n").count == 12)
+        let input = try String(contentsOf: Luahier.packageRoot.appendingPathComponent("scripts/alerts.jsonl"), encoding: .utf8)
+        let dash = try Luahier.run(["dispatch", "scripts/alerts.lua", "-", "--jobs", "2"], stdin: input)
+        #expect(dash.stdout == expected.stdout.replacingOccurrences(of: "scripts/alerts.jsonl", with: "stdin"))
+        let twice = try Luahier.run(["dispatch", "scripts/alerts.lua", "scripts/alerts.jsonl", "--input", "scripts/alerts.jsonl"])
+        #expect(twice.status == 2)
+        #expect(twice.stderr.hasPrefix("luahier: give the input once"))
+    }
+
+    // MARK: Errors
+
+    @Test(arguments: [
+        (["run", "--jobs", "-1", "x.lua"], "luahier: unknown option '--jobs'"),
+        (["dispatch", "scripts/alerts.lua", "--jobs", "-1"], "luahier: --jobs must be between 1 and 256"),
+        (["run", "--timeout", "-5", "scripts/signin.lua"], "luahier: --timeout must be 0 or more seconds"),
+        (["run", "--max-instructions", "-1", "scripts/signin.lua"], "luahier: --max-instructions must be 0 or more"),
+        (["check", "scripts/alerts.lua", "--dispatch-timeout", "-1"], "luahier: --dispatch-timeout must be 0 or more seconds"),
+        (["run", "Tests"], "luahier: Tests is a directory"),
+        (["dispatch", "scripts/alerts.lua", "Tests"], "luahier: Tests is a directory"),
+        (["run", "no/such.lua"], "luahier: no such file: no/such.lua"),
+        (["run"], "luahier: missing the script: luahier run [options] FILE [ARGS...]"),
+        (["frobnicate"], "luahier: no such file: frobnicate"),
+        (["tree", "scripts/alerts.lua", "--format", "svg"], "luahier: "),
+        (["--bogus"], "luahier: "),
+    ])
+    func usageErrorsHaveOneStyle(_ arguments: [String], _ first: String) throws {
+        let result = try Luahier.run(arguments)
+        #expect(result.status == 2)
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr.hasPrefix(first + (first == "luahier: " ? "" : "\n")))
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count == 2)
+        #expect(lines.allSatisfy { $0.hasPrefix("luahier: ") })
+        #expect(lines.last?.hasPrefix("luahier: see 'luahier") == true)
+    }
+
+    @Test func versionComesFromThePackage() throws {
+        let result = try Luahier.run(["--version"])
+        #expect(result.status == 0)
+        #expect(result.stdout.wholeMatch(of: /luahier \d+\.\d+\.\d+ \(Lua 5\.4\)\n/) != nil)
+        let library = try String(contentsOf: Luahier.packageRoot.appendingPathComponent("Sources/LuaHierarchy/Version.swift"), encoding: .utf8)
+        let number = try #require(library.firstMatch(of: /number = "([0-9.]+)"/)?.1)
+        #expect(result.stdout.hasPrefix("luahier \(number) "))
+    }
+
+    @Test(arguments: ["bash", "zsh", "fish"])
+    func completionScriptsAreGenerated(_ shell: String) throws {
+        let result = try Luahier.run(["--generate-completion-script", shell])
+        #expect(result.status == 0)
+        for word in ["luahier", "dispatch", "max-memory"] { #expect(result.stdout.contains(word)) }
+    }
+
+    // MARK: Output
+
+    @Test func printIsFlushedLineByLine() throws {
+        let script = try Luahier.script("""
+            print("start")
+            local t = os.clock() while os.clock() - t < 1.5 do end
+            print("end")
+            """)
+        let child = try LiveProcess(["run", script])
+        let first = child.readLine(timeout: 1.2)
+        #expect(first == "start")
+        #expect(child.isRunning, "start arrived only when the script ended")
+        #expect(child.readLine(timeout: 20) == "end")
+        #expect(child.finish().status == 0)
+    }
+
+    @Test(arguments: [
+        ["run", "scripts/signin.lua"], ["tree", "scripts/alerts.lua"], ["tree", "scripts/alerts.lua", "--format", "json"],
+        ["dispatch", "scripts/alerts.lua", "scripts/alerts.jsonl"],
+    ])
+    func aFailedWriteIsAnError(_ arguments: [String]) throws {
+        let result = try Luahier.spawn(arguments, stdout: "/dev/full")
+        #expect(result.status == 1)
+        #expect(result.stderr.hasPrefix("luahier: "))
+        #expect(result.stderr.contains("cannot write"))
+        #expect(result.stderr.contains("No space left on device"))
+    }
+
+    @Test(arguments: [
+        ["run", "-"], ["dispatch", "scripts/alerts.lua", "-"],
+    ])
+    func aClosedPipeEndsQuietly(_ arguments: [String]) throws {
+        let input = arguments[0] == "run"
+            ? "for i = 1, 200000 do print(('x'):rep(100)) end"
+            : String(repeating: #"{"at":"/org/platform","event":{"type":"Alert","severity":"info","service":"api"}}"# + "\n", count: 20000)
+        let result = try Luahier.spawn(arguments, stdout: nil, stdin: input)
+        #expect(result.status == 141 || result.signal == SIGPIPE)
+        #expect(result.stderr.isEmpty)
+    }
+
+    // MARK: Signals
+
+    static let loop = """
+        print("ready")
+        local n = 0
+        while true do
+          n = n + 1
+        end
+        """
+
+    @Test(arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))])
+    func aSignalStopsTheScriptAtItsLine(_ signal: Int32, _ status: Int32) throws {
+        let script = try Luahier.script(Self.loop)
+        let child = try LiveProcess(["run", script])
+        #expect(child.readLine(timeout: 20) == "ready")
+        usleep(200_000)  // into the loop: a signal during print would name line 1
+        child.send(signal)
+        let stdout = child.readRest()
+        let result = child.finish(timeout: 10)
+        #expect(result.status == status)
+        #expect(stdout.isEmpty)
+        #expect(result.stderr.hasPrefix("luahier: \(script):4: interrupted\nstack traceback:\n\t\(script):4: in main chunk"))
+    }
+
+    /// With the count hook (an instruction budget the dispatch cannot spend in the test's
+    /// time) and with no limits at all (no hook: the signal sets it).
+    @Test(arguments: [["--dispatch-max-instructions", "0"], ["--timeout", "0", "--max-instructions", "0", "--dispatch-timeout", "0", "--dispatch-max-instructions", "0"]])
+    func aSignalStopsNestedDispatchesCoroutinesAndPcalls(_ limits: [String]) throws {
+        let script = try Luahier.script("""
+            local node = hier.root:child("n")
+            node:handleEvent(function()
+              local co = coroutine.wrap(function()
+                while true do pcall(function() while true do end end) end
+              end)
+              co()
+            end)
+            print("ready")
+            local outcome = node:triggerEvent("Spin")
+            print("after", outcome.status)
+            """)
+        let child = try LiveProcess(["run"] + limits + [script])
+        #expect(child.readLine(timeout: 20) == "ready")
+        usleep(200_000)
+        child.send(SIGINT)
+        let stdout = child.readRest()
+        let result = child.finish(timeout: 10)
+        #expect(result.status == 130)
+        #expect(stdout.isEmpty, "the script went on after the dispatch: \(stdout)")
+        // Named where it was stopped (inside the coroutine), not where it unwound to.
+        #expect(result.stderr.hasPrefix("luahier: \(script):4: interrupted\nstack traceback:\n"))
+        #expect(result.stderr.contains("\(script):4: in function <\(script):4>"))
+        #expect(!result.stderr.contains("unhandled error"), "an interrupt is not presented as the script's error")
+    }
+
+    // MARK: dispatch over time
+
+    static let slowRules = """
+        hier.root:child("a"):handleEvent(function(e)
+          if e.slow then local t = os.clock() while os.clock() - t < e.slow do end end
+          return "handled"
+        end)
+        """
+
+    static func request(_ n: Int, slow: Double? = nil) -> String {
+        #"{"id":\#(n),"at":"/a","event":{"type":"E"\#(slow.map { ",\"slow\":\($0)" } ?? "")}}"# + "\n"
+    }
+
+    @Test func aProducerThatWaitsForEachAnswerGetsIt() throws {
+        let rules = try Luahier.script(Self.slowRules)
+        let child = try LiveProcess(["dispatch", rules])
+        for n in 1...5 {
+            child.write(Self.request(n))
+            let answer = child.readLine(timeout: 20)
+            #expect(answer?.hasPrefix(#"{"line":\#(n),"id":\#(n),"status":"handled""#) == true)
+        }
+        child.closeInput()
+        #expect(child.readRest().isEmpty)
+        let result = child.finish()
+        #expect(result.status == 0)
+        #expect(result.stderr == "luahier: 5 lines: 5 handled, 0 unhandled, 0 detached, 0 invalid\n")
+    }
+
+    @Test(arguments: [1, 2])
+    func answersDoNotWaitBehindASlowLine(_ jobs: Int) throws {
+        let rules = try Luahier.script(Self.slowRules)
+        let child = try LiveProcess(["dispatch", "--jobs", "\(jobs)", rules])
+        // One write: lines 1-4 fast, 5 slow; with 2 jobs the batch of 4-6 holds the slow one.
+        child.write((1...4).map { Self.request($0) }.joined() + Self.request(5, slow: 3) + Self.request(6))
+        let started = Date()
+        for n in 1...4 {
+            #expect(child.readLine(timeout: 20)?.hasPrefix(#"{"line":\#(n),"#) == true)
+        }
+        #expect(Date().timeIntervalSince(started) < 2.5, "answers 1-4 waited for line 5")
+        #expect(child.readLine(timeout: 20)?.hasPrefix(#"{"line":5,"#) == true)
+        #expect(child.readLine(timeout: 20)?.hasPrefix(#"{"line":6,"#) == true)
+        child.closeInput()
+        #expect(child.finish().status == 0)
+    }
+
+    @Test(arguments: [(SIGINT, Int32(130), "SIGINT"), (SIGTERM, Int32(143), "SIGTERM")])
+    func aSignalWritesEveryFinishedAnswerAndTheSummary(_ signal: Int32, _ status: Int32, _ name: String) throws {
+        let rules = try Luahier.script(Self.slowRules)
+        let child = try LiveProcess(["dispatch", rules])
+        child.write((1...4).map { Self.request($0) }.joined() + Self.request(5, slow: 30) + Self.request(6))
+        for n in 1...4 {
+            #expect(child.readLine(timeout: 20)?.hasPrefix(#"{"line":\#(n),"#) == true)
+        }
+        usleep(200_000)
+        child.send(signal)
+        let rest = child.readRest()
+        let result = child.finish(timeout: 10)
+        #expect(result.status == status)
+        #expect(rest.isEmpty, "an unfinished line was answered: \(rest)")
+        #expect(result.stderr == "luahier: 4 lines: 4 handled, 0 unhandled, 0 detached, 0 invalid; interrupted by \(name), 2 lines read but not answered\n")
+    }
+
+    @Test func aSignalWhileWaitingForInputEndsTheRun() throws {
+        let rules = try Luahier.script(Self.slowRules)
+        let child = try LiveProcess(["dispatch", rules])
+        child.write(Self.request(1))
+        #expect(child.readLine(timeout: 20)?.hasPrefix(#"{"line":1,"#) == true)
+        child.send(SIGINT)
+        let result = child.finish(timeout: 10)
+        #expect(result.status == 130)
+        #expect(result.stderr == "luahier: 1 line: 1 handled, 0 unhandled, 0 detached, 0 invalid; interrupted by SIGINT, 0 lines read but not answered\n")
+    }
+
+    // MARK: The man page
+
+    /// `docs/luahier.1` is generated (`tools/manpage.sh`) from what `--experimental-dump-help`
+    /// prints, whose SHA-256 it records: a change to any command's definition without a new
+    /// man page fails here.
+    @Test func theManPageIsCurrent() throws {
+        let dump = try Luahier.run(["--experimental-dump-help"])
+        #expect(dump.status == 0)
+        let page = try String(contentsOf: Luahier.packageRoot.appendingPathComponent("docs/luahier.1"), encoding: .utf8)
+        let recorded = try #require(page.firstMatch(of: /generated from help with SHA-256 ([0-9a-f]{64})/)?.1)
+        #expect(String(recorded) == (try Luahier.sha256(dump.stdout)))
+        for word in ["luahier", "dispatch", "max-memory", "fail-on-unhandled", "Exit codes"] {
+            #expect(page.contains(word), "the man page lacks \(word)")
+        }
+    }
+}
