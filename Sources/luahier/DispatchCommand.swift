@@ -77,10 +77,7 @@ struct Dispatch: ParsableCommand {
             summary = try LineDispatcher.run(options, input: descriptor, output: STDOUT_FILENO)
         } catch {
             Console.scriptFailed(error)
-            if error.type == Interruption.errorType, let signal = Interruption.signal {
-                throw ExitCode(ExitStatus.interrupted(by: signal))
-            }
-            throw ExitCode(ExitStatus.scriptFailed)
+            throw ExitCode(ExitStatus.failed(error))
         }
         if summary.outputClosed { throw ExitCode(ExitStatus.closedPipe) }
         var report = "luahier: \(summary)"

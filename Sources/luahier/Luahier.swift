@@ -72,6 +72,12 @@ enum ExitStatus {
 
     /// 128 + the signal: 130 for SIGINT, 143 for SIGTERM.
     static func interrupted(by signal: Int32) -> Int32 { 128 + signal }
+
+    /// For a script that failed with `error`: 130/143 when a signal stopped it, else 1.
+    static func failed(_ error: ScriptError) -> Int32 {
+        guard error.type == Interruption.errorType, let signal = Interruption.signal else { return scriptFailed }
+        return interrupted(by: signal)
+    }
 }
 
 /// The process's command line, as the subcommands read it.

@@ -104,10 +104,7 @@ struct ScriptRun {
         } catch {
             try Console.finishOutput()
             Console.scriptFailed(error)
-            if error.type == Interruption.errorType, let signal = Interruption.signal {
-                throw ExitCode(ExitStatus.interrupted(by: signal))
-            }
-            throw ExitCode(ExitStatus.scriptFailed)
+            throw ExitCode(ExitStatus.failed(error))
         }
         try Console.finishOutput()
         if failOnUnhandled && unhandledErrors > 0 {

@@ -32,7 +32,7 @@ struct ScriptArguments: ParsableArguments {
             try hierarchy.run(file: file, arguments: arguments)
         } catch {
             Console.scriptFailed(error)
-            throw ExitCode(ExitStatus.scriptFailed)
+            throw ExitCode(ExitStatus.failed(error))
         }
         return hierarchy
     }
