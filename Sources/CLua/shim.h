@@ -124,6 +124,9 @@ enum {
 /* The signal that asked the process to stop (SIGINT, SIGTERM), 0 while none did. Defined and
  * set by the interrupt handler (Sources/CLuaWatchdog); every check reads it. */
 extern volatile sig_atomic_t luahier_interrupt_signal;
+/* How many times an interrupt was asked for (an error kept from an earlier one is not
+ * raised again for a later one, after a reset). */
+extern volatile sig_atomic_t luahier_interrupt_generation;
 
 /* Whose limit bounds a budget: the top-level chunk's or a dispatch's (for messages). */
 enum { LUAHIER_SCOPE_CHUNK = 0, LUAHIER_SCOPE_DISPATCH = 1 };
@@ -190,7 +193,8 @@ typedef struct luahier_Guard {
     size_t released_count, released_capacity;
     int interrupt_ref;             /* registry reference to the entry's interrupt error, made
                                     * where it first tripped and raised again as it unwinds
-                                    * (0: none) */
+                                    * (0: none), and the interrupt it is for */
+    int interrupt_generation;
 } luahier_Guard;
 
 /* The count hook runs every this many instructions; once tripped, at every instruction. Host
@@ -391,10 +395,12 @@ static inline void luahier_pushtraceback(lua_State *L, int level);
  * the entry ends naming the place the script was stopped at. Called by
  * luahier_pushlimiterror, in host mode. */
 static inline void luahier_pushinterrupterror(lua_State *L, luahier_Guard *g) {
-    if (g->interrupt_ref > 0) {
+    if (g->interrupt_ref > 0 && g->interrupt_generation == luahier_interrupt_generation) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, g->interrupt_ref);
         return;
     }
+    if (g->interrupt_ref > 0) luaL_unref(L, LUA_REGISTRYINDEX, g->interrupt_ref);
+    g->interrupt_generation = luahier_interrupt_generation;
     lua_createtable(L, 0, 5);
     lua_pushstring(L, "Interrupted");
     lua_setfield(L, -2, "type");
@@ -552,12 +558,15 @@ static inline void luahier_beginentry(lua_State *L, long long instructions, doub
     b->time_scope = scope;
     b->own_time = 0;
     b->exceeded = 0;
-    if (luahier_interrupt_signal) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
-    else if (g->hooked) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, luahier_nextcount(g));
     if (g->watch) {
         luahier_publishdeadline(g);
         __atomic_store_n(&g->watch->tid, luahier_threadid(), __ATOMIC_RELEASE);
     }
+    /* The thread is published before the flag is read, and the handler sets the flag before
+     * it reads the threads: one of the two sees the other, so no interrupt falls between. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (luahier_interrupt_signal) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+    else if (g->hooked) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, luahier_nextcount(g));
 }
 
 /* [-0, +0, -] Ends the top-level entry; returns what it tripped on (LUAHIER_TRIPPED_*). */
@@ -672,6 +681,9 @@ static inline int luahier_resume(lua_State *L) {
     luahier_Guard *g = luahier_guard(L);
     lua_State *caller = g->running;
     g->running = co;
+    /* An interrupt that hooked the caller just before: the coroutine stops too. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (g->active && luahier_interrupt_signal) lua_sethook(co, luahier_hook, LUA_MASKCOUNT, 1);
     int nres = 0;
     int status = lua_resume(co, L, narg, &nres);
     g->running = caller;

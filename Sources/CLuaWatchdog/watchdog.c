@@ -81,10 +81,13 @@ static int luahier_startwatchdog(void) {
     sigemptyset(&action.sa_mask);
     if (sigaction(signal_number, &action, NULL) != 0) return state = -1;
     __atomic_store_n(&state, 1, __ATOMIC_RELEASE);
-    /* The watchdog thread itself never takes the signal. */
+    /* The watchdog thread itself never takes the signal, nor SIGINT or SIGTERM (they go to
+     * a thread that runs Lua or reads input, whose wait they cut short). */
     sigset_t blocked, previous;
     sigemptyset(&blocked);
     sigaddset(&blocked, signal_number);
+    sigaddset(&blocked, SIGINT);
+    sigaddset(&blocked, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &blocked, &previous);
     pthread_t thread;
     pthread_attr_t attributes;
@@ -142,12 +145,18 @@ long luahier_watchdog_signals(void) {
 /* ---- Interrupts (SIGINT, SIGTERM) ---------------------------------------------------- */
 
 volatile sig_atomic_t luahier_interrupt_signal;
+volatile sig_atomic_t luahier_interrupt_generation;
 
 /* [-0, +0, -] Async-signal-safe: records `sig` (the first one wins) and sends the watchdog's
  * signal to every thread running an entry of a watched state (every state is watched), whose
  * handler then makes its next instruction run the hook, which raises the interrupt. */
 static void luahier_stopall(int sig) {
-    if (!luahier_interrupt_signal) luahier_interrupt_signal = sig;
+    if (!luahier_interrupt_signal) {
+        luahier_interrupt_generation++;
+        luahier_interrupt_signal = sig;
+    }
+    /* Pairs with luahier_beginentry's fence: an entry published after this scan sees the flag. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 1) return;
     int signal_number = SIGRTMIN + LUAHIER_WATCHDOG_SIGNAL_OFFSET;
     pid_t pid = getpid();
@@ -168,20 +177,36 @@ static void luahier_interrupthandler(int sig) {
     errno = saved_errno;
 }
 
-int luahier_interrupt_install(void) {
+/* Installs the handler for `sig` unless the process was started with it ignored (a
+ * background job, nohup): that choice is kept. Unblocks it in the calling thread: a process
+ * can start with it blocked (a parent's worker thread spawned it, and exec keeps the mask);
+ * threads started from now on inherit that. No SA_RESTART: a read that waits (a script on
+ * stdin, the input of `dispatch`) returns EINTR, so the signal is seen at once. */
+static int luahier_installstop(int sig) {
+    struct sigaction existing;
+    if (sigaction(sig, NULL, &existing) != 0) return -1;
+    if (!(existing.sa_flags & SA_SIGINFO) && existing.sa_handler == SIG_IGN) return 0;
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = luahier_interrupthandler;
-    action.sa_flags = SA_RESTART;
     sigemptyset(&action.sa_mask);
-    if (sigaction(SIGINT, &action, NULL) != 0 || sigaction(SIGTERM, &action, NULL) != 0) return -1;
-    /* A process can start with them blocked (a parent's worker thread spawned it, and exec
-     * keeps the mask): unblock them here, for the threads started from now on too. */
+    if (sigaction(sig, &action, NULL) != 0) return -1;
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, sig);
+    return pthread_sigmask(SIG_UNBLOCK, &stops, NULL) == 0 ? 0 : -1;
+}
+
+int luahier_interrupt_install(void) {
+    return luahier_installstop(SIGINT) == 0 && luahier_installstop(SIGTERM) == 0 ? 0 : -1;
+}
+
+void luahier_interrupt_block(void) {
     sigset_t stops;
     sigemptyset(&stops);
     sigaddset(&stops, SIGINT);
     sigaddset(&stops, SIGTERM);
-    return pthread_sigmask(SIG_UNBLOCK, &stops, NULL) == 0 ? 0 : -1;
+    pthread_sigmask(SIG_BLOCK, &stops, NULL);
 }
 
 void luahier_interrupt_request(int sig) {
@@ -194,4 +219,51 @@ int luahier_interrupt_pending(void) {
 
 void luahier_interrupt_reset(void) {
     luahier_interrupt_signal = 0;
+}
+
+/* ---- A script on stdin, read until an interrupt ---------------------------------------- */
+
+typedef struct luahier_StdinReader {
+    char buffer[4096];
+    int started;
+    int failed;   /* errno of a failed read (EINTR: an interrupt) */
+} luahier_StdinReader;
+
+/* lua_Reader over fd 0. lua.c's loader (stdio's fread) retries a read an interrupt cut
+ * short and waits on; this one stops there. A first line starting with '#' (a shebang) is
+ * left out, its newline kept, as luaL_loadfilex does. */
+static const char *luahier_readstdin(lua_State *L, void *data, size_t *size) {
+    (void)L;
+    luahier_StdinReader *reader = (luahier_StdinReader *)data;
+    for (;;) {
+        ssize_t count = read(0, reader->buffer, sizeof reader->buffer);
+        if (count < 0 && errno == EINTR && !luahier_interrupt_signal) continue;
+        if (count <= 0) {
+            if (count < 0) reader->failed = errno;
+            *size = 0;
+            return NULL;
+        }
+        const char *start = reader->buffer;
+        if (!reader->started && reader->buffer[0] == '#') {
+            const char *newline = memchr(reader->buffer, '\n', (size_t)count);
+            if (newline == NULL) continue;   /* a shebang line longer than the buffer */
+            start = newline;
+        }
+        reader->started = 1;
+        *size = (size_t)(reader->buffer + count - start);
+        return start;
+    }
+}
+
+int luahier_loadstdin(lua_State *L, const char *mode) {
+    luahier_StdinReader reader;
+    reader.started = 0;
+    reader.failed = 0;
+    int status = lua_load(L, luahier_readstdin, &reader, "=stdin", mode);
+    if (reader.failed) {
+        lua_pop(L, 1);   /* the chunk of what was read, or the error it gave */
+        lua_pushfstring(L, "cannot read stdin: %s", strerror(reader.failed));
+        return LUA_ERRFILE;
+    }
+    return status;
 }

@@ -83,6 +83,7 @@ public final class Hierarchy {
         dispatcher.traceLevel = options.traceLevel
         dispatcher.depthLimit = max(1, options.depthLimit)
         dispatcher.presenter = { [unowned self] in self.presenter?($0) }
+        dispatcher.isStopping = { [unowned host] in host.interruptTripped }
         dispatcher.runner = host
         dispatcher.onSafetyWarning = { [unowned self] in self.onSafetyWarning($0) }
         let sandbox = try host.openLibraries(options.libraries)
@@ -180,12 +181,19 @@ public final class Hierarchy {
     /// script swallowed, or one host work tripped after the last responder ran.
     func endedByLimit(_ result: consuming DispatchResult) -> DispatchResult {
         guard host.limitTripped else { return result }
-        if result.status == .unhandled && result.message.isLimitError { return result }
+        // Read from the budget, never from the value: an input or a script may raise an
+        // error of type "Interrupted" of its own.
+        let interrupted = host.interruptTripped
         var error = host.limitError()
+        if result.status == .unhandled && (result.message.isLimitError || result.message.isSameObject(as: error)) {
+            result.interrupted = interrupted
+            return result
+        }
         if result.message.domain == .error { error.setIfAbsent("cause", to: result.message) }
-        let ended = DispatchResult(
+        var ended = DispatchResult(
             status: .unhandled, message: error, handledBy: nil, responder: nil, trace: result.trace,
             origin: result.origin, hops: result.hops)
+        ended.interrupted = interrupted
         dispatcher.present(error, reportedAt: result.origin)
         return ended
     }

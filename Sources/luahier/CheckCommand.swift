@@ -28,6 +28,7 @@ struct Check: ParsableCommand {
         let findings = tree.check()
         for finding in findings { Console.out("\(finding)") }
         try Console.finishOutput()
+        try ExitStatus.exitIfInterrupted()
         let responders = tree.entries.reduce(0) { $0 + $1.responders.count }
         if findings.isEmpty {
             Console.error("check: \(rules.file): no findings (\(tree.entries.count) nodes, \(responders) responders)")

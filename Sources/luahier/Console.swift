@@ -22,9 +22,15 @@ enum Console {
     /// Exit 1 with `luahier: cannot write to stdout: REASON` if any write to stdout failed
     /// (`> /dev/full`): results that were not written are an error, not a success.
     static func finishOutput() throws {
-        guard let failure = outputFailure else { return }
+        if reportOutputFailure() { throw ExitCode(ExitStatus.scriptFailed) }
+    }
+
+    /// Prints `luahier: cannot write to stdout: REASON` if a write to stdout failed; whether
+    /// one did.
+    static func reportOutputFailure() -> Bool {
+        guard let failure = outputFailure else { return false }
         error("luahier: \(failure)")
-        throw ExitCode(ExitStatus.scriptFailed)
+        return true
     }
 
     /// Writes all of `text` to `descriptor`, across short writes and interrupts; the errno

@@ -30,8 +30,13 @@ struct Luahier: ParsableCommand {
     /// Parses and runs on a large-stack thread, mapping every failure to a documented exit
     /// code: argument errors are 2 (swift-argument-parser would say 64).
     static func main() {
-        Interruption.installSignalHandlers()
-        LargeStack.run(runCommand)
+        // The main thread only waits: SIGINT and SIGTERM go to the thread that runs the
+        // command, where they cut a read of stdin short.
+        Interruption.blockSignalsOnThisThread()
+        LargeStack.run {
+            Interruption.installSignalHandlers()
+            runCommand()
+        }
     }
 
     private static func runCommand() {
@@ -50,8 +55,7 @@ struct Luahier: ParsableCommand {
             if exitCode(for: error) == .success {
                 // --help, --version, --generate-completion-script: the answer is the result.
                 Console.out(fullMessage(for: error))
-                try? Console.finishOutput()
-                Glibc.exit(0)
+                Glibc.exit(Console.reportOutputFailure() ? ExitStatus.scriptFailed : 0)
             }
             // One style for every error (SPEC §8): `luahier: message`, then where to look.
             let message = message(for: error).split(separator: "\n").first.map(String.init) ?? "usage error"
@@ -73,9 +77,18 @@ enum ExitStatus {
     /// 128 + the signal: 130 for SIGINT, 143 for SIGTERM.
     static func interrupted(by signal: Int32) -> Int32 { 128 + signal }
 
-    /// For a script that failed with `error`: 130/143 when a signal stopped it, else 1.
+    /// A signal that came when no script ran (after it ended, while a result was written)
+    /// still ends the command as interrupted: `luahier: interrupted`, 130/143.
+    static func exitIfInterrupted() throws {
+        guard let signal = Interruption.signal else { return }
+        Console.error("luahier: interrupted")
+        throw ExitCode(interrupted(by: signal))
+    }
+
+    /// For a script that failed: 130/143 when a signal came (it stopped the script, or cut
+    /// the read of a script from stdin short), else 1.
     static func failed(_ error: ScriptError) -> Int32 {
-        guard error.type == Interruption.errorType, let signal = Interruption.signal else { return scriptFailed }
+        guard let signal = Interruption.signal else { return scriptFailed }
         return interrupted(by: signal)
     }
 }

@@ -41,8 +41,9 @@ struct Run: ParsableCommand {
     }
 
     func validate() throws {
-        // Capturing from the first word it does not know, the parser leaves `--help` to us.
-        if let first = ScriptWords(script).file, first == "--help" || first == "-h" { throw CleanExit.helpRequest(self) }
+        // Capturing from the first word it does not know, the parser leaves `--help` to us
+        // (after a `--`, `--help` is a file name).
+        if let first = script.first, first == "--help" || first == "-h" { throw CleanExit.helpRequest(self) }
         try scriptRun.validate()
     }
 
@@ -102,11 +103,12 @@ struct ScriptRun {
         do {
             try hierarchy.run(file: words.file!, arguments: words.arguments, commandLine: words.commandLine)
         } catch {
-            try Console.finishOutput()
+            _ = Console.reportOutputFailure()
             Console.scriptFailed(error)
             throw ExitCode(ExitStatus.failed(error))
         }
         try Console.finishOutput()
+        try ExitStatus.exitIfInterrupted()
         if failOnUnhandled && unhandledErrors > 0 {
             Console.error("luahier: \(unhandledErrors) error(s) reached the root unhandled")
             throw ExitCode(ExitStatus.unhandledError)

@@ -40,5 +40,6 @@ struct Tree: ParsableCommand {
             }
         }
         try Console.finishOutput()
+        try ExitStatus.exitIfInterrupted()
     }
 }

@@ -43,9 +43,14 @@ long luahier_watchdog_signals(void);
  * state through the watchdog's signal, so lua_sethook runs on the state's own thread. A
  * second signal ends the process the default way. */
 
-/* Installs the handler for SIGINT and SIGTERM and unblocks them in the calling thread (threads
- * it starts later inherit that); 0 on success. */
+/* Installs the handler for SIGINT and SIGTERM (one the process started with ignored stays
+ * ignored) and unblocks them in the calling thread (threads it starts later inherit that);
+ * 0 on success. The handler does not restart system calls: a blocked read returns EINTR. */
 int luahier_interrupt_install(void);
+
+/* Blocks SIGINT and SIGTERM in the calling thread (one that only waits), so they reach a
+ * thread that runs Lua or reads input. */
+void luahier_interrupt_block(void);
 
 /* Does what the handler does, for `sig`, from any thread (embedders, tests). */
 void luahier_interrupt_request(int sig);
@@ -56,5 +61,11 @@ int luahier_interrupt_pending(void);
 /* Lets entries run again (the handlers, once they fired, stay the default ones until
  * luahier_interrupt_install runs again). */
 void luahier_interrupt_reset(void);
+
+/* [-0, +1, -] Loads a chunk from stdin (named "stdin", a '#' first line left out) as
+ * luaL_loadfilex(L, NULL, mode) does, except that a read an interrupt cuts short ends it:
+ * "cannot read stdin: Interrupted system call", LUA_ERRFILE. */
+struct lua_State;
+int luahier_loadstdin(struct lua_State *L, const char *mode);
 
 #endif

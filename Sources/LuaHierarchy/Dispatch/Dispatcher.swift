@@ -20,6 +20,9 @@ struct DispatchResult {
     var hops = 0
     /// The recovery option chosen for an alert that a `handleAlertErrors` handled.
     var choice: String?
+    /// An interrupt (SIGINT) ended it: the host is stopping every script, so it was not
+    /// answered.
+    var interrupted = false
 
     var outcome: Outcome {
         Outcome(
@@ -58,6 +61,9 @@ final class Dispatcher {
     private var warnedCharge: MemoryCharge?
     /// Receives errors that pass the root unhandled.
     var presenter: ((PresentedError) -> Void)?
+    /// Whether the host is stopping every script (an interrupt): an error that passes the
+    /// root then is not presented; the entry that ends says so once.
+    var isStopping: () -> Bool = { false }
     /// Shows alerts that `handleAlertErrors` handled; may return the host's recovery choice.
     var alertPresenter: ((Alert) -> String?)?
     /// Calls runs of Lua responders in one go (ResponderRun.swift); nil: one call each.
@@ -495,7 +501,7 @@ final class Dispatcher {
     /// goes only when the policy says so, marked as such (SPEC §2).
     func present(_ error: Message, reportedAt origin: Node) {
         // An interrupt is not the script's error: it ends the whole entry, which says so once.
-        guard let presenter, error.type != Message.interruptedType else { return }
+        guard let presenter, !isStopping() else { return }
         let detached = !origin.isAttached(to: root)
         if detached && detachedPolicy == .drop { return }
         presenter(PresentedError(error: error.describedValue(), reportedAt: origin.path, detached: detached))

@@ -107,15 +107,13 @@ struct Message {
         }
     }
 
-    /// The type of the error an interrupt (SIGINT, SIGTERM) ends every dispatch with.
+    /// The type of the error an interrupt (SIGINT, SIGTERM) ends every dispatch with. Only
+    /// for messages: whether a dispatch was interrupted is read from its budget.
     static let interruptedType = "Interrupted"
 
-    /// Whether this is the error of a tripped host limit (instructions, time, memory) or of
-    /// an interrupt: what ends a budget.
+    /// Whether this is the error of a tripped host limit (instructions, time, memory).
     var isLimitError: Bool {
-        domain == .error
-            && (type == "InstructionLimitExceeded" || type == "TimeLimitExceeded" || type == "MemoryLimitExceeded"
-                || type == Message.interruptedType)
+        domain == .error && (type == "InstructionLimitExceeded" || type == "TimeLimitExceeded" || type == "MemoryLimitExceeded")
     }
 
     /// Whether both messages hold the same scripting-side object (a responder that returned

@@ -19,12 +19,20 @@ public enum Interruption {
     /// The `type` of the error an interrupted entry fails with.
     public static let errorType = Message.interruptedType
 
-    /// Installs the handlers for SIGINT and SIGTERM. After the first signal a second one ends
-    /// the process the default way (for a host stuck outside Lua). False if they could not
-    /// be installed.
+    /// Installs the handlers for SIGINT and SIGTERM (one the process started with ignored,
+    /// as a background job, stays ignored) and unblocks them in the calling thread. After the
+    /// first signal a second one ends the process the default way (for a host stuck outside
+    /// Lua). The handler restarts no system call: a blocked read returns EINTR. False if
+    /// they could not be installed.
     @discardableResult
     public static func installSignalHandlers() -> Bool {
         luahier_interrupt_install() == 0
+    }
+
+    /// Blocks SIGINT and SIGTERM in the calling thread, one that only waits (for a thread
+    /// that runs scripts): the signal then goes to a thread whose wait it cuts short.
+    public static func blockSignalsOnThisThread() {
+        luahier_interrupt_block()
     }
 
     /// The signal that asked to stop (SIGINT, SIGTERM), nil while none did.

@@ -176,6 +176,9 @@ final class LuaHost {
     /// Whether the running budget has tripped on a limit (it must end).
     var limitTripped: Bool { luahier_tripped(thread) != 0 }
 
+    /// Whether the running budget was tripped by an interrupt (SIGINT, SIGTERM).
+    var interruptTripped: Bool { luahier_tripped(thread) == Int32(LUAHIER_TRIPPED_INTERRUPTED) }
+
     /// The error of the limit that tripped (or of the memory cap, when the allocator refused
     /// outside any budget), as C words it (shim.h, the one place), naming where it tripped.
     func limitError() -> Message {

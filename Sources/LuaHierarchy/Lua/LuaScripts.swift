@@ -1,4 +1,5 @@
 import CLua
+import CLuaWatchdog
 
 /// Running chunks and the few global-table operations the facade needs.
 extension LuaHost {
@@ -20,7 +21,7 @@ extension LuaHost {
         let status: Int32
         switch chunk {
         case .file(let path): status = luaL_loadfilex(L, path, "t")
-        case .standardInput: status = luaL_loadfilex(L, nil, "t")
+        case .standardInput: status = luahier_loadstdin(L, "t")
         case .source(let source): status = luaL_loadbufferx(L, source, source.utf8.count, "@" + name, "t")
         }
         guard status == LUA_OK else {

@@ -318,7 +318,13 @@ final class Pipeline: @unchecked Sendable {
     /// only the flusher ever contends: a lock every worker took per line cost 10% of the
     /// throughput with two jobs.
     private func handOver(_ batch: Batch) {
-        if batch.answeredLines == 0 { writer.locked { open[batch.sequence] = batch } }
+        if batch.answeredLines == 0 {
+            writer.locked {
+                // The flusher sleeps while no batch is open.
+                if open.isEmpty { writer.broadcast() }
+                open[batch.sequence] = batch
+            }
+        }
         batch.answeredLines += 1
         batch.answers.locked { batch.answered += batch.output.bytes }
         batch.output.bytes.removeAll(keepingCapacity: true)
@@ -329,6 +335,10 @@ final class Pipeline: @unchecked Sendable {
     func flushWaitingAnswers() {
         writer.locked {
             while flushing {
+                if open.isEmpty {
+                    writer.wait()
+                    continue
+                }
                 writer.wait(until: Monitor.now + Self.flushPeriod)
                 guard flushing, let batch = open[nextToWrite], summary.stoppedAtLine == nil, summary.ioError == nil
                 else { continue }
@@ -366,17 +376,13 @@ final class Pipeline: @unchecked Sendable {
         }
     }
 
-    /// After the workers ended: the summary, with what an interrupt left. Batches answered
-    /// behind one the interrupt cut short are written now, in input order.
+    /// After the workers ended: the summary, with what an interrupt left unanswered. (Every
+    /// batch a worker took was completed and written in order, cut short or not; the ones
+    /// never taken were all after it.)
     func finalSummary() -> LineDispatcher.Summary {
         writer.locked {
             guard let signal = Interruption.signal else { return summary }
             summary.interruption = signal
-            for sequence in finished.keys.sorted() {
-                let batch = finished.removeValue(forKey: sequence)!
-                guard summary.stoppedAtLine == nil, summary.ioError == nil, writeRest(of: batch) else { continue }
-                for (status, count) in batch.counts { summary.counts[status, default: 0] += count }
-            }
             summary.unanswered = queue.locked { submittedLines } - summary.answered
             return summary
         }

@@ -58,7 +58,7 @@ struct LineProcessor {
                 if message.domain == .error { message.setIfAbsent("where", to: "\(inputName):\(number)") }
                 if hierarchy.traceLevel != traceLevel { hierarchy.traceLevel = traceLevel }
                 let result = try hierarchy.dispatchKeepingValue(message, at: request.node)
-                if result.status == .unhandled && result.message.type == Message.interruptedType { return nil }
+                if result.interrupted { return nil }
                 write(result, id: request.id, number: number, into: &output, held: held)
                 return LineStatus(rawValue: result.status.rawValue)!
             } catch {

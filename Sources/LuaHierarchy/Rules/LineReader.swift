@@ -51,7 +51,8 @@ struct LineReader {
     /// Polls for up to 100 ms, so a stopped run does not wait on a silent producer.
     private func waitForInput() -> Bool {
         var request = pollfd(fd: input, events: Int16(POLLIN), revents: 0)
-        return poll(&request, 1, 100) != 0
+        // -1 (EINTR: a signal) goes round the loop, which checks whether the run stopped.
+        return poll(&request, 1, 100) > 0
     }
 
     /// Adds bytes read; hands every whole line on. False once the run stopped.
