@@ -32,8 +32,12 @@ public final class Hierarchy {
 
     /// Receives errors that pass the root unhandled (AppKit's `presentError:`).
     public var presenter: ((PresentedError) -> Void)?
-    /// Where Lua's `print` writes, one call per line (without the newline).
+    /// Where Lua's `print` writes, one call per line (without the newline). Bytes that are not
+    /// UTF-8 arrive as U+FFFD; set `byteOutput` to get them as the script made them.
     public var output: (String) -> Void = { print($0) }
+    /// When set, Lua's `print` writes here instead of `output`: the line's bytes exactly as
+    /// the script made them (Lua strings are bytes, not always UTF-8), valid for the call.
+    public var byteOutput: ((UnsafeBufferPointer<UInt8>) -> Void)?
     /// Sees every finished dispatch, nested ones included, with its nesting depth (1 = top).
     public var onDispatch: ((Outcome, _ depth: Int) -> Void)? {
         didSet {

@@ -12,12 +12,24 @@ enum Console {
     /// that closed the pipe ends the process quietly (status 141, as SIGPIPE would); any
     /// other failure is kept for `finishOutput()`.
     static func out(_ text: String, terminator: String = "\n") {
-        guard outputFailure == nil else { return }
-        if let code = writeAll(text + terminator, to: STDOUT_FILENO) {
-            if code == EPIPE { exit(ExitStatus.closedPipe) }
-            outputFailure = "cannot write to stdout: \(String(cString: strerror(code)))"
-        }
+        var line = text + terminator
+        line.withUTF8 { out(bytes: $0, terminator: false) }
     }
+
+    /// Writes a script's `print` line as its bytes, then a newline. C's stdout (where
+    /// `io.write` under --unsafe buffers) is flushed first, so the two keep their order, as
+    /// with lua.c.
+    static func out(bytes: UnsafeBufferPointer<UInt8>, terminator: Bool = true) {
+        guard outputFailure == nil else { return }
+        fflush(nil)
+        var code = writeAll(UnsafeRawBufferPointer(bytes), to: STDOUT_FILENO)
+        if code == nil && terminator { code = newline.withUnsafeBytes { writeAll($0, to: STDOUT_FILENO) } }
+        guard let code else { return }
+        if code == EPIPE { exit(ExitStatus.closedPipe) }
+        outputFailure = "cannot write to stdout: \(String(cString: strerror(code)))"
+    }
+
+    private static let newline: [UInt8] = [UInt8(ascii: "\n")]
 
     /// Exit 1 with `luahier: cannot write to stdout: REASON` if any write to stdout failed
     /// (`> /dev/full`): results that were not written are an error, not a success.
@@ -33,22 +45,25 @@ enum Console {
         return true
     }
 
-    /// Writes all of `text` to `descriptor`, across short writes and interrupts; the errno
-    /// of a failure.
+    /// Writes all of `bytes` to `descriptor`, across short writes; the errno of a failure.
+    /// A write a signal cut short is retried, unless the signal asked to stop: a reader
+    /// that stopped reading must not keep an interrupted luahier waiting.
+    private static func writeAll(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) -> Int32? {
+        var offset = 0
+        while offset < bytes.count {
+            let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR && Interruption.signal == nil { continue }
+                return errno
+            }
+            offset += written
+        }
+        return nil
+    }
+
     private static func writeAll(_ text: String, to descriptor: Int32) -> Int32? {
         var text = text
-        return text.withUTF8 { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                offset += written
-            }
-            return nil
-        }
+        return text.withUTF8 { writeAll(UnsafeRawBufferPointer($0), to: descriptor) }
     }
 
     /// Nothing is buffered, so output sent to one pipe keeps its order. Everything on stderr

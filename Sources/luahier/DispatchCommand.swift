@@ -52,6 +52,8 @@ struct Dispatch: ParsableCommand {
     func validate() throws {
         if inputFile != nil && input != nil { throw ValidationError("give the input once: as INPUT or as --input") }
         if inputPath != "-" { try Validate.readableFile(inputPath) }
+        // Every worker loads the rules itself: stdin could be read once.
+        if rules.file == "-" { throw ValidationError("dispatch reads its rules from a file, not stdin") }
         guard (1...256).contains(jobs) else { throw ValidationError("--jobs must be between 1 and 256") }
         guard try maxLineBytes() > 0 else { throw ValidationError("--max-line must be more than 0") }
     }
@@ -77,6 +79,12 @@ struct Dispatch: ParsableCommand {
             summary = try LineDispatcher.run(options, input: descriptor, output: STDOUT_FILENO)
         } catch {
             Console.scriptFailed(error)
+            if let signal = Interruption.signal {
+                // Stopped while loading the rules: nothing was read, and the summary says so.
+                var summary = LineDispatcher.Summary()
+                summary.interruption = signal
+                Console.error("luahier: \(summary)")
+            }
             throw ExitCode(ExitStatus.failed(error))
         }
         if summary.outputClosed { throw ExitCode(ExitStatus.closedPipe) }

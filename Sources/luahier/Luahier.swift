@@ -58,7 +58,12 @@ struct Luahier: ParsableCommand {
                 Glibc.exit(Console.reportOutputFailure() ? ExitStatus.scriptFailed : 0)
             }
             // One style for every error (SPEC §8): `luahier: message`, then where to look.
-            let message = message(for: error).split(separator: "\n").first.map(String.init) ?? "usage error"
+            var message = message(for: error).split(separator: "\n").first.map(String.init) ?? "usage error"
+            // The parser's own messages start with a capital ("Unknown option"); ours do not.
+            let parserWords = ["Unknown", "Missing", "Unexpected", "The", "Invalid", "Error", "Please"]
+            if let word = message.split(separator: " ").first, parserWords.contains(String(word)) {
+                message = message.prefix(1).lowercased() + message.dropFirst()
+            }
             let subcommand = arguments.first.flatMap { CommandLineWords.subcommands.contains($0) ? $0 : nil }
             Console.error("luahier: \(message)\nluahier: see 'luahier \(subcommand.map { "\($0) " } ?? "")--help'")
             Glibc.exit(ExitStatus.usage)

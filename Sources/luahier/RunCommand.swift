@@ -80,7 +80,7 @@ struct ScriptRun {
         guard let file = words.file else {
             throw ValidationError("missing the script: luahier run [options] FILE [ARGS...]")
         }
-        if file.hasPrefix("-") && file != "-" { throw ValidationError("unknown option '\(file)'") }
+        if file.hasPrefix("-") && file != "-" && !words.afterTerminator { throw ValidationError("unknown option '\(file)'") }
         if file != "-" { try Validate.readableFile(file) }
         try host.validate()
     }
@@ -88,7 +88,7 @@ struct ScriptRun {
     func execute() throws {
         let hierarchy = try Hierarchy(options: try host.hierarchyOptions())
         var unhandledErrors = 0
-        hierarchy.output = { Console.out($0) }
+        hierarchy.byteOutput = { Console.out(bytes: $0) }
         hierarchy.onSafetyWarning = Console.warn
         let alerts = AlertBox(recover: recover)
         hierarchy.alertPresenter = alerts.present
@@ -122,11 +122,16 @@ struct ScriptWords {
     var file: String?
     var arguments: [String] = []
     var commandLine: [String]
+    /// FILE came after a `--` (so `-x.lua` is a file, not an option).
+    var afterTerminator = false
 
     init(_ captured: [String]) {
         var rest = captured[...]
         // `luahier run -- FILE`: the terminator before FILE belongs to luahier's options.
-        if rest.first == "--" { rest = rest.dropFirst() }
+        if rest.first == "--" {
+            rest = rest.dropFirst()
+            afterTerminator = true
+        }
         commandLine = CommandLineWords.beforeScript(tail: rest.count)
         file = rest.popFirst()
         if rest.first == "--" { rest = rest.dropFirst() }

@@ -5,14 +5,14 @@ import LuaHierarchy
 /// take. Each declares the script's own arguments (after `--`) last, after any positional
 /// of its own.
 struct ScriptArguments: ParsableArguments {
-    @Argument(help: "The Lua rules script.")
+    @Argument(help: "The Lua rules script (- for stdin).")
     var file: String
 
     @OptionGroup(title: "Sandbox and limits")
     var host: HostOptions
 
     func validate() throws {
-        try Validate.readableFile(file)
+        if file != "-" { try Validate.readableFile(file) }
     }
 
     /// A hierarchy with these flags, before the script runs.

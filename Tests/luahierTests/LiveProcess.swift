@@ -12,11 +12,14 @@ final class LiveProcess: @unchecked Sendable {
     private var errorBytes = Data()
     private let errorsRead = DispatchGroup()
 
-    init(_ arguments: [String], environment: [String: String]? = nil, executable: URL = Luahier.binary) throws {
+    init(
+        _ arguments: [String], environment: [String: String]? = nil, executable: URL = Luahier.binary,
+        folder: URL = Luahier.packageRoot
+    ) throws {
         signal(SIGPIPE, SIG_IGN)
         process.executableURL = executable
         process.arguments = arguments
-        process.currentDirectoryURL = Luahier.packageRoot
+        process.currentDirectoryURL = folder
         if let environment { process.environment = environment }
         process.standardInput = input
         process.standardOutput = output
@@ -59,6 +62,13 @@ final class LiveProcess: @unchecked Sendable {
             if count <= 0 { return nil }
             pending += buffer[..<count]
         }
+    }
+
+    /// The rest of stdout, to its end, as bytes.
+    func readRestBytes() -> [UInt8] {
+        let rest = output.fileHandleForReading.readDataToEndOfFile()
+        defer { pending = [] }
+        return pending + [UInt8](rest)
     }
 
     /// The rest of stdout, to its end.

@@ -99,7 +99,8 @@ struct UnixCitizenTests {
         (["run"], "luahier: missing the script: luahier run [options] FILE [ARGS...]"),
         (["frobnicate"], "luahier: no such file: frobnicate"),
         (["tree", "scripts/alerts.lua", "--format", "svg"], "luahier: "),
-        (["--bogus"], "luahier: "),
+        (["--bogus"], "luahier: unknown option '--bogus'"),
+        (["dispatch", "-", "scripts/alerts.jsonl"], "luahier: dispatch reads its rules from a file, not stdin"),
     ])
     func usageErrorsHaveOneStyle(_ arguments: [String], _ first: String) throws {
         let result = try Luahier.run(arguments)
@@ -128,7 +129,67 @@ struct UnixCitizenTests {
         for word in ["luahier", "dispatch", "max-memory"] { #expect(result.stdout.contains(word)) }
     }
 
+    @Test func aFileAfterTheTerminatorMayStartWithADash() throws {
+        let folder = URL(fileURLWithPath: try Luahier.script("")).deletingLastPathComponent()
+        let path = folder.appendingPathComponent("-dash.lua").path
+        try "print('dash', ...)".write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try Luahier.run(["run", "--", path.replacingOccurrences(of: folder.path + "/", with: folder.path + "/"), "a"])
+        #expect(result.stdout == "dash\ta\n")
+        let relative = try LiveProcess(["run", "--", "-dash.lua", "a"], executable: Luahier.binary, folder: folder)
+        relative.closeInput()
+        #expect(relative.readRest() == "dash\ta\n")
+        #expect(relative.finish().status == 0)
+    }
+
+    @Test func treeAndCheckReadRulesFromStdin() throws {
+        let rules = "local a = hier.root:child('a')\na:handleEvent(function() end)\n"
+        let tree = try Luahier.run(["tree", "-"], stdin: rules)
+        #expect(tree.status == 0)
+        #expect(tree.stdout.hasPrefix("/\n└── a\n"))
+        let check = try Luahier.run(["check", "-"], stdin: rules)
+        #expect(check.status == 0)
+        #expect(check.stderr.hasPrefix("check: -: no findings"))
+    }
+
     // MARK: Output
+
+    @Test func printWritesTheScriptsBytes() throws {
+        // Lua strings are bytes: Latin-1 and binary reach stdout as they are, as with lua5.4.
+        let script = try Luahier.script(#"print("caf\233", string.char(0x80, 0xff, 0x41, 0))"#)
+        let child = try LiveProcess(["run", script])
+        child.closeInput()
+        let bytes = child.readRestBytes()
+        #expect(child.finish().status == 0)
+        #expect(bytes == [0x63, 0x61, 0x66, 0xE9, 0x09, 0x80, 0xFF, 0x41, 0x00, 0x0A])
+    }
+
+    @Test func printAndIoWriteKeepTheirOrder() throws {
+        let script = try Luahier.script(#"""
+            io.write("1 ")
+            print("2")
+            io.write("3\n")
+            print("4")
+            io.write("5")
+            """#)
+        let result = try Luahier.run(["run", "--unsafe", script])
+        #expect(result.stdout == "1 2\n3\n4\n5")
+    }
+
+    @Test func aSignalEndsAWriteTheReaderNeverTakes() throws {
+        // stdout is a pipe nobody reads: the write blocks once it is full.
+        let script = try Luahier.script("""
+            local line = ("x"):rep(1000)
+            for i = 1, 1e9 do print(i, line) end
+            """)
+        let child = try LiveProcess(["run", script])
+        usleep(500_000)
+        let sent = Date()
+        child.send(SIGTERM)
+        let result = child.finish(timeout: 10)
+        #expect(Date().timeIntervalSince(sent) < 3)
+        #expect(result.status == 143)
+        #expect(result.stderr.contains("interrupted"))
+    }
 
     @Test func printIsFlushedLineByLine() throws {
         let script = try Luahier.script("""
@@ -361,6 +422,20 @@ struct UnixCitizenTests {
         #expect(result.status == 130)
         #expect(rest.isEmpty, "an unfinished line, or one after it in its batch, was answered: \(rest)")
         #expect(result.stderr == "luahier: 4 lines: 4 handled, 0 unhandled, 0 detached, 0 invalid; interrupted by SIGINT, 2 lines read but not answered\n")
+    }
+
+    @Test func aSignalWhileTheRulesLoadStillGivesTheSummary() throws {
+        let rules = try Luahier.script("""
+            print("loading")
+            local t = os.clock() while os.clock() - t < 30 do end
+            """)
+        let child = try LiveProcess(["dispatch", "--timeout", "60", rules])
+        usleep(700_000)
+        child.send(SIGINT)
+        let result = child.finish(timeout: 10)
+        #expect(result.status == 130)
+        #expect(result.stderr.contains("\(rules):2: interrupted"))
+        #expect(result.stderr.hasSuffix("luahier: 0 lines: 0 handled, 0 unhandled, 0 detached, 0 invalid; interrupted by SIGINT, 0 lines read but not answered\n"))
     }
 
     @Test func aSignalWhileWaitingForInputEndsTheRun() throws {

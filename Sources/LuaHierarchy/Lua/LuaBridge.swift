@@ -133,7 +133,15 @@ final class LuaBridge {
         host.setRawField(of: -2, "root")
         pushFunctionTable(settingsFunctions())
         host.pushFunction { [unowned self] call in
-            hierarchy.output(try call.string(1, "print"))
+            if let byteOutput = hierarchy.byteOutput {
+                guard lua_type(call.L, 1) == LUA_TSTRING else { throw call.argumentError(1, "print", "string expected") }
+                host.withBytes(at: 1) { bytes in
+                    host.charge(instructions: Int64(bytes.count / 64))
+                    byteOutput(bytes)
+                }
+            } else {
+                hierarchy.output(try call.string(1, "print"))
+            }
             return 0
         }
         luahier_pushcfunction(L, luahier_makenodeindex)

@@ -65,6 +65,8 @@ public enum LineDispatcher {
 
         public var answered: Int { counts.values.reduce(0, +) }
 
+        public init() {}
+
         /// `N lines: a handled, b unhandled, c detached, d invalid`, and what interrupted it.
         public var description: String {
             let parts = LineStatus.allCases.map { "\(counts[$0, default: 0]) \($0.rawValue)" }
