@@ -36,8 +36,9 @@ public final class Hierarchy {
     /// UTF-8 arrive as U+FFFD; set `byteOutput` to get them as the script made them.
     public var output: (String) -> Void = { print($0) }
     /// When set, Lua's `print` writes here instead of `output`: the line's bytes exactly as
-    /// the script made them (Lua strings are bytes, not always UTF-8), valid for the call.
-    public var byteOutput: ((UnsafeBufferPointer<UInt8>) -> Void)?
+    /// the script made them (Lua strings are bytes, not always UTF-8), valid for the call. An
+    /// error it throws (the output failed) is raised at the script's `print`.
+    public var byteOutput: ((UnsafeBufferPointer<UInt8>) throws -> Void)?
     /// Sees every finished dispatch, nested ones included, with its nesting depth (1 = top).
     public var onDispatch: ((Outcome, _ depth: Int) -> Void)? {
         didSet {

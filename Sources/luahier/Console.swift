@@ -21,6 +21,24 @@ enum Console {
     /// with lua.c.
     static func out(bytes: UnsafeBufferPointer<UInt8>, terminator: Bool = true) {
         guard outputFailure == nil else { return }
+        writeLine(bytes, terminator: terminator)
+    }
+
+    /// For a script's `print`: as `out(bytes:)`, and a failed write is raised at the
+    /// script's line, so the script stops there unless it catches it.
+    static func print(_ bytes: UnsafeBufferPointer<UInt8>) throws {
+        if let failure = outputFailure { throw OutputFailure(message: failure) }
+        writeLine(bytes, terminator: true)
+        if let failure = outputFailure { throw OutputFailure(message: failure) }
+    }
+
+    struct OutputFailure: ReportableError {
+        var message: String
+        var errorType: String { "OutputError" }
+        var errorMessage: String { message }
+    }
+
+    private static func writeLine(_ bytes: UnsafeBufferPointer<UInt8>, terminator: Bool) {
         fflush(nil)
         var code = writeAll(UnsafeRawBufferPointer(bytes), to: STDOUT_FILENO)
         if code == nil && terminator { code = newline.withUnsafeBytes { writeAll($0, to: STDOUT_FILENO) } }

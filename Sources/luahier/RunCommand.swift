@@ -88,7 +88,7 @@ struct ScriptRun {
     func execute() throws {
         let hierarchy = try Hierarchy(options: try host.hierarchyOptions())
         var unhandledErrors = 0
-        hierarchy.byteOutput = { Console.out(bytes: $0) }
+        hierarchy.byteOutput = { try Console.print($0) }
         hierarchy.onSafetyWarning = Console.warn
         let alerts = AlertBox(recover: recover)
         hierarchy.alertPresenter = alerts.present
@@ -103,7 +103,9 @@ struct ScriptRun {
         do {
             try hierarchy.run(file: words.file!, arguments: words.arguments, commandLine: words.commandLine)
         } catch {
-            _ = Console.reportOutputFailure()
+            // A failed print says so itself (it stopped the script); another failure after
+            // one is reported beside it.
+            if error.type != Console.OutputFailure(message: "").errorType { _ = Console.reportOutputFailure() }
             Console.scriptFailed(error)
             throw ExitCode(ExitStatus.failed(error))
         }

@@ -230,6 +230,18 @@ struct UnixCitizenTests {
         #expect(result.stderr.isEmpty)
     }
 
+    @Test func aFailedPrintStopsTheScriptAtItsLine() throws {
+        let script = try Luahier.script("""
+            print("first")
+            local t = os.clock() while os.clock() - t < 5 do end
+            """)
+        let started = Date()
+        let result = try Luahier.spawn(["run", script], stdout: "/dev/full")
+        #expect(Date().timeIntervalSince(started) < 3, "the script ran on after its output failed")
+        #expect(result.status == 1)
+        #expect(result.stderr == "luahier: \(script):1: OutputError: cannot write to stdout: No space left on device\n")
+    }
+
     @Test func aFailedWriteOfHelpOrVersionIsAnErrorToo() throws {
         for arguments in [["--version"], ["run", "--help"]] {
             let result = try Luahier.spawn(arguments, stdout: "/dev/full")

@@ -135,9 +135,9 @@ final class LuaBridge {
         host.pushFunction { [unowned self] call in
             if let byteOutput = hierarchy.byteOutput {
                 guard lua_type(call.L, 1) == LUA_TSTRING else { throw call.argumentError(1, "print", "string expected") }
-                host.withBytes(at: 1) { bytes in
+                try host.withBytes(at: 1) { bytes in
                     host.charge(instructions: Int64(bytes.count / 64))
-                    byteOutput(bytes)
+                    try byteOutput(bytes)
                 }
             } else {
                 hierarchy.output(try call.string(1, "print"))

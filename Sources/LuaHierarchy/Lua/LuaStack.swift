@@ -11,11 +11,13 @@ extension LuaHost {
     /// [-0, +0, -] The bytes of the string at `index`, lent to `body` without a copy (valid
     /// only there). The value must be a string: `lua_tolstring` would turn a number into one
     /// in place, which breaks a `lua_next` traversal when done to a key.
-    func withBytes<Result>(at index: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+    func withBytes<Result, Failure: Error>(
+        at index: Int32, _ body: (UnsafeBufferPointer<UInt8>) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
         var length = 0
         let pointer = lua_tolstring(thread, index, &length)
         let start = pointer.map { UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self) }
-        return body(UnsafeBufferPointer(start: start, count: start == nil ? 0 : length))
+        return try body(UnsafeBufferPointer(start: start, count: start == nil ? 0 : length))
     }
 
     /// [-0, +0, -] The string at `index` (a string, as for `withBytes`) if it is valid
