@@ -771,6 +771,45 @@ static inline int luahier_sort(lua_State *L) {
     return 0;
 }
 
+/* lua_CFunction string.rep(s, n [, sep]) for the sandbox: Lua's result and errors, made by
+ * copying the filled part onto the rest, doubling, with the work charged and the budget
+ * checked between copies. Lua's copies s once per repetition in one C call: 250 million
+ * one-byte copies took a second that neither a limit nor a signal could cut short. Here
+ * the longest copy is half the result (a memcpy, ~30 ms for 125 MB). */
+static inline int luahier_rep(lua_State *L) {
+    size_t length, separator_length;
+    const char *s = luaL_checklstring(L, 1, &length);
+    lua_Integer n = luaL_checkinteger(L, 2);
+    const char *separator = luaL_optlstring(L, 3, "", &separator_length);
+    if (n <= 0) {
+        lua_pushliteral(L, "");
+        return 1;
+    }
+    if (length + separator_length < length || length + separator_length > (size_t)INT_MAX / (size_t)n)
+        return luaL_error(L, "resulting string too large");
+    size_t total = (size_t)n * length + (size_t)(n - 1) * separator_length;
+    luaL_Buffer b;
+    char *p = luaL_buffinitsize(L, &b, total);
+    if (total > 0) {
+        /* One period (s, then sep unless it is the only copy); then the filled part, a whole
+         * number of periods, copied onto the rest until it is all filled. */
+        memcpy(p, s, length);
+        size_t filled = length;
+        if (n > 1 && separator_length > 0) {
+            memcpy(p + length, separator, separator_length);
+            filled += separator_length;
+        }
+        while (filled < total) {
+            size_t chunk = filled < total - filled ? filled : total - filled;
+            memcpy(p + filled, p, chunk);
+            filled += chunk;
+            luahier_work(L, (long long)(chunk / LUAHIER_BYTES_PER_UNIT));
+        }
+    }
+    luaL_pushresultsize(&b, total);
+    return 1;
+}
+
 /* lua_CFunction (table): makes it the globals of the state (the registry's LUA_RIDX_GLOBALS),
  * so `load` and everything else that reaches for "the globals" gets the sandbox's. */
 static inline int luahier_setglobals(lua_State *L) {

@@ -248,6 +248,28 @@ struct LimitContainmentTests {
         #expect(lines[2].hasPrefix("false\t") && lines[2].contains("table expected"), "\(lines)")
     }
 
+    /// string.rep in the sandbox is made by doubling, with its work charged between copies
+    /// (one C call of Lua's copied 250 million one-byte strings past every limit and signal):
+    /// the same results and errors as Lua's (the expected line is stock lua5.4's output).
+    @Test func repGivesLuasResults() throws {
+        let f = try Fixture()
+        let lines = try f.output(#"""
+            local out = {}
+            for _, c in ipairs{{"ab", 3}, {"ab", 3, ","}, {"", 5}, {"x", 0}, {"x", 1, ","}, {"abc", 7, "--"},
+                {"", 4, "-"}, {5, 2}, {"a", 2.0}, {"q", -3, "s"}, {"xy", 10, "z"}} do
+              out[#out + 1] = string.format("%q", string.rep(table.unpack(c)))
+            end
+            print(table.concat(out, " "))
+            print(pcall(string.rep, "x", 1 << 40))
+            print(pcall(string.rep, "x", 2.5))
+            print(#string.rep("a", 1e7), #string.rep("ab", 3e6, "cd"), string.rep("", 1e18))
+            """#)
+        #expect(lines.first == #""ababab" "ab,ab,ab" "" "" "x" "abc--abc--abc--abc--abc--abc--abc" "---" "55" "aa" "" "xyzxyzxyzxyzxyzxyzxyzxyzxyzxy""#)
+        #expect(lines[1] == "false\tresulting string too large")
+        #expect(lines[2] == "false\tbad argument #2 to '?' (number has no integer representation)")
+        #expect(lines[3] == "10000000\t11999998\t")
+    }
+
     /// Long instructions that allocate nothing (comparing two long strings) pass 1,000 at a
     /// time between the hook's checks; the watchdog signals the Lua thread at the deadline, so
     /// the chunk, and a dispatch inside it, still stop on time.

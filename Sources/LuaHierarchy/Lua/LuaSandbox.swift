@@ -34,7 +34,7 @@ extension LuaHost {
             try pushPatternFunctions()
             lua_createtable(L, 0, 5)
             for (name, function) in [
-                ("resume", luahier_resume), ("sort", luahier_sort), ("setglobals", luahier_setglobals),
+                ("resume", luahier_resume), ("sort", luahier_sort), ("rep", luahier_rep), ("setglobals", luahier_setglobals),
                 ("setstringmetatable", luahier_setstringmetatable), ("getstringmetatable", luahier_getstringmetatable),
             ] as [(String, lua_CFunction)] {
                 luahier_pushcfunction(L, function)
@@ -101,7 +101,7 @@ private let sandboxPrelude = #"""
     local error, type, select, tostring, rawget, rawset, rawequal, next, ipairs =
       error, type, select, tostring, rawget, rawset, rawequal, next, ipairs
     local setmeta, rawload, rawloadfile, collect = setmetatable, load, loadfile, collectgarbage
-    local strfind, strgsub, strrep, tmove, concat, mathtype = string.find, string.gsub, string.rep, table.move, table.concat, math.type
+    local strfind, strgsub, tmove, concat, mathtype = string.find, string.gsub, table.move, table.concat, math.type
     local cocreate, coclose, costatus, coresume = coroutine.create, coroutine.close, coroutine.status, hostlib.resume
     local pcall, tpack, tunpack = pcall, table.pack, table.unpack
 
@@ -167,10 +167,9 @@ private let sandboxPrelude = #"""
     })
     -- Patterns: the same language, matched with a step budget (see pattern.h).
     string.find, string.match, string.gmatch, string.gsub = patterns.find, patterns.match, patterns.gmatch, patterns.gsub
-    string.rep = function(s, n, sep)
-      if s == "" and (sep == nil or sep == "") and mathtype(n) then return "" end
-      return strrep(s, n, sep)
-    end
+    -- Lua's string.rep, made by doubling with the work charged between copies (shim.h,
+    -- luahier_rep): Lua's copies once per repetition in one uninterruptible C call.
+    string.rep = hostlib.rep
 
     local table = pick(real.table, { "concat", "insert", "pack", "remove", "unpack" })
     local MAXMOVE = 1 << 24
