@@ -260,6 +260,9 @@ int luahier_loadstdin(lua_State *L, const char *mode) {
     reader.started = 0;
     reader.failed = 0;
     int status = lua_load(L, luahier_readstdin, &reader, "=stdin", mode);
+    /* A signal and the end of input can race (a parent that signals, then closes the pipe):
+     * a read the signal ended, or not, what was read is not the whole script. */
+    if (!reader.failed && luahier_interrupt_signal) reader.failed = EINTR;
     if (reader.failed) {
         lua_pop(L, 1);   /* the chunk of what was read, or the error it gave */
         lua_pushfstring(L, "cannot read stdin: %s", strerror(reader.failed));

@@ -27,13 +27,13 @@ struct Check: ParsableCommand {
         let tree = hierarchy.describeTree()
         let findings = tree.check()
         for finding in findings { Console.out("\(finding)") }
-        try Console.finishOutput()
         try ExitStatus.exitIfInterrupted()
+        try Console.finishOutput()
         let responders = tree.entries.reduce(0) { $0 + $1.responders.count }
         if findings.isEmpty {
-            Console.error("check: \(rules.file): no findings (\(tree.entries.count) nodes, \(responders) responders)")
+            Console.error("check: \(rules.name): no findings (\(tree.entries.count) nodes, \(responders) responders)")
         } else {
-            Console.error("check: \(rules.file): \(findings.count) finding\(findings.count == 1 ? "" : "s")")
+            Console.error("check: \(rules.name): \(findings.count) finding\(findings.count == 1 ? "" : "s")")
             throw ExitCode(ExitStatus.scriptFailed)
         }
     }

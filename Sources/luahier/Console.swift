@@ -4,7 +4,8 @@ import LuaHierarchy
 
 /// stdout for results, stderr for everything else; every stderr line is whole.
 enum Console {
-    /// The first write to stdout that failed, as `cannot write to stdout: REASON`.
+    /// The first write to stdout that failed, as `cannot write to stdout: REASON` (empty: given
+    /// up on a reader that stopped reading when a signal came).
     nonisolated(unsafe) private(set) static var outputFailure: String?
 
     /// Writes `text` and the terminator to stdout at once, unbuffered, as `lua.c`'s `print`
@@ -27,9 +28,9 @@ enum Console {
     /// For a script's `print`: as `out(bytes:)`, and a failed write is raised at the
     /// script's line, so the script stops there unless it catches it.
     static func print(_ bytes: UnsafeBufferPointer<UInt8>) throws {
-        if let failure = outputFailure { throw OutputFailure(message: failure) }
+        if let failure = outputFailure, !failure.isEmpty { throw OutputFailure(message: failure) }
         writeLine(bytes, terminator: true)
-        if let failure = outputFailure { throw OutputFailure(message: failure) }
+        if let failure = outputFailure, !failure.isEmpty { throw OutputFailure(message: failure) }
     }
 
     struct OutputFailure: ReportableError {
@@ -44,7 +45,10 @@ enum Console {
         if code == nil && terminator { code = newline.withUnsafeBytes { writeAll($0, to: STDOUT_FILENO) } }
         guard let code else { return }
         if code == EPIPE { exit(ExitStatus.closedPipe) }
-        outputFailure = "cannot write to stdout: \(String(cString: strerror(code)))"
+        // Given up on a reader that stopped reading when a signal came: the command ends as
+        // interrupted, which says so itself.
+        outputFailure = code == OutputWriter.abandoned
+            ? "" : "cannot write to stdout: \(String(cString: strerror(code)))"
     }
 
     private static let newline: [UInt8] = [UInt8(ascii: "\n")]
@@ -59,24 +63,12 @@ enum Console {
     /// one did.
     static func reportOutputFailure() -> Bool {
         guard let failure = outputFailure else { return false }
-        error("luahier: \(failure)")
+        if !failure.isEmpty { error("luahier: \(failure)") }
         return true
     }
 
-    /// Writes all of `bytes` to `descriptor`, across short writes; the errno of a failure.
-    /// A write a signal cut short is retried, unless the signal asked to stop: a reader
-    /// that stopped reading must not keep an interrupted luahier waiting.
     private static func writeAll(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) -> Int32? {
-        var offset = 0
-        while offset < bytes.count {
-            let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-            if written < 0 {
-                if errno == EINTR && Interruption.signal == nil { continue }
-                return errno
-            }
-            offset += written
-        }
-        return nil
+        OutputWriter.writeAll(bytes, to: descriptor)
     }
 
     private static func writeAll(_ text: String, to descriptor: Int32) -> Int32? {

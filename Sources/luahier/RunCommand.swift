@@ -109,8 +109,8 @@ struct ScriptRun {
             Console.scriptFailed(error)
             throw ExitCode(ExitStatus.failed(error))
         }
-        try Console.finishOutput()
         try ExitStatus.exitIfInterrupted()
+        try Console.finishOutput()
         if failOnUnhandled && unhandledErrors > 0 {
             Console.error("luahier: \(unhandledErrors) error(s) reached the root unhandled")
             throw ExitCode(ExitStatus.unhandledError)

@@ -5,7 +5,7 @@ import LuaHierarchy
 /// take. Each declares the script's own arguments (after `--`) last, after any positional
 /// of its own.
 struct ScriptArguments: ParsableArguments {
-    @Argument(help: "The Lua rules script (- for stdin).")
+    @Argument(help: "The Lua rules script (- for stdin, except for dispatch).")
     var file: String
 
     @OptionGroup(title: "Sandbox and limits")
@@ -14,6 +14,9 @@ struct ScriptArguments: ParsableArguments {
     func validate() throws {
         if file != "-" { try Validate.readableFile(file) }
     }
+
+    /// How messages name the rules: the file, or `stdin` for `-`.
+    var name: String { file == "-" ? "stdin" : file }
 
     /// A hierarchy with these flags, before the script runs.
     func makeHierarchy() throws -> Hierarchy {

@@ -39,7 +39,7 @@ struct Tree: ParsableCommand {
                 throw ExitCode(ExitStatus.scriptFailed)
             }
         }
-        try Console.finishOutput()
         try ExitStatus.exitIfInterrupted()
+        try Console.finishOutput()
     }
 }

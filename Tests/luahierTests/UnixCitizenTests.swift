@@ -148,7 +148,7 @@ struct UnixCitizenTests {
         #expect(tree.stdout.hasPrefix("/\n└── a\n"))
         let check = try Luahier.run(["check", "-"], stdin: rules)
         #expect(check.status == 0)
-        #expect(check.stderr.hasPrefix("check: -: no findings"))
+        #expect(check.stderr.hasPrefix("check: stdin: no findings"))
     }
 
     // MARK: Output
@@ -434,6 +434,35 @@ struct UnixCitizenTests {
         #expect(result.status == 130)
         #expect(rest.isEmpty, "an unfinished line, or one after it in its batch, was answered: \(rest)")
         #expect(result.stderr == "luahier: 4 lines: 4 handled, 0 unhandled, 0 detached, 0 invalid; interrupted by SIGINT, 2 lines read but not answered\n")
+    }
+
+    /// stdout is a pipe the reader stopped reading: the writers block. One signal still ends
+    /// the command, with its summary, whichever thread it reached (workers and the flusher
+    /// write too).
+    @Test(arguments: [["dispatch", "--jobs", "1"], ["dispatch", "--jobs", "2"], ["tree"]])
+    func aSignalEndsACommandWhoseOutputNobodyReads(_ command: [String]) throws {
+        let rules = try Luahier.script(command[0] == "tree"
+            ? "local n = hier.root for i = 1, 20000 do n:child('n' .. i):handleEvent(function() end) end"
+            : Self.slowRules)
+        var arguments = command + [rules]
+        if command[0] == "dispatch" {
+            let input = URL(fileURLWithPath: rules).deletingLastPathComponent().appendingPathComponent("in.jsonl")
+            try String(repeating: Self.request(1), count: 100_000).write(to: input, atomically: true, encoding: .utf8)
+            arguments.append(input.path)
+        }
+        let child = try LiveProcess(arguments)
+        usleep(2_000_000)
+        let sent = Date()
+        child.send(SIGTERM)
+        let result = child.finish(timeout: 15)
+        #expect(Date().timeIntervalSince(sent) < 5)
+        #expect(result.status == 143)
+        if command[0] == "dispatch" {
+            #expect(result.stderr.contains("interrupted by SIGTERM"))
+            #expect(result.stderr.hasSuffix("; stopped writing: the output was not being read\n"))
+        } else {
+            #expect(result.stderr == "luahier: interrupted\n")
+        }
     }
 
     @Test func aSignalWhileTheRulesLoadStillGivesTheSummary() throws {
