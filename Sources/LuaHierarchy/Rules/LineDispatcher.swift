@@ -13,9 +13,11 @@ import Darwin
 /// worker that completes the next batch in input order writes it, and any batches finished
 /// behind it. Nothing waits for input that has not arrived, so an interactive producer gets
 /// each answer as soon as it is computed. No answer waits behind a slow line of its own
-/// batch either: every 2 ms the flusher writes what the batch next in order has answered so
-/// far (a fast batch is still written in one piece, by the worker that completes it, not a
-/// write per line). Lines in flight are bounded, so memory is too.
+/// batch either: when the worker of the batch next in order has answered nothing more for
+/// 2 ms (it is on a slow line), the flusher writes what it has answered so far (a fast batch
+/// is still written in one piece, by the worker that completes it, not a write per line).
+/// Lines in flight are bounded, so memory is too. Writes never block for good once a
+/// signal came (`OutputWriter`).
 ///
 /// On SIGINT or SIGTERM (`Interruption`) reading stops, the lines being answered are cut
 /// short, and every line already answered is written, in input order, before `run` returns
