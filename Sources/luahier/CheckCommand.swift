@@ -27,8 +27,7 @@ struct Check: ParsableCommand {
         let tree = hierarchy.describeTree()
         let findings = tree.check()
         for finding in findings { Console.out("\(finding)") }
-        try ExitStatus.exitIfInterrupted()
-        try Console.finishOutput()
+        try ExitStatus.finishCommand()
         let responders = tree.entries.reduce(0) { $0 + $1.responders.count }
         if findings.isEmpty {
             Console.error("check: \(rules.name): no findings (\(tree.entries.count) nodes, \(responders) responders)")

@@ -4,51 +4,53 @@ import LuaHierarchy
 
 /// stdout for results, stderr for everything else; every stderr line is whole.
 enum Console {
-    /// The first write to stdout that failed, as `cannot write to stdout: REASON` (empty: given
-    /// up on a reader that stopped reading when a signal came).
-    nonisolated(unsafe) private(set) static var outputFailure: String?
+    /// What became of writing to stdout.
+    enum OutputState {
+        case writing
+        /// A write failed: `cannot write to stdout: REASON`.
+        case failed(String)
+        /// Given up on a reader that stopped reading when a signal came: the command ends as
+        /// interrupted, which says so itself.
+        case abandoned
+    }
+
+    nonisolated(unsafe) private(set) static var output = OutputState.writing
 
     /// Writes `text` and the terminator to stdout at once, unbuffered, as `lua.c`'s `print`
     /// flushes each line: a pipe (`| tee log`) sees each line when it is printed. A reader
     /// that closed the pipe ends the process quietly (status 141, as SIGPIPE would); any
     /// other failure is kept for `finishOutput()`.
     static func out(_ text: String, terminator: String = "\n") {
+        guard case .writing = output else { return }
         var line = text + terminator
-        line.withUTF8 { out(bytes: $0, terminator: false) }
+        line.withUTF8 { write($0, newline: false) }
     }
 
-    /// Writes a script's `print` line as its bytes, then a newline. C's stdout (where
-    /// `io.write` under --unsafe buffers) is flushed first, so the two keep their order, as
-    /// with lua.c.
-    static func out(bytes: UnsafeBufferPointer<UInt8>, terminator: Bool = true) {
-        guard outputFailure == nil else { return }
-        writeLine(bytes, terminator: terminator)
-    }
-
-    /// For a script's `print`: as `out(bytes:)`, and a failed write is raised at the
-    /// script's line, so the script stops there unless it catches it.
+    /// For a script's `print`: its bytes, then a newline, as `out`; a failed write is raised
+    /// at the script's line, so the script stops there unless it catches it.
     static func print(_ bytes: UnsafeBufferPointer<UInt8>) throws {
-        if let failure = outputFailure, !failure.isEmpty { throw OutputFailure(message: failure) }
-        writeLine(bytes, terminator: true)
-        if let failure = outputFailure, !failure.isEmpty { throw OutputFailure(message: failure) }
+        if case .failed(let message) = output { throw OutputFailure(message: message) }
+        write(bytes, newline: true)
+        if case .failed(let message) = output { throw OutputFailure(message: message) }
     }
 
     struct OutputFailure: ReportableError {
+        static let errorType = "OutputError"
         var message: String
-        var errorType: String { "OutputError" }
+        var errorType: String { Self.errorType }
         var errorMessage: String { message }
     }
 
-    private static func writeLine(_ bytes: UnsafeBufferPointer<UInt8>, terminator: Bool) {
+    /// C's stdout (where `io.write` under --unsafe buffers) is flushed first, so the two keep
+    /// their order, as with lua.c.
+    private static func write(_ bytes: UnsafeBufferPointer<UInt8>, newline: Bool) {
         fflush(nil)
-        var code = writeAll(UnsafeRawBufferPointer(bytes), to: STDOUT_FILENO)
-        if code == nil && terminator { code = newline.withUnsafeBytes { writeAll($0, to: STDOUT_FILENO) } }
+        var code = OutputWriter.writeAll(UnsafeRawBufferPointer(bytes), to: STDOUT_FILENO)
+        if code == nil && newline { code = Self.newline.withUnsafeBytes { OutputWriter.writeAll($0, to: STDOUT_FILENO) } }
         guard let code else { return }
         if code == EPIPE { exit(ExitStatus.closedPipe) }
-        // Given up on a reader that stopped reading when a signal came: the command ends as
-        // interrupted, which says so itself.
-        outputFailure = code == OutputWriter.abandoned
-            ? "" : "cannot write to stdout: \(String(cString: strerror(code)))"
+        output = code == OutputWriter.abandoned
+            ? .abandoned : .failed("cannot write to stdout: \(String(cString: strerror(code)))")
     }
 
     private static let newline: [UInt8] = [UInt8(ascii: "\n")]
@@ -60,29 +62,24 @@ enum Console {
     }
 
     /// Prints `luahier: cannot write to stdout: REASON` if a write to stdout failed; whether
-    /// one did.
+    /// stdout was left unwritten.
     static func reportOutputFailure() -> Bool {
-        guard let failure = outputFailure else { return false }
-        if !failure.isEmpty { error("luahier: \(failure)") }
-        return true
+        switch output {
+        case .writing: return false
+        case .abandoned: return true
+        case .failed(let message):
+            error("luahier: \(message)")
+            return true
+        }
     }
 
-    private static func writeAll(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) -> Int32? {
-        OutputWriter.writeAll(bytes, to: descriptor)
-    }
-
-    private static func writeAll(_ text: String, to descriptor: Int32) -> Int32? {
-        var text = text
-        return text.withUTF8 { writeAll(UnsafeRawBufferPointer($0), to: descriptor) }
-    }
-
-    /// Nothing is buffered, so output sent to one pipe keeps its order. Everything on stderr
-    /// is host layout around script-made text, so
-    /// it goes out as a bounded block with its control characters escaped (SPEC §7); fields a
-    /// script made are escaped one by one before that (`PrintableText.field`).
+    /// Unbuffered, as stdout is, so output sent to one pipe keeps its order. Everything on
+    /// stderr is host layout around script-made text, so it goes out as a bounded block with
+    /// its control characters escaped (SPEC §7); fields a script made are escaped one by one
+    /// before that (`PrintableText.field`).
     static func error(_ text: String) {
-        let block = PrintableText.block(text.hasSuffix("\n") ? String(text.dropLast()) : text)
-        _ = writeAll(block + "\n", to: STDERR_FILENO)
+        var block = PrintableText.block(text.hasSuffix("\n") ? String(text.dropLast()) : text) + "\n"
+        _ = block.withUTF8 { OutputWriter.writeAll(UnsafeRawBufferPointer($0), to: STDERR_FILENO) }
     }
 
     /// The CLI's presenter: an error that passed the root, with type, message, where, the

@@ -82,12 +82,16 @@ enum ExitStatus {
     /// 128 + the signal: 130 for SIGINT, 143 for SIGTERM.
     static func interrupted(by signal: Int32) -> Int32 { 128 + signal }
 
-    /// A signal that came when no script ran (after it ended, while a result was written)
-    /// still ends the command as interrupted: `luahier: interrupted`, 130/143.
-    static func exitIfInterrupted() throws {
-        guard let signal = Interruption.signal else { return }
-        Console.error("luahier: interrupted")
-        throw ExitCode(interrupted(by: signal))
+    /// The end of a command that wrote results. A signal that came when no script ran (after
+    /// it ended, while a result was written) still ends it as interrupted (`luahier:
+    /// interrupted`, 130/143), before a write failure it may have caused; then a failed
+    /// write to stdout is exit 1.
+    static func finishCommand() throws {
+        if let signal = Interruption.signal {
+            Console.error("luahier: interrupted")
+            throw ExitCode(interrupted(by: signal))
+        }
+        try Console.finishOutput()
     }
 
     /// For a script that failed: 130/143 when a signal came (it stopped the script, or cut

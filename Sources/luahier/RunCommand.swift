@@ -105,12 +105,11 @@ struct ScriptRun {
         } catch {
             // A failed print says so itself (it stopped the script); another failure after
             // one is reported beside it.
-            if error.type != Console.OutputFailure(message: "").errorType { _ = Console.reportOutputFailure() }
+            if error.type != Console.OutputFailure.errorType { _ = Console.reportOutputFailure() }
             Console.scriptFailed(error)
             throw ExitCode(ExitStatus.failed(error))
         }
-        try ExitStatus.exitIfInterrupted()
-        try Console.finishOutput()
+        try ExitStatus.finishCommand()
         if failOnUnhandled && unhandledErrors > 0 {
             Console.error("luahier: \(unhandledErrors) error(s) reached the root unhandled")
             throw ExitCode(ExitStatus.unhandledError)

@@ -39,7 +39,6 @@ struct Tree: ParsableCommand {
                 throw ExitCode(ExitStatus.scriptFailed)
             }
         }
-        try ExitStatus.exitIfInterrupted()
-        try Console.finishOutput()
+        try ExitStatus.finishCommand()
     }
 }

@@ -82,6 +82,15 @@ final class LiveProcess: @unchecked Sendable {
         kill(process.processIdentifier, signal)
     }
 
+    /// Sends `signal` and waits for the end (`finish`): the exit status (nil: ended by a
+    /// signal), stderr, and the seconds from the signal to the end.
+    func stop(by signal: Int32, timeout: Double = 10) -> (status: Int32?, stderr: String, seconds: Double) {
+        let sent = Date()
+        send(signal)
+        let (status, stderr) = finish(timeout: timeout)
+        return (status, stderr, Date().timeIntervalSince(sent))
+    }
+
     var isRunning: Bool { process.isRunning }
 
     /// Waits (at most `timeout` seconds, then kills it) and returns the exit status, or nil

@@ -296,10 +296,8 @@ struct UnixCitizenTests {
         let child = try LiveProcess(["run", "-"])
         child.write("print('never run')\n")   // stdin stays open: the read waits
         usleep(300_000)
-        let sent = Date()
-        child.send(SIGINT)
-        let result = child.finish(timeout: 10)
-        #expect(Date().timeIntervalSince(sent) < 2)
+        let result = child.stop(by: SIGINT)
+        #expect(result.seconds < 2)
         #expect(result.status == 130)
         #expect(result.stderr == "luahier: cannot read stdin: Interrupted system call\n")
     }
@@ -314,8 +312,7 @@ struct UnixCitizenTests {
         child.send(SIGINT)
         usleep(300_000)
         #expect(child.isRunning, "an ignored SIGINT stopped the script")
-        child.send(SIGTERM)
-        #expect(child.finish(timeout: 10).status == 143)
+        #expect(child.stop(by: SIGTERM).status == 143)
     }
 
     @Test func anErrorOfTypeInterruptedIsJustAnError() throws {
@@ -421,10 +418,8 @@ struct UnixCitizenTests {
         }
         let child = try LiveProcess(arguments)
         usleep(2_000_000)
-        let sent = Date()
-        child.send(SIGTERM)
-        let result = child.finish(timeout: 15)
-        #expect(Date().timeIntervalSince(sent) < 5)
+        let result = child.stop(by: SIGTERM, timeout: 15)
+        #expect(result.seconds < 5)
         #expect(result.status == 143)
         switch command[0] {
         case "dispatch":
@@ -444,8 +439,7 @@ struct UnixCitizenTests {
             """)
         let child = try LiveProcess(["dispatch", "--timeout", "60", rules])
         usleep(700_000)
-        child.send(SIGINT)
-        let result = child.finish(timeout: 10)
+        let result = child.stop(by: SIGINT)
         #expect(result.status == 130)
         #expect(result.stderr.contains("\(rules):2: interrupted"))
         #expect(result.stderr.hasSuffix("luahier: 0 lines: 0 handled, 0 unhandled, 0 detached, 0 invalid; interrupted by SIGINT, 0 lines read but not answered\n"))
@@ -456,8 +450,7 @@ struct UnixCitizenTests {
         let child = try LiveProcess(["dispatch", rules])
         child.write(Self.request(1))
         #expect(child.readLine(timeout: 20)?.hasPrefix(#"{"line":1,"#) == true)
-        child.send(SIGINT)
-        let result = child.finish(timeout: 10)
+        let result = child.stop(by: SIGINT)
         #expect(result.status == 130)
         #expect(result.stderr == "luahier: 1 line: 1 handled, 0 unhandled, 0 detached, 0 invalid; interrupted by SIGINT, 0 lines read but not answered\n")
     }
