@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The fuzzers for longer than CI's slices. The dispatcher fuzzer (CI: 300 cases): random chains of random
-# responders (Lua and Swift), checked against the reference model, and random payloads.
+# responders (Lua and Swift), checked against the reference model, and random payloads. The mutation
+# fuzzer (CI: 400 cases of each): responders and subscribers that change the tree and the registrations
+# during a dispatch or a publish, through every entry, checked against MutationModel.
 #   tools/fuzz.sh            # 100,000 cases from seed 1
 #   tools/fuzz.sh 1000000 42 # a million cases from seed 42
 #   tools/fuzz.sh 100 7 5000  # then 5,000 hostile scripts from seed 7 (default 2,000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FUZZ_CASES="${1:-100000}" FUZZ_SEED="${2:-1}" swift test --filter DispatchFuzzTests
+FUZZ_CASES="${1:-100000}" MUTATION_CASES="${1:-100000}" FUZZ_SEED="${2:-1}" \
+  swift test --filter 'DispatchFuzzTests|MutationFuzzTests'
 # Hostile scripts generated from the sandbox-and-limits classes (CI runs 40).
 HOSTILE_CASES="${3:-2000}" HOSTILE_SEED="${2:-1}" swift test --filter HostileFuzzTests

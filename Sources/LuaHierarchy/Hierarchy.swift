@@ -199,7 +199,8 @@ public final class Hierarchy {
             status: .unhandled, message: error, handledBy: nil, responder: nil, trace: result.trace,
             origin: result.origin, hops: result.hops)
         ended.interrupted = interrupted
-        dispatcher.present(error, reportedAt: result.origin)
+        ended.chainCut = result.chainCut
+        dispatcher.present(error, reportedAt: result.origin, chainCut: result.chainCut)
         return ended
     }
 

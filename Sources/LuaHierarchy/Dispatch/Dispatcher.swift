@@ -23,6 +23,11 @@ struct DispatchResult {
     /// An interrupt (SIGINT) ended it: the host is stopping every script, so it was not
     /// answered.
     var interrupted = false
+    /// The chain was cut (its top was not the root) when the dispatch began: an error it
+    /// ends with never reaches the root, so the presenter sees it only if the policy says so.
+    /// Read from the snapshot, never from the tree at the end, which the responders may
+    /// have changed: an `unhandled` error is always presented.
+    var chainCut = false
 
     var outcome: Outcome {
         Outcome(
@@ -186,9 +191,10 @@ final class Dispatcher {
                 safetyCheck: nil, runner: topLevelRunner, start: entry.position, after: after)
         }
         let present = current.domain == .error
-        let result = DispatchResult(
+        var result = DispatchResult(
             status: plan.detached ? .detached : .unhandled, message: consume current, handledBy: nil,
             responder: nil, trace: nil, origin: plan.links[0].node, hops: plan.links.count)
+        result.chainCut = plan.detached
         settle(result, present: present)
         return result
     }
@@ -251,7 +257,7 @@ final class Dispatcher {
             let responder = link.responders[Int(position.offset)]
             if let end = apply(
                 reply, of: responder, offset: Int(position.offset), at: link.node, input: current.type, before: nil,
-                to: &current, trace: &trace, origin: origin, hops: chain.count)
+                to: &current, trace: &trace, origin: origin, hops: chain.count, detached: detached)
             {
                 return end
             }
@@ -329,7 +335,9 @@ final class Dispatcher {
                 }
                 switch result {
                 case .continued(let called) where called == count:
-                    break
+                    // The responder that ended the run was picked before the run was called,
+                    // and the run may have removed it: look at it again.
+                    if single != nil { continue }
                 case .continued(let called):
                     // Registrations changed: go on after the last one called, checking again.
                     let last = positions[called - 1]
@@ -341,7 +349,7 @@ final class Dispatcher {
                     if let end = apply(
                         reply, of: link.responders[Int(position.offset)], offset: Int(position.offset),
                         at: link.node, input: inputType, before: nil, to: &current, trace: &trace,
-                        origin: origin, hops: chain.count)
+                        origin: origin, hops: chain.count, detached: detached)
                     {
                         return end
                     }
@@ -368,16 +376,17 @@ final class Dispatcher {
             }
             if let end = apply(
                 reply, of: responder, offset: offset, at: node, input: inputType, before: before,
-                to: &current, trace: &trace, origin: origin, hops: chain.count)
+                to: &current, trace: &trace, origin: origin, hops: chain.count, detached: detached)
             {
                 return end
             }
             offset += 1
         }
 
-        let result = DispatchResult(
+        var result = DispatchResult(
             status: detached ? .detached : .unhandled, message: current, handledBy: nil,
             responder: nil, trace: trace, origin: origin, hops: chain.count)
+        result.chainCut = detached
         settle(result, present: result.message.domain == .error)
         return result
     }
@@ -389,7 +398,7 @@ final class Dispatcher {
     /// nil to go on with the next responder, `current` replaced if the answer replaced it.
     private func apply(
         _ reply: ResponderReply, of responder: Responder, offset: Int, at node: Node, input inputType: String,
-        before: Value?, to current: inout Message, trace: inout TraceRecord?, origin: Node, hops: Int
+        before: Value?, to current: inout Message, trace: inout TraceRecord?, origin: Node, hops: Int, detached: Bool
     ) -> DispatchResult? {
         let kind = responder.kind
         var produced: Message
@@ -399,9 +408,10 @@ final class Dispatcher {
             error.setIfAbsent("where", to: responder.location)
             if current.domain == .error { error.setIfAbsent("cause", to: current) }
             trace?.append(step(node, offset, responder, inputType, .raised(type: error.type), before, nil))
-            let result = DispatchResult(
+            var result = DispatchResult(
                 status: .unhandled, message: error, handledBy: nil, responder: nil, trace: trace, origin: origin,
                 hops: hops)
+            result.chainCut = detached
             settle(result, present: true)
             return result
         case (_, .raised(let error)):
@@ -493,16 +503,17 @@ final class Dispatcher {
     /// It borrows the result its caller then returns: passing it through would copy it.
     private func settle(_ result: borrowing DispatchResult, present: Bool) {
         // A cut chain reaches the presenter only when the policy says so (SPEC §2).
-        if present { self.present(result.message, reportedAt: result.origin) }
+        if present { self.present(result.message, reportedAt: result.origin, chainCut: result.chainCut) }
         observer?(result, depth)
     }
 
     /// Hands an unhandled error to the presenter. One from a detached subtree (a cut chain)
-    /// goes only when the policy says so, marked as such (SPEC §2).
-    func present(_ error: Message, reportedAt origin: Node) {
+    /// goes only when the policy says so, marked as such (SPEC §2). `chainCut` is how the
+    /// dispatch's snapshot found the chain; nil: as the tree is now.
+    func present(_ error: Message, reportedAt origin: Node, chainCut: Bool? = nil) {
         // An interrupt is not the script's error: it ends the whole entry, which says so once.
         guard let presenter, !isStopping() else { return }
-        let detached = !origin.isAttached(to: root)
+        let detached = chainCut ?? !origin.isAttached(to: root)
         if detached && detachedPolicy == .drop { return }
         presenter(PresentedError(error: error.describedValue(), reportedAt: origin.path, detached: detached))
     }

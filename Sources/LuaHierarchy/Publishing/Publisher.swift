@@ -72,7 +72,11 @@ extension Dispatcher {
         let recipients = Self.recipients(of: event.type, below: origin, scope: scope, visited: &visited)
         var result = PublishResult(delivered: 0, failed: 0, visited: visited)
         var current = event
+        var stillBelow = Membership(origin: origin)
         for (node, subscription) in recipients where !subscription.isRemoved {
+            // A subscriber whose node left the subtree meanwhile (an ancestor removed or
+            // moved) is skipped, as a removed subscription is.
+            guard stillBelow.contains(node, visited: &result.visited) else { continue }
             result.delivered += 1
             switch subscription.body.call(with: &current, returning: .event) {
             case .raised(var error):
@@ -90,6 +94,52 @@ extension Dispatcher {
             }
         }
         return result
+    }
+
+    /// Whether nodes are still below a publish's origin. Free while the tree's structure has
+    /// not changed since the publish began; after a change each node is looked up once per
+    /// change, walking up only as far as the first node already known.
+    struct Membership {
+        let origin: Node
+        private let tree: TreeToken
+        private var generation: Int
+        private var known: [ObjectIdentifier: Bool] = [:]
+        /// Whether the structure changed since the publish began.
+        private var changed = false
+
+        init(origin: Node) {
+            self.origin = origin
+            tree = origin.tree
+            generation = origin.tree.generation
+        }
+
+        /// Whether `node` is below `origin` now; the nodes walked are added to `visited`.
+        mutating func contains(_ node: Node, visited: inout Int) -> Bool {
+            if tree.generation != generation {
+                generation = tree.generation
+                known.removeAll(keepingCapacity: true)
+                changed = true
+            }
+            guard changed else { return true }
+            var walked: [ObjectIdentifier] = []
+            var answer = false
+            var current = node.parent
+            walk: while let ancestor = current {
+                if ancestor === origin {
+                    answer = true
+                    break walk
+                }
+                if let cached = known[ObjectIdentifier(ancestor)] {
+                    answer = cached
+                    break walk
+                }
+                walked.append(ObjectIdentifier(ancestor))
+                current = ancestor.parent
+            }
+            visited += walked.count + 1
+            for id in walked { known[id] = answer }
+            return answer
+        }
     }
 
     /// The subscriptions `scope` selects, in delivery order.
