@@ -658,6 +658,10 @@ final class MutationEngine {
 
     // MARK: Dispatching
 
+    /// The `dispatch` command's per-worker processor, made on first use (it takes the
+    /// presenter over, and passes every error on to the fixture's).
+    private var processor: LineProcessor?
+
     /// Dispatches through `entry` (an input line only while the origin is attached; Swift
     /// otherwise) and returns the entry used and the outcome.
     func dispatch(
@@ -668,7 +672,10 @@ final class MutationEngine {
         harness.reported = nil
         switch entry {
         case .inputLine where modelPath.hasPrefix("/"):
-            let processor = LineProcessor(hierarchy: hierarchy, inputName: "fuzz.jsonl", maxLineBytes: 1 << 20)
+            if processor == nil {
+                processor = LineProcessor(hierarchy: hierarchy, inputName: "fuzz.jsonl", maxLineBytes: 1 << 20)
+            }
+            let processor = processor!
             let line = "{\"at\": \"\(node.path)\", \"\(domain == .event ? "event" : "error")\": {\"type\": \"\(type)\"}}"
             var output = JSONWriter()
             _ = line.utf8CString.withUnsafeBytes { bytes in

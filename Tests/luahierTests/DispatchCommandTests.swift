@@ -34,6 +34,47 @@ struct DispatchCommandTests {
         }
     }
 
+    /// Errors that pass the root unhandled inside a line (a nested report, a failing
+    /// subscriber, a limit tripped in a nested dispatch) go into that line's `presented`,
+    /// in order; the line's own outcome is not repeated there; more than 16 are counted.
+    @Test func errorsPresentedDuringALineGoIntoItsOutcome() throws {
+        let rules = try Self.rulesFile("""
+            local a, b = hier.root:child("a"), hier.root:child("b")
+            a:handleEvent("Go", function(e)
+              b:reportError({type = "Nested", message = "from a responder"})
+              hier.root:publish("Ping")
+            end)
+            b:subscribe("Ping", function() error({type = "SubscriberFailed", message = "boom"}) end)
+            a:handleEvent("Hog", function(e) b:triggerEvent("Grow") end)
+            b:handleEvent("Grow", function() local s = {} for i = 1, 1e7 do s[i] = ("x"):rep(100) .. i end end)
+            a:handleEvent("Many", function(e) for i = 1, 20 do b:reportError({type = "E" .. i}) end end)
+            """)
+        let result = try Self.dispatch(
+            [#"{"at": "/a", "event": "Go"}"#, #"{"at": "/a", "event": "Hog"}"#, #"{"at": "/b", "error": "own"}"#,
+             #"{"at": "/a", "event": "Many"}"#, #"{"at": "/a", "event": "Go"}"#],
+            rules: rules, flags: ["--max-memory", "16M"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = try Self.outcomes(result)
+        try #require(lines.count == 5)
+        func presented(_ line: Int) -> [[String: Any]] { lines[line]["presented"] as? [[String: Any]] ?? [] }
+        func types(_ line: Int) -> [String?] { presented(line).map { ($0["error"] as? [String: Any])?["type"] as? String } }
+        #expect(lines[0]["status"] as? String == "handled")
+        #expect(types(0) == ["Nested", "SubscriberFailed"])
+        #expect(presented(0).map { $0["at"] as? String } == ["/b", "/b"])
+        #expect((presented(0)[1]["error"] as? [String: Any])?["where"] as? String == "\(rules):6")
+        // The memory limit ended the nested dispatch only; the line's own value is whole.
+        #expect(lines[1]["status"] as? String == "handled")
+        #expect((lines[1]["value"] as? [String: Any])?["type"] as? String == "Hog")
+        #expect(types(1) == ["MemoryLimitExceeded"])
+        #expect(lines[2]["status"] as? String == "unhandled")
+        #expect(lines[2]["presented"] == nil)
+        #expect(types(3) == (1...16).map { "E\($0)" })
+        #expect(lines[3]["presentedOmitted"] as? Int == 4)
+        // Nothing is carried over from one line to the next.
+        #expect(types(4) == ["Nested", "SubscriberFailed"])
+        #expect(lines[4]["presentedOmitted"] == nil)
+    }
+
     @Test func answersEachLineInOrderWithItsOutcome() throws {
         let result = try Self.dispatch([
             #"{"id": "a", "at": "/app/feed", "event": {"type": "Tap", "x": 1}}"#,

@@ -515,7 +515,9 @@ final class Dispatcher {
         guard let presenter, !isStopping() else { return }
         let detached = chainCut ?? !origin.isAttached(to: root)
         if detached && detachedPolicy == .drop { return }
-        presenter(PresentedError(error: error.describedValue(), reportedAt: origin.path, detached: detached))
+        var presented = PresentedError(error: error.describedValue(), reportedAt: origin.path, detached: detached)
+        presented.nestingDepth = depth
+        presenter(presented)
     }
 
     private func step(

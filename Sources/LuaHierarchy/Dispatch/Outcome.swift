@@ -77,6 +77,9 @@ public struct PresentedError {
     /// It came from a detached subtree: it reached the presenter only because
     /// `DetachedPolicy.presenter` is set.
     public var detached = false
+    /// How many dispatches and publishes were under way when it was presented: 1 for an
+    /// entry's own dispatch (0 once it has ended, for a limit), more for one nested in it.
+    var nestingDepth = 0
 
     public init(error: Value, reportedAt: String, detached: Bool = false) {
         self.error = error

@@ -97,6 +97,10 @@ extension LuaPayload {
     /// cap: a larger one is written as a `MemoryLimitExceeded` error naming its size instead
     /// (SPEC §7: the host's copies are held on the script's behalf).
     func writeJSON(into writer: inout JSONWriter) {
+        writeJSON(into: &writer, collecting: true)
+    }
+
+    private func writeJSON(into writer: inout JSONWriter, collecting: Bool) {
         let mark = writer.bytes.count
         let outerLimit = writer.limit
         if let available = host.memoryAvailable { writer.limit = min(outerLimit, mark + available) }
@@ -107,6 +111,16 @@ extension LuaPayload {
             if host.writeJSON(at: -1, into: &writer) { return }
         }
         writer.bytes.removeSubrange(mark...)
+        if writer.limitReached && collecting && !host.isClosed {
+            // What the cap leaves may be held by garbage (a dispatch's tables, unreachable
+            // once it ended): collect it, as Lua does before it fails an allocation, and try
+            // once more.
+            writer.limitReached = false
+            writer.limit = outerLimit
+            host.collectGarbage()
+            writeJSON(into: &writer, collecting: false)
+            return
+        }
         if writer.limitReached {
             writer.limitReached = false
             writer.write(.map([

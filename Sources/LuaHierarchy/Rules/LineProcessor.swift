@@ -8,7 +8,7 @@ public enum LineStatus: String, Sendable, CaseIterable {
 /// Turns one JSON request line into one JSON outcome line on one hierarchy (one Lua state).
 ///
 /// Request: `{"id": any, "at": "/path", "event": E}` or `{..., "error": E}`. Outcome:
-/// `{"line", "id", "status", "kind", "value", "by", "responder", "choice", "trace"}` (absent fields
+/// `{"line", "id", "status", "kind", "value", "by", "responder", "choice", "presented", "trace"}` (absent fields
 /// omitted), or `{"line", "id", "status": "invalid", "error": {type, message, where}}`.
 struct LineProcessor {
     let hierarchy: Hierarchy
@@ -21,11 +21,43 @@ struct LineProcessor {
     /// A line whose rules change `hier.tracing` does not change it for the lines after.
     let traceLevel: TraceLevel
 
+    /// Errors presented while the line was answered (see `PresentedLog`).
+    let presented = PresentedLog()
+
+    /// Takes the hierarchy's presenter over (the one it had still sees every error).
     init(hierarchy: Hierarchy, inputName: String, maxLineBytes: Int) {
         self.hierarchy = hierarchy
         self.inputName = inputName
         self.maxLineBytes = maxLineBytes
         traceLevel = hierarchy.traceLevel
+        let log = presented
+        let previous = hierarchy.presenter
+        hierarchy.presenter = { error in
+            log.record(error)
+            previous?(error)
+        }
+    }
+
+    /// The errors that passed the root unhandled while one line was answered, other than
+    /// the line's own outcome: those of dispatches nested in it and of publish subscribers,
+    /// limit errors included. A stream has no one to present them to, so they go into the
+    /// line's outcome as `presented`, nothing vanishing (SPEC §5). The first `kept` are kept
+    /// whole; the rest are counted.
+    final class PresentedLog {
+        static let kept = 16
+        private(set) var entries: [PresentedError] = []
+        private(set) var omitted = 0
+
+        func record(_ error: PresentedError) {
+            // The line's own dispatch presents at depth 1 (0 for a limit, after it ended).
+            guard error.nestingDepth > 1 else { return }
+            if entries.count < Self.kept { entries.append(error) } else { omitted += 1 }
+        }
+
+        func reset() {
+            if !entries.isEmpty { entries.removeAll(keepingCapacity: true) }
+            omitted = 0
+        }
     }
 
     final class NodeCache {
@@ -57,6 +89,7 @@ struct LineProcessor {
                 var message = request.message
                 if message.domain == .error { message.setIfAbsent("where", to: "\(inputName):\(number)") }
                 if hierarchy.traceLevel != traceLevel { hierarchy.traceLevel = traceLevel }
+                presented.reset()
                 let result = try hierarchy.dispatchKeepingValue(message, at: request.node)
                 if result.interrupted { return nil }
                 write(result, id: request.id, number: number, into: &output, held: held)
@@ -187,6 +220,27 @@ struct LineProcessor {
         if let choice = outcome.choice {
             output.writeKey("choice")
             output.writeString(choice)
+        }
+        if !presented.entries.isEmpty {
+            output.writeKey("presented")
+            output.bytes.append(UInt8(ascii: "["))
+            for (position, entry) in presented.entries.enumerated() {
+                if position > 0 { output.bytes.append(UInt8(ascii: ",")) }
+                output.writeKey("at", opening: true)
+                output.writeString(entry.reportedAt)
+                if entry.detached {
+                    output.writeKey("detached")
+                    output.append("true")
+                }
+                output.writeKey("error")
+                output.write(entry.error)
+                output.bytes.append(UInt8(ascii: "}"))
+            }
+            output.bytes.append(UInt8(ascii: "]"))
+            if presented.omitted > 0 {
+                output.writeKey("presentedOmitted")
+                output.append(String(presented.omitted))
+            }
         }
         if let trace = outcome.trace?.steps {
             output.writeKey("trace")
