@@ -10,7 +10,8 @@
 public final class Hierarchy {
     public struct Options: Sendable {
         public var traceLevel: TraceLevel = .off
-        /// How deep triggers and reports may nest inside responders (SPEC §4).
+        /// How deep triggers and reports may nest inside responders (SPEC §4); kept within
+        /// `Hierarchy.depthLimits`.
         public var depthLimit = 100
         /// Folders `require` searches after the running script's own folder.
         public var modulePaths: [String] = []
@@ -73,10 +74,15 @@ public final class Hierarchy {
         set { dispatcher.traceLevel = newValue }
     }
 
+    /// How deep triggers and reports may nest inside responders; a value outside
+    /// `depthLimits` is taken as the nearest bound.
     public var depthLimit: Int {
         get { dispatcher.depthLimit }
-        set { dispatcher.depthLimit = max(1, newValue) }
+        set { dispatcher.depthLimit = Self.depthLimits.clamped(newValue) }
     }
+
+    /// The nesting limits the host can honour: Lua's C stack allows no deeper (see Dispatcher).
+    public static var depthLimits: ClosedRange<Int> { Dispatcher.depthLimits }
 
     public init(options: Options = Options()) throws {
         root = Node(name: "root", tree: TreeToken(), isRoot: true)
@@ -86,7 +92,7 @@ public final class Hierarchy {
         // The tree's own copies count against the host's memory cap (SPEC §7).
         root.tree.meter = host
         dispatcher.traceLevel = options.traceLevel
-        dispatcher.depthLimit = max(1, options.depthLimit)
+        dispatcher.depthLimit = Self.depthLimits.clamped(options.depthLimit)
         dispatcher.presenter = { [unowned self] in self.presenter?($0) }
         dispatcher.isStopping = { [unowned host] in host.interruptTripped }
         dispatcher.runner = host
@@ -285,4 +291,9 @@ public final class Hierarchy {
     public func collectGarbage() {
         host.collectGarbage()
     }
+}
+
+extension ClosedRange {
+    /// `value`, or the nearest bound when it lies outside.
+    func clamped(_ value: Bound) -> Bound { Swift.min(Swift.max(value, lowerBound), upperBound) }
 }

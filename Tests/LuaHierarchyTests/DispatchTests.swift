@@ -220,12 +220,64 @@ struct DispatchTests {
         #expect(pathStep.after == nil)
     }
 
+    /// The largest nesting limit accepted is one the host honours: nested dispatches, reports
+    /// and publishes from Lua, through the fast path's runner at the top, and Swift closures,
+    /// all reach `DispatchDepthExceeded` at exactly that depth, never Lua's "C stack overflow".
+    @Test func theLargestDepthLimitIsHonouredOnEveryPath() throws {
+        let largest = Hierarchy.depthLimits.upperBound
+        let f = try Fixture()
+        #expect(f.failure("hier.depthLimit = \(largest + 1)")?.message.contains("from 1 to \(largest)") == true)
+        f.hierarchy.depthLimit = 100_000
+        #expect(f.hierarchy.depthLimit == largest)
+        let output = try f.output("""
+            hier.depthLimit = \(largest)
+            local n = hier.root:child("n")
+            local depth, deepest, last = 0, 0, nil
+            local function nest(step)
+              depth = depth + 1
+              deepest = math.max(deepest, depth)
+              local o = step()
+              depth = depth - 1
+              if type(o) == "table" and o.kind == "error" and not last then last = o.value.type end
+            end
+            n:receiveEvent("ByEvent", function() nest(function() return n:triggerEvent("ByEvent") end) return "handled" end)
+            n:handleError("ByError", function() nest(function() return n:reportError({type = "ByError"}) end) end)
+            n:child("s"):subscribe("ByPublish", function() nest(function() return n:publish("ByPublish") end) end)
+            for _, kind in ipairs({"ByEvent", "ByError"}) do
+              depth, deepest, last = 0, 0, nil
+              if kind == "ByEvent" then n:triggerEvent(kind) else n:reportError({type = kind}) end
+              print(kind, deepest, last)
+            end
+            depth, deepest = 0, 0
+            local ok, message = pcall(n.publish, n, "ByPublish")
+            print("ByPublish", deepest, ok or message:match("DispatchDepthExceeded") ~= nil)
+            """)
+        // The responder at level `largest` tries once more and is refused.
+        #expect(output == [
+            "ByEvent\t\(largest)\tDispatchDepthExceeded", "ByError\t\(largest)\tDispatchDepthExceeded",
+            "ByPublish\t\(largest)\ttrue",
+        ])
+        // Swift closures nesting: the same limit, and no stack overflow.
+        let swiftNode = try f.hierarchy.makeNode(at: "/swift")
+        var deepest = 0
+        var depth = 0
+        swiftNode.handleEvent(.type("Nest")) { [unowned hierarchy = f.hierarchy] _ in
+            depth += 1
+            deepest = max(deepest, depth)
+            defer { depth -= 1 }
+            _ = try hierarchy.trigger(.event("Nest"), at: swiftNode)
+        }
+        let outcome = try f.hierarchy.trigger(.event("Nest"), at: swiftNode)
+        #expect(deepest == largest)
+        #expect(outcome.value.typeName == "DispatchDepthExceeded" || outcome.status == .handled)
+    }
+
     @Test func badSettingsAreErrorsAtTheCallersLine() throws {
         let f = try Fixture()
         let error = try #require(f.failure("\nhier.tracng = true"))
         #expect(error.location == "test.lua:2")
         #expect(error.message.contains("hier has no setting 'tracng'"))
-        #expect(f.failure("hier.depthLimit = 0")?.message.contains("from 1 to 10000") == true)
+        #expect(f.failure("hier.depthLimit = 0")?.message.contains("from 1 to \(Hierarchy.depthLimits.upperBound)") == true)
         #expect(f.failure("hier.tracing = 'loud'")?.message.contains("hier.tracing takes") == true)
     }
 

@@ -54,7 +54,15 @@ struct ChainLink {
 /// - a tripped host limit (instructions, time, memory) ends the dispatch at once, unhandled.
 final class Dispatcher {
     let root: Node
+    /// Kept within `depthLimits` by whoever sets it (Hierarchy).
     var depthLimit = 100
+
+    /// The nesting limits the host can honour. Each nested dispatch from Lua costs one level
+    /// of Lua's C stack (a protected call from the host), which stops at 200 levels with
+    /// "C stack overflow"; the entry's own call, a runner's loop and a message handler take
+    /// a few more. At 180 the limit is always what is reached first on a plain chain of
+    /// nested dispatches, with a margin for the levels a script's own `pcall`s add.
+    static let depthLimits = 1...180
     // The settings a `ChainPlan` depends on count as chain changes.
     var traceLevel = TraceLevel.off { didSet { root.tree.noteChainChange() } }
     var safety = SafetyLevel.relaxed { didSet { root.tree.noteChainChange() } }

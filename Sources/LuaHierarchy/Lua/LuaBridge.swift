@@ -288,10 +288,11 @@ final class LuaBridge {
                         problem = "hier.tracing takes true, false, \"off\", \"path\" or \"full\""
                     }
                 case "depthLimit":
-                    if lua_isinteger(L, 2) != 0, luahier_tointeger(L, 2) >= 1, luahier_tointeger(L, 2) <= 10_000 {
+                    let limits = Hierarchy.depthLimits
+                    if lua_isinteger(L, 2) != 0, limits.contains(Int(truncatingIfNeeded: luahier_tointeger(L, 2))) {
                         hierarchy.depthLimit = Int(luahier_tointeger(L, 2))
                     } else {
-                        problem = "hier.depthLimit takes an integer from 1 to 10000"
+                        problem = "hier.depthLimit takes an integer from \(limits.lowerBound) to \(limits.upperBound) (Lua's C stack allows no deeper nesting)"
                     }
                 case "safety":
                     if let text = host.string(at: 2), let level = SafetyLevel(rawValue: text) {
