@@ -985,6 +985,15 @@ static inline void luahier_pushtraceback(lua_State *L, int level) {
     int shown = 0;
     for (int at = level; at < last; at++) {
         if (!lua_getstack(L, at, &ar) || luahier_isrunframe(L, &ar)) continue;
+        /* The host's own Lua code (sandbox wrappers, the hier proxy) is not shown, nor the C
+         * functions it calls; a wrapper the script called shows as the C function it stands
+         * for, as in stock Lua: "[C]: in field 'move'". */
+        lua_Debug caller;
+        lua_getinfo(L, "S", &ar);
+        int caller_is_host = lua_getstack(L, at + 1, &caller) && lua_getinfo(L, "S", &caller)
+            && luahier_ishostcode(&caller);
+        int host = luahier_ishostcode(&ar);
+        if ((host || *ar.what == 'C') && caller_is_host) continue;
         if (shown == 10 && last - at > 11) {
             lua_pushfstring(L, "\n\t...\t(skipping %d levels)", last - at - 11);
             luaL_addvalue(&b);
@@ -995,13 +1004,14 @@ static inline void luahier_pushtraceback(lua_State *L, int level) {
         shown++;
         /* A function's name comes from its caller's code; the plan walk is stripped and
          * would name every responder "field '?'". */
-        lua_Debug caller;
         int called_by_walk = lua_getstack(L, at + 1, &caller) && luahier_isrunframe(L, &caller);
         lua_getinfo(L, "Slnt", &ar);
-        if (ar.currentline <= 0) lua_pushfstring(L, "\n\t%s: in ", ar.short_src);
+        if (host) lua_pushliteral(L, "\n\t[C]: in ");
+        else if (ar.currentline <= 0) lua_pushfstring(L, "\n\t%s: in ", ar.short_src);
         else lua_pushfstring(L, "\n\t%s:%d: in ", ar.short_src, ar.currentline);
         luaL_addvalue(&b);
         if (*ar.namewhat != '\0' && !called_by_walk) lua_pushfstring(L, "%s '%s'", ar.namewhat, ar.name);
+        else if (host) lua_pushliteral(L, "?");
         else if (*ar.what == 'm') lua_pushliteral(L, "main chunk");
         else if (*ar.what != 'C') lua_pushfstring(L, "function <%s:%d>", ar.short_src, ar.linedefined);
         else lua_pushliteral(L, "?");
@@ -1011,16 +1021,38 @@ static inline void luahier_pushtraceback(lua_State *L, int level) {
     luaL_pushresult(&b);
 }
 
+/* [-1, +1, e] `__tostring` of the table at `index`, called protected (under the running
+ * budget, like any of the script's code); 0 when it has none, fails or returns no string. */
+static inline int luahier_pushtostring(lua_State *L, int index) {
+    index = lua_absindex(L, index);
+    if (luaL_getmetafield(L, index, "__tostring") == LUA_TNIL) return 0;
+    lua_pushvalue(L, index);
+    if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_type(L, -1) == LUA_TSTRING) return 1;
+    lua_pop(L, 1);
+    return 0;
+}
+
 /* [-1, +1, e] The message handler of every protected call into Lua.
- * A table error keeps its identity and gains `where` if it has none. Any other value
- * becomes { type = "LuaError", message, where, traceback }, with the "chunk:line: "
- * prefix Lua put on the message moved into `where`. */
+ * A table error keeps its identity and gains `where` if it has none, and `message` from its
+ * `__tostring` if it has no message (so it reads as what it says it is). A table whose
+ * metatable is protected (`__metatable`: the sandbox's read-only views) is left as it is.
+ * Any other value becomes { type = "LuaError", message, where, traceback }, with the
+ * "chunk:line: " prefix Lua put on the message moved into `where`; a prefix naming the
+ * host's own code (an argument error in a C function a sandbox wrapper called) gives way to
+ * the script's line that called the wrapper. */
 static inline int luahier_msgh(lua_State *L) {
     int t = lua_type(L, 1);
     lua_settop(L, 1);
     if (t == LUA_TTABLE) {
+        if (luaL_getmetafield(L, 1, "__metatable") != LUA_TNIL) {
+            lua_settop(L, 1);
+            return 1;
+        }
         lua_pushstring(L, "where");
         if (lua_rawget(L, 1) == LUA_TNIL && luahier_pushwhere(L, 1)) luahier_rawsetfield(L, 1, "where");
+        lua_settop(L, 1);
+        lua_pushstring(L, "message");
+        if (lua_rawget(L, 1) == LUA_TNIL && luahier_pushtostring(L, 1)) luahier_rawsetfield(L, 1, "message");
         lua_settop(L, 1);
         return 1;
     }
@@ -1040,7 +1072,9 @@ static inline int luahier_msgh(lua_State *L) {
     luahier_rawsetfield(L, table, "type");
     size_t where_len = 0;
     size_t skip = luahier_locationprefix(msg, len, &where_len);
-    if (skip > 0) {
+    if (skip > 0 && strncmp(msg, "[luahier", 8) == 0) {
+        if (luahier_pushwhere(L, 1)) luahier_rawsetfield(L, table, "where");
+    } else if (skip > 0) {
         lua_pushlstring(L, msg, where_len);
         luahier_rawsetfield(L, table, "where");
     } else if (luahier_pushwhere(L, 1)) {

@@ -35,7 +35,7 @@ public struct ScriptError: Error, CustomStringConvertible {
     init(_ message: Message) {
         let value = message.describedValue()
         self.type = message.type
-        self.message = value["message"]?.stringValue ?? String(describing: value["message"] ?? .null)
+        self.message = ErrorText.message(of: value) ?? ""
         self.location = value["where"]?.stringValue
         self.traceback = value["traceback"]?.stringValue
         self.value = value
@@ -50,7 +50,9 @@ public struct ScriptError: Error, CustomStringConvertible {
 
     /// `file:line: message` (type first when it is not a plain Lua error).
     public var description: String {
-        let text = (type == "LuaError" || type == "SyntaxError" || type == Message.interruptedType) ? message : "\(type): \(message)"
+        let text =
+            (type == "LuaError" || type == "SyntaxError" || type == Message.interruptedType) ? message
+            : message.isEmpty ? type : "\(type): \(message)"
         return location.map { "\($0): \(text)" } ?? text
     }
 }

@@ -90,6 +90,10 @@ enum Console {
         var error: Value? = presented.error
         var depth = 0
         while let current = error, depth < 16 {
+            if depth > 0, current == .string(ErrorText.cycle) {
+                lines.append("  caused by itself (the cause chain loops back to an error above)")
+                break
+            }
             lines.append("  " + (depth == 0 ? "" : "caused by ") + summary(of: current))
             if depth == 0, current["type"]?.stringValue == "LuaError", let traceback = current["traceback"]?.stringValue {
                 lines += traceback.split(separator: "\n").map { "    " + $0 }
@@ -106,11 +110,10 @@ enum Console {
         Console.error("luahier: warning: \(PrintableText.field("\(warning)"))")
     }
 
-    /// `Type: message (file:line)`.
+    /// `Type: message (file:line)`, as `ErrorText` reads the value.
     static func summary(of error: Value) -> String {
-        let type = error["type"]?.stringValue ?? "Error"
-        var text = PrintableText.field(type, limit: 200)
-        if let message = error["message"] { text += ": " + PrintableText.field(message.stringValue ?? message.description) }
+        var text = PrintableText.field(ErrorText.type(of: error), limit: 200)
+        if let message = ErrorText.message(of: error) { text += ": " + PrintableText.field(message) }
         if let location = error["where"]?.stringValue { text += " (\(PrintableText.field(location, limit: 300)))" }
         return text
     }
@@ -134,7 +137,8 @@ enum Console {
 
     /// A script failure: `luahier: file:line: message`, then the traceback.
     static func scriptFailed(_ error: ScriptError) {
-        var text = "luahier: \(PrintableText.field("\(error)", limit: 4000))"
+        // Below the block's line limit (4000), so the count of what was cut stays whole.
+        var text = "luahier: \(PrintableText.field("\(error)", limit: 3000))"
         if let traceback = error.traceback { text += "\n" + traceback }
         Console.error(text)
     }

@@ -105,6 +105,19 @@ private let sandboxPrelude = #"""
     local cocreate, coclose, costatus, coresume = coroutine.create, coroutine.close, coroutine.status, hostlib.resume
     local pcall, tpack, tunpack = pcall, table.pack, table.unpack
 
+    -- An error a C function raised when a wrapper called it through pcall: raised again at
+    -- the script's line (`level` counts from the caller of rethrow), so no message names the
+    -- host's own code. Messages that already carry a position are raised as they are.
+    local function rethrow(message, level)
+      if type(message) == "string" and not strfind(message, "^[^\n]*:%d+: ") then error(message, level + 1) end
+      error(message, 0)
+    end
+    -- "got X" in an argument error, as Lua's own say it.
+    local function typeof(count, index, value)
+      if index > count then return "no value" end
+      return type(value)
+    end
+
     -- Every table a script must not change: rawset refuses them, assignment hits __newindex.
     local frozen = setmeta({}, { __mode = "k" })
     -- A read-only view of `contents`: its metatable is locked and its iterator is a closure,
@@ -145,20 +158,33 @@ private let sandboxPrelude = #"""
         local reader = chunk
         chunk = function() return reader() end
       end
-      if select("#", ...) > 0 then return rawload(chunk, name, "t", ...) end
-      return rawload(chunk, name, "t")
+      local results = tpack(pcall(rawload, chunk, name, "t", ...))
+      if not results[1] then rethrow(results[2], 2) end
+      return tunpack(results, 2, results.n)
     end
     local rawxpcall = xpcall
-    env.xpcall = function(f, handler, ...) return rawxpcall(f, guardhandler(handler), ...) end
+    env.xpcall = function(...)
+      local f, handler = ...
+      if type(handler) ~= "function" then
+        error("bad argument #2 to 'xpcall' (function expected, got " .. typeof(select("#", ...), 2, handler) .. ")", 2)
+      end
+      return rawxpcall(f, guardhandler(handler), select(3, ...))
+    end
     env.collectgarbage = function(option)
       if option == "count" then return collect("count") end
       error("collectgarbage: only \"count\" is allowed in the sandbox", 2)
     end
-    env.setmetatable = function(t, mt)
+    local getmeta = getmetatable
+    env.setmetatable = function(...)
+      local t, mt = ...
       if type(mt) == "table" and rawget(mt, "__gc") ~= nil then
         error("setmetatable: a metatable with __gc is not allowed in the sandbox", 2)
       end
-      return setmeta(t, mt)
+      -- The common case cannot fail; any other goes through pcall for a message of its own.
+      if type(t) == "table" and (mt == nil or type(mt) == "table") and getmeta(t) == nil then return setmeta(t, mt) end
+      local ok, result = pcall(setmeta, ...)
+      if not ok then rethrow(result, 2) end
+      return result
     end
     -- rawset: the seal (below) adds it, refusing the read-only tables and the standard names.
 
@@ -177,7 +203,9 @@ private let sandboxPrelude = #"""
       if type(f) == "number" and type(e) == "number" and e - f >= MAXMOVE then
         error(("table.move: %.0f elements is more than the sandbox moves at once (%d)"):format(e - f + 1, MAXMOVE), 2)
       end
-      return tmove(a1, f, e, t, a2)
+      local ok, result = pcall(tmove, a1, f, e, t, a2)
+      if not ok then rethrow(result, 2) end
+      return result
     end
     -- A heap sort that charges its work and checks the deadline (shim.h, luahier_sort).
     table.sort = hostlib.sort
@@ -203,13 +231,17 @@ private let sandboxPrelude = #"""
       closing = closing + 1
       local results = tpack(pcall(coclose, co))
       closing = closing - 1
-      if not results[1] then error(results[2], 0) end
+      if not results[1] then rethrow(results[2], 2) end
       return tunpack(results, 2, results.n)
     end
     local coroutine = pick(real.coroutine, { "create", "isyieldable", "running", "status", "yield" })
     coroutine.resume = coresume
     coroutine.close = function(co) return countedClose(co) end
-    coroutine.wrap = function(f)
+    coroutine.wrap = function(...)
+      local f = ...
+      if type(f) ~= "function" then
+        error("bad argument #1 to 'wrap' (function expected, got " .. typeof(select("#", ...), 1, f) .. ")", 2)
+      end
       local co = cocreate(f)
       return function(...)
         local results = tpack(coresume(co, ...))
@@ -302,7 +334,11 @@ private let sandboxPrelude = #"""
       local function refuse(name)
         error("'" .. tostring(name) .. "' belongs to the standard library and cannot be replaced", 3)
       end
-      standard.rawset = function(t, key, value)
+      standard.rawset = function(...)
+        local t, key, value = ...
+        if type(t) ~= "table" then
+          error("bad argument #1 to 'rawset' (table expected, got " .. typeof(select("#", ...), 1, t) .. ")", 2)
+        end
         if frozen[t] then error("rawset: the standard library, hier and package are read-only", 2) end
         if rawequal(t, env) and standard[key] ~= nil then refuse(key) end
         return rawset(t, key, value)

@@ -56,7 +56,7 @@ extension LuaHost {
         let identity = lua_topointer(L, table)!
         if ancestors.contains(identity) {
             if strict { throw PayloadError(path: "", reason: "a table that contains itself (a cycle)") }
-            return .string("<cycle>")
+            return .string(ErrorText.cycle)
         }
         guard ancestors.count < Self.maxPayloadDepth, lua_checkstack(L, 4) != 0 else {
             if strict { throw PayloadError(path: "", reason: "tables nested deeper than \(Self.maxPayloadDepth)") }
