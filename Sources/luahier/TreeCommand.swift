@@ -7,7 +7,8 @@ struct Tree: ParsableCommand {
         abstract: "Load rules and print the tree with each node's responders and subscriptions.",
         discussion: """
             text draws the tree with box-drawing characters; dot is a Graphviz digraph \
-            (luahier tree rules.lua --format dot | dot -Tsvg > tree.svg); json is a \
+            (luahier tree rules.lua --format dot | dot -Tsvg > tree.svg) whose labels cut \
+            long lines and show at most 20 responders and subscriptions per node; json is a \
             stable, flat list of nodes in depth-first order for tools (format version 2: \
             each node names its parent by its index; only the first node, the top, has its \
             path). Output is written as it is made, so a million-deep tree takes memory in \

@@ -71,6 +71,53 @@ struct TreeRenderingTests {
         #expect(calls == 3)
     }
 
+    // MARK: DOT labels
+
+    /// A cut lands between whole escapes and whole characters, and says how much was cut.
+    @Test(arguments: [
+        // (the line, what each shown character takes in the label, its bytes)
+        (String(repeating: "x", count: 20_000), "x", 1),
+        (String(repeating: "\"", count: 300), "\\\"", 2),
+        (String(repeating: "\\", count: 300), "\\\\", 2),
+        (String(repeating: "\u{1}", count: 300), "\\\\u{1}", 6),
+        (String(repeating: "é", count: 300), "é", 2),
+        // One character of three scalars (e + two combining accents), five UTF-8 bytes.
+        (String(repeating: "e\u{301}\u{302}", count: 300), "e\u{301}\u{302}", 5),
+    ])
+    func aLongDOTLineIsCutBetweenEscapes(_ line: String, _ shownAs: String, _ bytes: Int) {
+        let shownCount = DOTLabel.lineBytes / bytes
+        let expected = String(repeating: shownAs, count: shownCount) + "… (\(line.count - shownCount) more characters)"
+        #expect(DOTLabel.shown(line) == expected)
+    }
+
+    @Test func shortDOTLinesAreEscapedWhole() {
+        #expect(DOTLabel.shown("#1 receiveEvent Tap  rules.lua:3") == "#1 receiveEvent Tap  rules.lua:3")
+        #expect(DOTLabel.shown("say \"hi\"\\now\n") == #"say \"hi\"\\now\\u{a}"#)
+        #expect(DOTLabel.shown(String(repeating: "y", count: DOTLabel.lineBytes)) == String(repeating: "y", count: DOTLabel.lineBytes))
+        #expect(DOTLabel.shown(String(repeating: "y", count: DOTLabel.lineBytes + 1)).hasSuffix("y… (1 more character)"))
+    }
+
+    /// Many responders, each with a long filter, under a long name: the label stays far
+    /// below Graphviz's 16 KiB for a quoted string.
+    @Test func aBusyNodeShowsTwentyLinesAndHowManyMore() throws {
+        let f = try Fixture("""
+            local types = {}
+            for i = 1, 100 do types[i] = string.rep("T", 60) .. i end
+            local busy = hier.root:child(string.rep("\\1", 5000))
+            busy:triggers(types)
+            for i = 1, 300 do busy:receiveEvent(types, function() end) end
+            for i = 1, 200 do busy:subscribe(types, function() end) end
+            """)
+        let dot = f.hierarchy.describeTree().dot()
+        let label = try #require(dot.split(separator: "\n").first { $0.hasPrefix("  n1 [label=") })
+        #expect(label.utf8.count < 7 << 10)
+        let lines = label.components(separatedBy: "\\l")
+        #expect(lines.count == 1 + DOTLabel.detailLines + 1 + 1)  // head, details, "… N more", the rest
+        #expect(lines[DOTLabel.detailLines + 1] == "… 480 more")
+        #expect(lines[1].hasPrefix("#1 receiveEvent [TTTT"))
+        #expect(lines[1].hasSuffix(" more characters)"))
+    }
+
     // MARK: Text
 
     /// The chunks join to the same text, and a deep line keeps only the last levels.

@@ -136,6 +136,37 @@ struct ToolCommandTests {
         #expect(dot.stdout.hasSuffix("  n\(depth - 1) -> n\(depth);\n}\n"))
     }
 
+    /// Graphviz refuses a quoted string of 16 KiB or more: a 20,000-character name, names
+    /// that are all escapes, and a node with 500 responders and subscriptions under a long
+    /// list of declared types all get labels it renders.
+    @Test(.enabled(if: Graphviz.dot != nil, "Graphviz (dot) is not installed"))
+    func treeDOTBoundsEveryLabelForGraphviz() throws {
+        let script = try Luahier.script(#"""
+            hier.root:child(string.rep("x", 20000))
+            hier.root:child(string.rep('"', 9000))
+            hier.root:child(string.rep("\\", 9000))
+            hier.root:child(string.rep("\1", 9000))
+            hier.root:child(string.rep("é", 9000))
+            local types = {}
+            for i = 1, 100 do types[i] = string.rep("T", 200) .. i end
+            local busy = hier.root:child("busy")
+            busy:triggers(types)
+            for i = 1, 300 do busy:receiveEvent(types, function() end) end
+            for i = 1, 200 do busy:subscribe(types, function() end) end
+            """#)
+        let result = try Luahier.run(["tree", script, "--format", "dot"])
+        #expect(result.status == 0)
+        let labels = result.stdout.split(separator: "\n").filter { $0.contains("[label=") }
+        #expect(labels.count == 7)
+        #expect(labels.allSatisfy { $0.utf8.count < 8 << 10 })
+        #expect(labels[1].contains("… (19744 more characters)"))
+        #expect(labels[6].contains("\\l… 480 more\\l"))
+        let (status, plain, complaints) = try Graphviz.render(result.stdout, format: "plain")
+        #expect(status == 0)
+        #expect(complaints.isEmpty, "dot said: \(complaints)")
+        #expect(plain.split(separator: "\n").filter { $0.hasPrefix("node ") }.count == 7)
+    }
+
     @Test func treeRefusesAnUnknownFormat() throws {
         let result = try Luahier.run(["tree", try Luahier.script(""), "--format", "svg"])
         #expect(result.status == 2)

@@ -25,7 +25,7 @@ extension TreeDescription {
     // MARK: Pieces
 
     // The pieces below are raw text: names and types as the script gave them. Each rendering
-    // escapes a whole line its own way (`display` for text, then DOT's quoting for DOT), so a cut
+    // escapes a whole line its own way (`display` for text, `DOTLabel` for DOT), so a cut
     // line never ends inside an escape.
 
     /// `#2 receiveEvent [Save, Tap]  rules.lua:7`; an alert handler's filter reads `alertable`.
