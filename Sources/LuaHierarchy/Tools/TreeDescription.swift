@@ -95,23 +95,6 @@ extension TreeDescription {
             body(position, buffer)
         }
     }
-
-    /// The bytes every path together takes: what `json()` would write for them.
-    public var totalPathBytes: Int {
-        // What a child's path starts with: the root's "/" is its own separator.
-        var prefix = [Int](repeating: 0, count: entries.count)
-        var total = 0
-        for (position, entry) in entries.enumerated() {
-            if let parent = entry.parent {
-                prefix[position] = prefix[parent] + 1 + entry.name.utf8.count
-                total += prefix[position]
-            } else {
-                prefix[position] = topPath == "/" ? 0 : topPath.utf8.count
-                total += topPath.utf8.count
-            }
-        }
-        return total
-    }
 }
 
 extension Hierarchy {
