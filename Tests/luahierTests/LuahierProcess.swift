@@ -24,18 +24,22 @@ enum Luahier {
 
     /// Runs `luahier arguments...` with a wall-clock limit; a run past it is killed and
     /// reported as `signaled`.
-    static func run(_ arguments: [String], stdin: String? = nil, timeout: TimeInterval = 60) throws -> Result {
-        try run(arguments, input: stdin.map { Data($0.utf8) }, timeout: timeout)
+    static func run(
+        _ arguments: [String], stdin: String? = nil, timeout: TimeInterval = 60, in folder: URL = packageRoot
+    ) throws -> Result {
+        try run(arguments, input: stdin.map { Data($0.utf8) }, timeout: timeout, in: folder)
     }
 
     /// As `run`, with raw bytes on stdin.
-    static func run(_ arguments: [String], input stdin: Data?, timeout: TimeInterval = 60) throws -> Result {
+    static func run(
+        _ arguments: [String], input stdin: Data?, timeout: TimeInterval = 60, in folder: URL = packageRoot
+    ) throws -> Result {
         // A child that exits before reading all its input must not kill the tests with SIGPIPE.
         signal(SIGPIPE, SIG_IGN)
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
-        process.currentDirectoryURL = packageRoot
+        process.currentDirectoryURL = folder
         let out = Pipe(), err = Pipe(), input = Pipe()
         process.standardOutput = out
         process.standardError = err
