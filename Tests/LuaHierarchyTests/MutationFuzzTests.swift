@@ -265,15 +265,8 @@ struct MutationWorld: CustomStringConvertible {
 /// turn comes, added ones waiting for the next dispatch; a publish choosing its recipients
 /// first, then skipping those removed or no longer below the publisher.
 struct MutationModel {
-    struct Result: Equatable, CustomStringConvertible {
-        var status: String
-        var kind: Domain
-        var type: String
-        var by: String?
-        var index: Int?
-        var withoutIndex: Result { Result(status: status, kind: kind, type: type, by: by, index: nil) }
-        var description: String { "\(status) \(kind) \(type) by \(by ?? "-") #\(index.map(String.init) ?? "-")" }
-    }
+    /// The same outcome summary as the plain dispatch fuzz's model.
+    typealias Result = ReferenceModel.Result
 
     var names: [String]
     var parent: [Int?]
@@ -720,7 +713,10 @@ final class MutationEngine {
     }
 }
 
-extension MutationModel.Result {
+extension ReferenceModel.Result {
+    /// An input line's outcome names the responder by `file:line`, not by index.
+    var withoutIndex: Self { Self(status: status, kind: kind, type: type, by: by, index: nil) }
+
     init(status: String, kind: Domain, type: String) {
         self.init(status: status, kind: kind, type: type, by: nil, index: nil)
     }
