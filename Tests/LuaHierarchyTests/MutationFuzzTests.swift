@@ -17,6 +17,12 @@ struct MutationFuzzTests {
     static let firstSeed = DispatchFuzzTests.firstSeed
 
     @Test func changesDuringADispatchMatchTheModel() throws {
+        // How often the faster paths ran: the fuzz must reach them, not only the general walk.
+        var fastPathWalks = 0, keptPlanWalks = 0
+        defer {
+            #expect(fastPathWalks > 0, "no dispatch went through Lua's fast path")
+            #expect(keptPlanWalks > 0, "no dispatch went along a kept plan")
+        }
         for seed in Self.firstSeed..<(Self.firstSeed + UInt64(Self.caseCount)) {
             var random = SplitMix64(state: seed)
             let world = MutationWorld.generate(&random)
@@ -45,6 +51,8 @@ struct MutationFuzzTests {
                     break
                 }
             }
+            fastPathWalks += engine.fixture.hierarchy.fastPath.walks
+            keptPlanWalks += engine.fixture.hierarchy.keptPlans.walks
             #expect(mismatch == nil, "\(mismatch ?? "")")
             #expect(engine.fixture.hierarchy.luaStackTop == 0, "seed \(seed)")
             if mismatch != nil { break }
