@@ -222,7 +222,10 @@ static inline double luahier_now(void) {
  * chunks are named "=[luahier ...]"): the sandbox's wrappers, `print`, the hier proxy. A
  * `where` never names one: it names the script's line that called it. */
 static inline int luahier_ishostcode(const lua_Debug *ar) {
-    return ar->source != NULL && strncmp(ar->source, "=[luahier", 9) == 0;
+    if (ar->source == NULL) return 0;
+    /* Host chunks are loaded stripped (luahier_strip), which names their source "=?"; the
+     * sandbox loads text only, so no script's function is stripped. */
+    return strncmp(ar->source, "=[luahier", 9) == 0 || (strcmp(ar->source, "=?") == 0 && *ar->what != 'C');
 }
 
 /* [-0, +0, -] Fills `ar` with the innermost Lua frame at `level` or above that has a line
@@ -1006,16 +1009,26 @@ static inline void luahier_pushtraceback(lua_State *L, int level) {
          * would name every responder "field '?'". */
         int called_by_walk = lua_getstack(L, at + 1, &caller) && luahier_isrunframe(L, &caller);
         lua_getinfo(L, "Slnt", &ar);
+        /* A chunk's name is the script's text (load's second argument): a newline in it
+         * must not start a line of its own on the terminal. */
+        for (char *c = ar.short_src; *c; c++) if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
         if (host) lua_pushliteral(L, "\n\t[C]: in ");
         else if (ar.currentline <= 0) lua_pushfstring(L, "\n\t%s: in ", ar.short_src);
         else lua_pushfstring(L, "\n\t%s:%d: in ", ar.short_src, ar.currentline);
         luaL_addvalue(&b);
-        if (*ar.namewhat != '\0' && !called_by_walk) lua_pushfstring(L, "%s '%s'", ar.namewhat, ar.name);
-        else if (host) lua_pushliteral(L, "?");
-        else if (*ar.what == 'm') lua_pushliteral(L, "main chunk");
-        else if (*ar.what != 'C') lua_pushfstring(L, "function <%s:%d>", ar.short_src, ar.linedefined);
-        else lua_pushliteral(L, "?");
-        luaL_addvalue(&b);
+        if (*ar.namewhat != '\0' && !called_by_walk) {
+            /* A field's name can be any string a script made: its control characters too. */
+            luaL_addstring(&b, ar.namewhat);
+            luaL_addstring(&b, " '");
+            for (const char *c = ar.name; *c; c++) luaL_addchar(&b, ((unsigned char)*c < 0x20 || *c == 0x7f) ? '?' : *c);
+            luaL_addchar(&b, '\'');
+        } else {
+            if (host) lua_pushliteral(L, "?");
+            else if (*ar.what == 'm') lua_pushliteral(L, "main chunk");
+            else if (*ar.what != 'C') lua_pushfstring(L, "function <%s:%d>", ar.short_src, ar.linedefined);
+            else lua_pushliteral(L, "?");
+            luaL_addvalue(&b);
+        }
         if (ar.istailcall) luaL_addstring(&b, "\n\t(...tail calls...)");
     }
     luaL_pushresult(&b);
@@ -1299,6 +1312,20 @@ static inline int luahier_dumpwriter(lua_State *L, const void *p, size_t size, v
     memcpy(d->bytes + d->size, p, size);
     d->size += size;
     return 0;
+}
+
+/* [-1, +1, m] Replaces the function on top with a copy without debug information: Lua then
+ * knows no line in it, so no message, `where` or traceback can name a line of the host's
+ * own code (luaL_where writes nothing for it). Returns LUA_OK, or an error status with the
+ * error pushed in place of the function. */
+static inline int luahier_strip(lua_State *L, const char *name) {
+    luahier_Dump dump = { NULL, 0, 0 };
+    int failed = lua_dump(L, luahier_dumpwriter, &dump, 1);
+    lua_pop(L, 1);
+    int status = failed ? LUA_ERRMEM : luaL_loadbufferx(L, dump.bytes, dump.size, name, "b");
+    if (failed) lua_pushliteral(L, "not enough memory to strip a host chunk");
+    free(dump.bytes);
+    return status;
 }
 
 /* [-0, +1, -] Pushes the plan walk, loaded without debug information; returns LUA_OK, or an

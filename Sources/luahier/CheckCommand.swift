@@ -26,13 +26,14 @@ struct Check: ParsableCommand {
         let hierarchy = try rules.loadForInspection(arguments: arguments)
         let tree = hierarchy.describeTree()
         let findings = tree.check()
-        for finding in findings { Console.out("\(finding)") }
+        // Names, types and file names are the rules' text: escaped, as everywhere the host prints.
+        for finding in findings { Console.out(PrintableText.field("\(finding)", limit: 4000)) }
         try ExitStatus.finishCommand()
         let responders = tree.entries.reduce(0) { $0 + $1.responders.count }
         if findings.isEmpty {
-            Console.error("check: \(rules.name): no findings (\(tree.entries.count) nodes, \(responders) responders)")
+            Console.error("check: \(PrintableText.field(rules.name)): no findings (\(tree.entries.count) nodes, \(responders) responders)")
         } else {
-            Console.error("check: \(rules.name): \(findings.count) finding\(findings.count == 1 ? "" : "s")")
+            Console.error("check: \(PrintableText.field(rules.name)): \(findings.count) finding\(findings.count == 1 ? "" : "s")")
             throw ExitCode(ExitStatus.scriptFailed)
         }
     }

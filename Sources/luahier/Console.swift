@@ -92,6 +92,7 @@ enum Console {
         while let current = error, depth < 16 {
             if depth > 0, current == .string(ErrorText.cycle) {
                 lines.append("  caused by itself (the cause chain loops back to an error above)")
+                error = nil
                 break
             }
             lines.append("  " + (depth == 0 ? "" : "caused by ") + summary(of: current))

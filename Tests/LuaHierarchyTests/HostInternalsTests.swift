@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import LuaHierarchy
 
@@ -78,5 +79,57 @@ struct HostInternalsTests {
         // `print` is on the list: what it prints is not a finding.
         let output = try f.output(script).filter { $0.hasPrefix("LEAK ") || $0.hasPrefix("checked ") }
         #expect(output == ["checked \(names.count * Self.argumentShapes.count)"], "\(output.prefix(40).joined(separator: "\n"))")
+    }
+
+    /// `error(message, level)` at every level, raised from inside every kind of callback a
+    /// host wrapper calls (comparators, pattern callbacks, metamethods, `<close>`, `require`,
+    /// handlers): the position Lua gives never names a line of the host's code.
+    @Test func errorLevelsNeverPointIntoHostCode() throws {
+        let folder = "/tmp/lh-levels-\(getpid())"
+        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        for level in 1...7 {
+            try "error('from module', \(level))".write(toFile: "\(folder)/mod\(level).lua", atomically: true, encoding: .utf8)
+        }
+        var options = Hierarchy.Options()
+        options.modulePaths = [folder]
+        let f = try Fixture(options: options)
+        let output = try f.output("""
+            local internal = {\(Self.internalNames.map { "\"\($0)\"" }.joined(separator: ", "))}
+            local bad, checked = {}, 0
+            for level = 1, 7 do
+              local raise = function() error("raised", level) end
+              local callbacks = {
+                sort = function() table.sort({3, 2, 1}, function() raise() end) end,
+                gsub = function() string.gsub("abc", "%w", function() raise() end) end,
+                gmatch = function() for _ in string.gmatch(setmetatable({}, {__tostring = raise}), ".") do end end,
+                index = function() local t = setmetatable({}, {__index = function() raise() end}); return t.x end,
+                pairs = function() for _ in pairs(setmetatable({}, {__pairs = function() raise() end})) do end end,
+                format = function() return string.format("%s", setmetatable({}, {__tostring = raise})) end,
+                concat = function() return table.concat(setmetatable({}, {__index = function() raise() end, __len = function() return 2 end})) end,
+                insert = function() table.insert(setmetatable({}, {__newindex = function() raise() end}), 1) end,
+                unpack = function() return table.unpack(setmetatable({}, {__index = function() raise() end}), 1, 2) end,
+                move = function() table.move(setmetatable({}, {__index = function() raise() end}), 1, 2, 1, {}) end,
+                ipairs = function() for _ in ipairs(setmetatable({}, {__index = function() raise() end})) do end end,
+                close = function() local x <close> = setmetatable({}, {__close = function() raise() end}) end,
+                wrap = function() coroutine.wrap(raise)() end,
+                xpcall = function() xpcall(raise, function(m) raise() end) end,
+                tostring = function() print(setmetatable({}, {__tostring = raise})) end,
+                load = function() load(function() raise() end) end,
+                require = function() require("mod" .. level) end,
+              }
+              for name, call in pairs(callbacks) do
+                local ok, message = pcall(call)
+                checked = checked + 1
+                for _, word in ipairs(internal) do
+                  if type(message) == "string" and message:find(word, 1, true) then
+                    bad[#bad + 1] = "LEAK level " .. level .. " " .. name .. ": " .. message
+                  end
+                end
+              end
+            end
+            for _, line in ipairs(bad) do print(line) end
+            print("checked " .. checked)
+            """).filter { $0.hasPrefix("LEAK ") || $0.hasPrefix("checked ") }
+        #expect(output == ["checked \(7 * 17)"], "\(output.prefix(30).joined(separator: "\n"))")
     }
 }

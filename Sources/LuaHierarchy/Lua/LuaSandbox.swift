@@ -72,11 +72,15 @@ extension LuaHost {
         luahier_pop(L, 1)
     }
 
-    /// [-0, +1, -] Loads a host chunk. Its name must start with "=[luahier": frames of host
-    /// code are never what a `where` names (luahier_ishostcode).
+    /// [-0, +1, -] Loads a host chunk, stripped of its debug information. Its name must start
+    /// with "=[luahier": frames of host code are never what a `where` names
+    /// (luahier_ishostcode).
     func load(_ source: String, name: String) throws(HierarchyError) {
         precondition(name.hasPrefix("=[luahier"), "host chunks are named =[luahier ...]")
-        guard luaL_loadbufferx(thread, source, source.utf8.count, name, "t") == LUA_OK else {
+        // Stripped, so nothing a script sees can name a line of it.
+        guard luaL_loadbufferx(thread, source, source.utf8.count, name, "t") == LUA_OK,
+            luahier_strip(thread, name) == LUA_OK
+        else {
             let message = string(at: -1) ?? "?"
             luahier_pop(thread, 1)
             throw .preludeFailed(message)

@@ -24,6 +24,9 @@ public enum PrintableText {
         return result.joined(separator: "\n")
     }
 
+    /// `limit` counts what is written (an escape is several characters), so the result is at
+    /// most `limit` characters plus the count of the rest, which counts the input's
+    /// characters not shown; an escape is never cut.
     private static func escape(_ text: String, keepingLayout: Bool, limit: Int) -> String {
         var result = ""
         var count = 0
@@ -35,18 +38,26 @@ public enum PrintableText {
                 result += "… (\(rest) more characters)"
                 break
             }
-            count += 1
+            let written: String
             switch scalar.value {
-            case 0x09 where keepingLayout: result.unicodeScalars.append(scalar)
-            case 0x09: result += "\\t"
-            case 0x0A: result += "\\n"
-            case 0x0D: result += "\\r"
+            case 0x09 where keepingLayout:
+                result.unicodeScalars.append(scalar)
+                count += 1
+                continue
+            case 0x09: written = "\\t"
+            case 0x0A: written = "\\n"
+            case 0x0D: written = "\\r"
             case 0x00..<0x20, 0x7F, 0x80..<0xA0, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069:
                 // C0 and C1 controls, DEL, line separators and bidirectional overrides.
                 let hex = String(scalar.value, radix: 16, uppercase: true)
-                result += scalar.value < 0x100 ? "\\x" + (hex.count < 2 ? "0" : "") + hex : "\\u{" + hex + "}"
-            default: result.unicodeScalars.append(scalar)
+                written = scalar.value < 0x100 ? "\\x" + (hex.count < 2 ? "0" : "") + hex : "\\u{" + hex + "}"
+            default:
+                result.unicodeScalars.append(scalar)
+                count += 1
+                continue
             }
+            result += written
+            count += written.unicodeScalars.count
         }
         return result
     }
