@@ -1045,6 +1045,28 @@ static inline int luahier_pushtostring(lua_State *L, int index) {
     return 0;
 }
 
+/* lua_CFunction (t): gives the table `t` its `__tostring` as `message` when it has no
+ * message, so it reads as what it says it is. */
+static inline int luahier_tostringmessage(lua_State *L) {
+    lua_settop(L, 1);
+    lua_pushstring(L, "message");
+    if (lua_rawget(L, 1) == LUA_TNIL && luahier_pushtostring(L, 1)) luahier_rawsetfield(L, 1, "message");
+    return 0;
+}
+
+/* [-0, +0, -] luahier_tostringmessage for the error at `index`, if it is a table whose
+ * metatable is not protected, called protected: callable from the host's Swift code. */
+static inline void luahier_givetostringmessage(lua_State *L, int index) {
+    if (lua_type(L, index) != LUA_TTABLE || !lua_getmetatable(L, index)) return;
+    int protected = lua_getfield(L, -1, "__metatable") != LUA_TNIL;
+    lua_pop(L, 2);
+    if (protected) return;
+    index = lua_absindex(L, index);
+    lua_pushcfunction(L, luahier_tostringmessage);
+    lua_pushvalue(L, index);
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) lua_pop(L, 1);
+}
+
 /* [-1, +1, e] The message handler of every protected call into Lua.
  * A table error keeps its identity and gains `where` if it has none, and `message` from its
  * `__tostring` if it has no message (so it reads as what it says it is). A table whose
@@ -1064,8 +1086,7 @@ static inline int luahier_msgh(lua_State *L) {
         lua_pushstring(L, "where");
         if (lua_rawget(L, 1) == LUA_TNIL && luahier_pushwhere(L, 1)) luahier_rawsetfield(L, 1, "where");
         lua_settop(L, 1);
-        lua_pushstring(L, "message");
-        if (lua_rawget(L, 1) == LUA_TNIL && luahier_pushtostring(L, 1)) luahier_rawsetfield(L, 1, "message");
+        luahier_tostringmessage(L);
         lua_settop(L, 1);
         return 1;
     }

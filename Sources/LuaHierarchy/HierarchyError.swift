@@ -33,7 +33,7 @@ public struct ScriptError: Error, CustomStringConvertible {
     public var value: Value
 
     init(_ message: Message) {
-        let value = message.describedValue()
+        let value = message.describedValue(bounded: true)
         self.type = message.type
         self.message = ErrorText.message(of: value) ?? ""
         self.location = value["where"]?.stringValue

@@ -67,6 +67,7 @@ struct Dispatch: ParsableCommand {
         options.strict = strict
         options.maxLineBytes = try maxLineBytes()
         options.inputName = inputPath == "-" ? "stdin" : inputPath
+        options.presentWhileLoading = { Console.present($0) }
 
         let descriptor = inputPath == "-" ? STDIN_FILENO : open(inputPath, O_RDONLY)
         guard descriptor >= 0 else {

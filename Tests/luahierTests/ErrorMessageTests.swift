@@ -93,3 +93,42 @@ struct ErrorMessageTests {
         #expect(!result.stderr.split(separator: "\n").contains { $0.hasPrefix("luahier: forged") })
     }
 }
+
+/// Found by the attack on the issue's work: what the host copies to describe an error stays
+/// under the memory cap, a reported table's `__tostring` is its message as a raised one's
+/// is, and `dispatch` presents errors its rules report while they load.
+@Suite("Descriptions bounded, nothing dropped")
+struct DescriptionTests {
+    /// A table holding one 5 MB string a hundred times is a 5 MB value to Lua, and was a
+    /// 500 MB copy to describe. The limits table's bound: 1.3 × cap + 64 MiB.
+    @Test func describingALargeErrorStaysUnderTheCap() throws {
+        let script = try Luahier.script("""
+            local s, parts = string.rep("z", 5000000), {}
+            for i = 1, 100 do parts[i] = s end
+            hier.root:child("t"):reportError({type = "Big", message = "many parts", parts = parts})
+            print("after")
+            """, name: "big.lua")
+        let measured = try Luahier.measure(["run", "--max-memory", "64M", script])
+        #expect(measured.status == 0, "\(measured.stderr.prefix(300))")
+        #expect(measured.stdout == "after\n")
+        #expect(measured.stderr.contains("Big: many parts"), "\(measured.stderr.prefix(300))")
+        #expect(measured.peakKiB < (64 * 13 / 10 + 64) * 1024, "peak \(measured.peakKiB) KiB")
+    }
+
+    @Test func aReportedTableReadsAsItsTostring() throws {
+        let result = try ErrorMessageTests.run("""
+            hier.root:reportError(setmetatable({}, {__tostring = function() return "custom text" end}))
+            hier.root:reportError(setmetatable({code = 1}, {__tostring = function() error("no") end}))
+            """)
+        #expect(result.status == 0)
+        #expect(result.stderr.contains("  Error: custom text ("), "\(result.stderr)")
+        #expect(result.stderr.contains("  Error: {code = 1} ("), "\(result.stderr)")
+    }
+
+    @Test func dispatchPresentsWhatItsRulesReportWhileLoading() throws {
+        let rules = try Luahier.script("hier.root:child('t'):reportError('lost at load')", name: "load.lua")
+        let result = try Luahier.run(["dispatch", rules, "--jobs", "3"], stdin: "")
+        #expect(result.status == 0)
+        #expect(result.stderr.components(separatedBy: "luahier: unhandled error reported at /t\n  Error: lost at load").count == 2, "\(result.stderr)")
+    }
+}

@@ -436,7 +436,7 @@ final class Dispatcher {
         case (.handleAlertErrors, .choice(let choice)):
             // isAlertable read the title raw; a value that cannot be read as plain data after
             // all is left to the responders after this one.
-            guard var alert = Alert(current.describedValue(), handledBy: node.path, reportedAt: origin.path) else {
+            guard var alert = Alert(current.describedValue(bounded: true), handledBy: node.path, reportedAt: origin.path) else {
                 return nil
             }
             if let choice, !alert.recovery.contains(choice) {
@@ -523,7 +523,7 @@ final class Dispatcher {
         guard let presenter, !isStopping() else { return }
         let detached = chainCut ?? !origin.isAttached(to: root)
         if detached && detachedPolicy == .drop { return }
-        var presented = PresentedError(error: error.describedValue(), reportedAt: origin.path, detached: detached)
+        var presented = PresentedError(error: error.describedValue(bounded: true), reportedAt: origin.path, detached: detached)
         presented.nestingDepth = depth
         presenter(presented)
     }

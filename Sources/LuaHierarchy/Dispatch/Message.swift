@@ -10,7 +10,9 @@ protocol ForeignPayload: AnyObject {
     /// A strict copy as plain data; throws a `PayloadError` on functions, cycles, odd keys.
     func toValue() throws -> Value
     /// A total, lossy copy for messages and presenters: what cannot be converted is described.
-    func describedValue() -> Value
+    /// `bounded`: at most what the memory cap leaves (LuaValues.swift), for copies that only
+    /// describe (presenters, alerts, script failures); traces and outcomes copy whole.
+    func describedValue(bounded: Bool) -> Value
     /// Sets `key` unless the value already has it. `value` may itself be a message.
     func setIfAbsent(_ key: String, to value: Message)
     /// Sets `key` unless the value already has it.
@@ -92,10 +94,10 @@ struct Message {
     }
 
     /// A total plain-data copy for messages and presenters.
-    func describedValue() -> Value {
+    func describedValue(bounded: Bool = false) -> Value {
         switch payload {
         case .value(let value): return value
-        case .foreign(let foreign): return foreign.describedValue()
+        case .foreign(let foreign): return foreign.describedValue(bounded: bounded)
         }
     }
 

@@ -227,6 +227,8 @@ final class LuaBridge {
             "reportError": { [unowned self] call in
                 let node = try requireNode(call, 1, "reportError")
                 var error: Message
+                // As for a raised table (the message handler): no message, its __tostring.
+                luahier_givetostringmessage(call.L, 2)
                 do { error = try host.message(at: 2, as: .error) } catch {
                     throw call.argumentError(2, "reportError", "error expected, got \(error)")
                 }

@@ -129,7 +129,7 @@ extension LuaPayload {
             ]))
             return
         }
-        writer.write(describedValue())
+        writer.write(describedValue(bounded: true))
     }
 }
 

@@ -7,9 +7,14 @@ extension LuaHost {
     static let maxPayloadDepth = 200
 
     /// [-0, +0, -] The value at `index` as plain data. `strict` throws on what plain data
-    /// cannot hold; otherwise such parts are described in strings (for messages).
-    func value(at index: Int32, strict: Bool) throws(PayloadError) -> Value {
+    /// cannot hold; otherwise such parts are described in strings (for messages). A `bounded`
+    /// description builds at most half of what the memory cap leaves (1 MiB at least; the other
+    /// half is for what is made of it, such as its JSON): past it, the rest reads `<too large>`. A description is the host's copy, held on the script's
+    /// behalf (SPEC §7): a table that holds one large string a hundred times must not become
+    /// a hundred copies.
+    func value(at index: Int32, strict: Bool, bounded: Bool = false) throws(PayloadError) -> Value {
         let top = lua_gettop(thread)
+        descriptionBudget = strict || !bounded ? Int.max : memoryAvailable.map { max($0 / 2, Self.smallestDescriptionBudget) } ?? Int.max
         // The tables being copied, outermost first (a cycle is a table inside itself). Reused:
         // a copy allocates only what it builds. Copying runs no Lua code, so never re-enters.
         var ancestors = payloadAncestors
@@ -26,6 +31,21 @@ extension LuaHost {
         }
     }
 
+    static let smallestDescriptionBudget = 1 << 20
+
+    /// [-0, +0, -] For a description cut short: the fields that say what an error is, read
+    /// raw, strings cut to 4 KiB, so `type` and `message` survive whatever else was too large.
+    private func keepEssentials(of table: Int32, in fields: inout [String: Value]) {
+        for key in ["type", "message", "where", "title"] where fields[key] == nil {
+            lua_pushstring(thread, key)
+            if lua_rawget(thread, table) == LUA_TSTRING, let text = string(at: -1) {
+                fields[key] = .string(text.count > 4096 ? String(text.prefix(4096)) + "…" : text)
+            }
+            luahier_pop(thread, 1)
+        }
+    }
+    static let tooLarge = Value.string("<too large>")
+
     /// The path of a failure is built as the error goes back out, level by level, so a copy
     /// that succeeds spends nothing on paths.
     private func value(
@@ -38,6 +58,12 @@ extension LuaHost {
         case LUA_TNUMBER:
             return lua_isinteger(L, index) != 0 ? .int(luahier_tointeger(L, index)) : .double(luahier_tonumber(L, index))
         case LUA_TSTRING:
+            if descriptionBudget != Int.max {
+                var length = 0
+                _ = lua_tolstring(L, index, &length)
+                descriptionBudget -= length + 16
+                if descriptionBudget < 0 { return Self.tooLarge }
+            }
             if let text = validString(at: index) { return .string(text) }
             return .bytes(bytes(at: index)!)
         case LUA_TTABLE:
@@ -67,8 +93,17 @@ extension LuaHost {
 
         var fields: [String: Value] = [:]
         var items: [(key: Int64, value: Value)] = []
+        var cut = false
         lua_pushnil(L)
         while lua_next(L, table) != 0 {
+            if descriptionBudget != Int.max {
+                descriptionBudget -= 32
+                if descriptionBudget < 0 {
+                    luahier_pop(L, 2)
+                    cut = true
+                    break
+                }
+            }
             // key at -2, value at -1
             switch lua_type(L, -2) {
             case LUA_TSTRING:
@@ -97,6 +132,14 @@ extension LuaHost {
             luahier_pop(L, 1)
         }
 
+        if cut {
+            // What did not fit is marked; an error keeps what says what it is.
+            if ancestors.count == 1 { keepEssentials(of: table, in: &fields) }
+            if fields.isEmpty && !items.isEmpty {
+                return .array(items.sorted { $0.key < $1.key }.map(\.value) + [Self.tooLarge])
+            }
+            fields["…"] = Self.tooLarge
+        }
         if items.isEmpty { return .map(fields) }
         items.sort { $0.key < $1.key }
         let isSequence = items.enumerated().allSatisfy { Int64($0.offset + 1) == $0.element.key }
@@ -263,9 +306,9 @@ final class LuaPayload: ForeignPayload {
         return try withPushed { () throws(PayloadError) in try host.value(at: -1, strict: true) }
     }
 
-    func describedValue() -> Value {
+    func describedValue(bounded: Bool) -> Value {
         guard !host.isClosed else { return .string("<closed Lua state>") }
-        return withPushed { (try? host.value(at: -1, strict: false)) ?? .string("<unconvertible>") }
+        return withPushed { (try? host.value(at: -1, strict: false, bounded: bounded)) ?? .string("<unconvertible>") }
     }
 
     func hasStringField(_ key: String) -> Bool {

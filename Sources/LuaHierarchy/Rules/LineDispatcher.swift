@@ -45,6 +45,11 @@ public enum LineDispatcher {
             _ = text.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
         }
 
+        /// Receives the errors that pass the root unhandled while the rules load (a rule that
+        /// reports at load time), from the first worker only: every worker loads the same
+        /// rules. Errors while lines are answered go into their lines' `presented`.
+        public var presentWhileLoading: (@Sendable (PresentedError) -> Void)?
+
         public init(rulesFile: String) {
             self.rulesFile = rulesFile
         }
@@ -85,8 +90,8 @@ public enum LineDispatcher {
     /// Throws the rules' error if they fail to load (nothing is read then).
     public static func run(_ options: Options, input: Int32, output: Int32) throws(ScriptError) -> Summary {
         let pipeline = Pipeline(options: options, output: output)
-        let workers = (0..<pipeline.jobs).map { _ in
-            LargeStack.spawn { pipeline.work() }
+        let workers = (0..<pipeline.jobs).map { index in
+            LargeStack.spawn { pipeline.work(first: index == 0) }
         }
         let flusher = LargeStack.spawn(size: 256 << 10) { pipeline.flushWaitingAnswers() }
         func shutDown() {
@@ -191,13 +196,16 @@ final class Pipeline: @unchecked Sendable {
     // MARK: Workers
 
     /// One worker: load the rules, then answer batches until the input ends or the run stops.
-    func work() {
+    /// The `first` one presents what passes the root while they load.
+    func work(first: Bool) {
         let processor: LineProcessor
         do {
             let hierarchy = try Hierarchy(options: options.hierarchy)
             hierarchy.output = options.print
             hierarchy.presenter = nil
+            if first, let present = options.presentWhileLoading { hierarchy.presenter = { present($0) } }
             try hierarchy.run(file: options.rulesFile, arguments: options.arguments)
+            hierarchy.presenter = nil
             processor = LineProcessor(hierarchy: hierarchy, inputName: options.inputName, maxLineBytes: options.maxLineBytes)
         } catch let error as ScriptError {
             reportLoaded(error)

@@ -153,7 +153,7 @@ struct SafetyCheck {
             "domain": .string(domain.rawValue), "declared": .array(warning.declared.map(Value.string)),
         ]
         // An error it replaces is its cause, as for any replaced error; an event is kept too.
-        fields[domain == .error ? "cause" : "event"] = current.describedValue()
+        fields[domain == .error ? "cause" : "event"] = current.describedValue(bounded: true)
         let verb = domain == .event ? "triggers" : "reports"
         return .replace(
             .hostError(
