@@ -75,6 +75,20 @@ struct DispatchCommandTests {
         #expect(lines[4]["presentedOmitted"] == nil)
     }
 
+    /// `--dispatch-timeout 0` leaves a line no limit of its own: the script's `--timeout`
+    /// still bounds it, as the help says ("within what is left of the script's").
+    @Test func aLineWithoutALimitOfItsOwnHasTheScripts() throws {
+        let rules = try Self.rulesFile("hier.root:handleEvent(function() while true do end end)")
+        let started = Date()
+        let result = try Self.dispatch(
+            [#"{"at": "/", "event": "E"}"#], rules: rules,
+            flags: ["--timeout", "1", "--dispatch-timeout", "0", "--max-instructions", "0", "--dispatch-max-instructions", "0"])
+        #expect(Date().timeIntervalSince(started) < 10)
+        let lines = try Self.outcomes(result)
+        #expect(lines.count == 1)
+        #expect((lines.first?["value"] as? [String: Any])?["type"] as? String == "TimeLimitExceeded", "\(result.stdout)")
+    }
+
     @Test func answersEachLineInOrderWithItsOutcome() throws {
         let result = try Self.dispatch([
             #"{"id": "a", "at": "/app/feed", "event": {"type": "Tap", "x": 1}}"#,

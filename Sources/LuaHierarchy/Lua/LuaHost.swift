@@ -158,9 +158,15 @@ final class LuaHost {
     /// trip ends this budget; the enclosing one then goes on with what is left of it.
     func withBudget<T, E: Error>(_ scope: BudgetScope, _ body: () throws(E) -> T) throws(E) -> T {
         let L = thread
-        let (instructions, seconds) =
+        var (instructions, seconds) =
             scope == .chunk
             ? (limits.instructions, limits.time) : (limits.dispatchInstructions, limits.dispatchTime)
+        if guardState.pointee.active == 0 && scope == .dispatch {
+            // A top-level dispatch (from Swift, or a `dispatch` input line) has no script run
+            // around it: where it has no limit of its own, the script's applies.
+            if (instructions ?? 0) == 0 { instructions = limits.instructions }
+            if (seconds ?? 0) == 0 { seconds = limits.time }
+        }
         if guardState.pointee.active == 0 {
             if guardState.pointee.watch != nil { luahier_watchdog_prepare_thread() }
             luahier_beginentry(
