@@ -31,6 +31,7 @@ struct LineProcessor {
         self.maxLineBytes = maxLineBytes
         traceLevel = hierarchy.traceLevel
         let log = presented
+        log.budget = hierarchy.root.tree.meter?.memoryLimit.map { $0 / 2 } ?? Int.max
         let previous = hierarchy.presenter
         hierarchy.presenter = { error in
             log.record(error)
@@ -42,21 +43,32 @@ struct LineProcessor {
     /// the line's own outcome: those of dispatches nested in it and of publish subscribers,
     /// limit errors included. A stream has no one to present them to, so they go into the
     /// line's outcome as `presented`, nothing vanishing (SPEC §5). The first `kept` are kept
-    /// whole; the rest are counted.
+    /// whole, while together they take at most `budget` bytes (half the memory cap: each is
+    /// a bounded description, but sixteen of them are held at once); the rest are counted.
     final class PresentedLog {
         static let kept = 16
         private(set) var entries: [PresentedError] = []
         private(set) var omitted = 0
+        var budget = Int.max
+        private var held = 0
 
         func record(_ error: PresentedError) {
             // The line's own dispatch presents at depth 1 (0 for a limit, after it ended).
             guard error.nestingDepth > 1 else { return }
-            if entries.count < Self.kept { entries.append(error) } else { omitted += 1 }
+            let cost = budget == Int.max ? 0 : MemoryCost.value(error.error)
+            guard entries.count < Self.kept, held + cost <= budget else {
+                omitted += 1
+                return
+            }
+            held += cost
+            entries.append(error)
         }
 
+        /// Lets go of the entries (after the line is written, so they are not held longer).
         func reset() {
             if !entries.isEmpty { entries.removeAll(keepingCapacity: true) }
             omitted = 0
+            held = 0
         }
     }
 
@@ -93,6 +105,7 @@ struct LineProcessor {
                 let result = try hierarchy.dispatchKeepingValue(message, at: request.node)
                 if result.interrupted { return nil }
                 write(result, id: request.id, number: number, into: &output, held: held)
+                presented.reset()
                 return LineStatus(rawValue: result.status.rawValue)!
             } catch {
                 let invalid = InvalidLine(id: request.id, type: "InvalidRequest", message: "\(error)", column: nil)
