@@ -115,6 +115,25 @@ struct DescriptionTests {
         #expect(measured.peakKiB < (64 * 13 / 10 + 64) * 1024, "peak \(measured.peakKiB) KiB")
     }
 
+    /// Ten presented errors of 3 MB each are not all held for one line: together at most
+    /// half the cap, the rest counted.
+    @Test func aLinesPresentedErrorsTogetherStayUnderHalfTheCap() throws {
+        let rules = try Luahier.script("""
+            local big = ("x"):rep(3e6)
+            hier.root:child("a"):handleEvent("Go", function()
+              for i = 1, 10 do hier.root:child("b"):reportError({type = "Big" .. i, data = big}) end
+            end)
+            """, name: "rules.lua")
+        let result = try Luahier.run(["dispatch", rules, "--max-memory", "32M"], stdin: #"{"at": "/a", "event": "Go"}"# + "\n")
+        #expect(result.status == 0, "\(result.stderr)")
+        let line = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let kept = (line["presented"] as? [Any])?.count ?? 0
+        let omitted = line["presentedOmitted"] as? Int ?? 0
+        #expect(kept + omitted == 10, "\(kept) kept, \(omitted) omitted")
+        #expect(kept <= 6 && omitted >= 4, "\(kept) kept, \(omitted) omitted")
+        #expect(result.stdout.utf8.count < 20_000_000)
+    }
+
     @Test func aReportedTableReadsAsItsTostring() throws {
         let result = try ErrorMessageTests.run("""
             hier.root:reportError(setmetatable({}, {__tostring = function() return "custom text" end}))
