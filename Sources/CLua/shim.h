@@ -1046,21 +1046,21 @@ static inline int luahier_pushtostring(lua_State *L, int index) {
 }
 
 /* lua_CFunction (t): gives the table `t` its `__tostring` as `message` when it has no
- * message, so it reads as what it says it is. */
+ * message, so it reads as what it says it is; a table whose metatable is protected
+ * (`__metatable`, read raw) is left as it is. */
 static inline int luahier_tostringmessage(lua_State *L) {
     lua_settop(L, 1);
+    if (luaL_getmetafield(L, 1, "__metatable") != LUA_TNIL) return 0;
     lua_pushstring(L, "message");
     if (lua_rawget(L, 1) == LUA_TNIL && luahier_pushtostring(L, 1)) luahier_rawsetfield(L, 1, "message");
     return 0;
 }
 
-/* [-0, +0, -] luahier_tostringmessage for the error at `index`, if it is a table whose
- * metatable is not protected, called protected: callable from the host's Swift code. */
+/* [-0, +0, -] luahier_tostringmessage for the error at `index` if it is a table, all of it
+ * inside a protected call (reading a field can allocate, and so raise): callable from the
+ * host's Swift code. Pushing a light C function and a copy allocate nothing. */
 static inline void luahier_givetostringmessage(lua_State *L, int index) {
-    if (lua_type(L, index) != LUA_TTABLE || !lua_getmetatable(L, index)) return;
-    int protected = lua_getfield(L, -1, "__metatable") != LUA_TNIL;
-    lua_pop(L, 2);
-    if (protected) return;
+    if (lua_type(L, index) != LUA_TTABLE || !lua_checkstack(L, 2)) return;
     index = lua_absindex(L, index);
     lua_pushcfunction(L, luahier_tostringmessage);
     lua_pushvalue(L, index);
