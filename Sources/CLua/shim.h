@@ -1045,12 +1045,36 @@ static inline int luahier_pushtostring(lua_State *L, int index) {
     return 0;
 }
 
+#define LUAHIER_FROZEN_KEY "luahier.frozen"
+
+/* lua_CFunction (set): keeps the sandbox's set of read-only tables (weak keys) where the
+ * message handler finds it. */
+static inline int luahier_setfrozen(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, LUAHIER_FROZEN_KEY);
+    return 0;
+}
+
+/* [-0, +0, m] Whether the value at `index` is one of the sandbox's read-only tables. */
+static inline int luahier_isfrozen(lua_State *L, int index) {
+    index = lua_absindex(L, index);
+    if (lua_getfield(L, LUA_REGISTRYINDEX, LUAHIER_FROZEN_KEY) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    lua_pushvalue(L, index);
+    int frozen = lua_rawget(L, -2) != LUA_TNIL;
+    lua_pop(L, 2);
+    return frozen;
+}
+
 /* lua_CFunction (t): gives the table `t` its `__tostring` as `message` when it has no
  * message, so it reads as what it says it is; a table whose metatable is protected
  * (`__metatable`, read raw) is left as it is. */
 static inline int luahier_tostringmessage(lua_State *L) {
     lua_settop(L, 1);
-    if (luaL_getmetafield(L, 1, "__metatable") != LUA_TNIL) return 0;
+    if (luahier_isfrozen(L, 1)) return 0;
     lua_pushstring(L, "message");
     if (lua_rawget(L, 1) == LUA_TNIL && luahier_pushtostring(L, 1)) luahier_rawsetfield(L, 1, "message");
     return 0;
@@ -1064,13 +1088,21 @@ static inline void luahier_givetostringmessage(lua_State *L, int index) {
     index = lua_absindex(L, index);
     lua_pushcfunction(L, luahier_tostringmessage);
     lua_pushvalue(L, index);
+    /* The script's __tostring runs as the script's code: under the memory cap, which the
+     * allocator does not apply while the host runs (in_host). */
+    luahier_Guard *g = luahier_guard(L);
+    int caller_in_host = g->in_host, caller_refused = g->memory_refused;
+    g->in_host = 0;
+    g->memory_refused = 0;
     if (lua_pcall(L, 1, 0, 0) != LUA_OK) lua_pop(L, 1);
+    g->in_host = caller_in_host;
+    g->memory_refused = caller_refused;
 }
 
 /* [-1, +1, e] The message handler of every protected call into Lua.
  * A table error keeps its identity and gains `where` if it has none, and `message` from its
- * `__tostring` if it has no message (so it reads as what it says it is). A table whose
- * metatable is protected (`__metatable`: the sandbox's read-only views) is left as it is.
+ * `__tostring` if it has no message (so it reads as what it says it is). The sandbox's
+ * read-only views (the standard library's tables, hier) are left as they are.
  * Any other value becomes { type = "LuaError", message, where, traceback }, with the
  * "chunk:line: " prefix Lua put on the message moved into `where`; a prefix naming the
  * host's own code (an argument error in a C function a sandbox wrapper called) gives way to
@@ -1079,10 +1111,7 @@ static inline int luahier_msgh(lua_State *L) {
     int t = lua_type(L, 1);
     lua_settop(L, 1);
     if (t == LUA_TTABLE) {
-        if (luaL_getmetafield(L, 1, "__metatable") != LUA_TNIL) {
-            lua_settop(L, 1);
-            return 1;
-        }
+        if (luahier_isfrozen(L, 1)) return 1;
         lua_pushstring(L, "where");
         if (lua_rawget(L, 1) == LUA_TNIL && luahier_pushwhere(L, 1)) luahier_rawsetfield(L, 1, "where");
         lua_settop(L, 1);
@@ -1106,9 +1135,7 @@ static inline int luahier_msgh(lua_State *L) {
     luahier_rawsetfield(L, table, "type");
     size_t where_len = 0;
     size_t skip = luahier_locationprefix(msg, len, &where_len);
-    if (skip > 0 && strncmp(msg, "[luahier", 8) == 0) {
-        if (luahier_pushwhere(L, 1)) luahier_rawsetfield(L, table, "where");
-    } else if (skip > 0) {
+    if (skip > 0) {
         lua_pushlstring(L, msg, where_len);
         luahier_rawsetfield(L, table, "where");
     } else if (luahier_pushwhere(L, 1)) {

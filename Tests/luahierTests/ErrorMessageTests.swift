@@ -134,6 +134,25 @@ struct DescriptionTests {
         #expect(result.stdout.utf8.count < 20_000_000)
     }
 
+    /// `reportError`'s call of a table's `__tostring` runs the script's code: under the cap.
+    /// One the cap stops gives no message (a description is best effort); the script goes on.
+    @Test func aReportedTablesTostringRunsUnderTheMemoryCap() throws {
+        let script = try Luahier.script("""
+            local mt = {__tostring = function()
+              local held = {}
+              for i = 1, 40 do held[i] = ("x"):rep(8e6) .. i end
+              return "never"
+            end}
+            hier.root:reportError(setmetatable({type = "X"}, mt))
+            print("after")
+            """, name: "ts.lua")
+        let measured = try Luahier.measure(["run", "--max-memory", "64M", script])
+        #expect(measured.status == 0, "\(measured.stdout) \(measured.stderr.prefix(300))")
+        #expect(measured.stdout == "after\n")
+        #expect(measured.stderr.contains("  X ("), "\(measured.stderr.prefix(300))")
+        #expect(measured.peakKiB < (64 * 13 / 10 + 64) * 1024, "peak \(measured.peakKiB) KiB")
+    }
+
     @Test func aReportedTableReadsAsItsTostring() throws {
         let result = try ErrorMessageTests.run("""
             hier.root:reportError(setmetatable({}, {__tostring = function() return "custom text" end}))

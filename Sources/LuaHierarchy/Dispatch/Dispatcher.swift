@@ -428,9 +428,10 @@ final class Dispatcher {
         case (.handleEvent, _), (.handleError, _), (.receiveEvent, .handled), (.receiveError, .handled):
             trace?.append(step(node, offset, responder, inputType, .handled, before, nil))
             let info = ResponderInfo(index: offset + 1, location: responder.location, kind: kind)
-            let result = DispatchResult(
+            var result = DispatchResult(
                 status: .handled, message: current, handledBy: node, responder: info, trace: trace, origin: origin,
                 hops: hops)
+            result.chainCut = detached
             settle(result, present: false)
             return result
         case (.handleAlertErrors, .choice(let choice)):
@@ -450,6 +451,7 @@ final class Dispatcher {
                 status: .handled, message: current, handledBy: node,
                 responder: ResponderInfo(index: offset + 1, location: responder.location, kind: kind),
                 trace: trace, origin: origin, hops: hops)
+            result.chainCut = detached
             result.choice = resolve(alert)
             settle(result, present: false)
             return result

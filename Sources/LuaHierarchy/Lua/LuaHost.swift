@@ -161,17 +161,20 @@ final class LuaHost {
         var (instructions, seconds) =
             scope == .chunk
             ? (limits.instructions, limits.time) : (limits.dispatchInstructions, limits.dispatchTime)
-        if guardState.pointee.active == 0 && scope == .dispatch {
+        // How a trip is worded: which flag set the limit.
+        var wording = scope
+        if guardState.pointee.active == 0 && scope == .dispatch
+            && (instructions ?? 0) == 0 && (seconds ?? 0) == 0
+        {
             // A top-level dispatch (from Swift, or a `dispatch` input line) has no script run
-            // around it: where it has no limit of its own, the script's applies.
-            if (instructions ?? 0) == 0 { instructions = limits.instructions }
-            if (seconds ?? 0) == 0 { seconds = limits.time }
+            // around it: with no limit of its own, the script's apply.
+            (instructions, seconds, wording) = (limits.instructions, limits.time, .chunk)
         }
         if guardState.pointee.active == 0 {
             if guardState.pointee.watch != nil { luahier_watchdog_prepare_thread() }
             luahier_beginentry(
                 L, Int64(instructions ?? 0), seconds ?? 0,
-                Int32(scope == .chunk ? LUAHIER_SCOPE_CHUNK : LUAHIER_SCOPE_DISPATCH))
+                Int32(wording == .chunk ? LUAHIER_SCOPE_CHUNK : LUAHIER_SCOPE_DISPATCH))
             defer { luahier_endentry(L) }
             return try body()
         }

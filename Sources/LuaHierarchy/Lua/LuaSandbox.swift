@@ -36,6 +36,7 @@ extension LuaHost {
             for (name, function) in [
                 ("resume", luahier_resume), ("sort", luahier_sort), ("rep", luahier_rep), ("setglobals", luahier_setglobals),
                 ("setstringmetatable", luahier_setstringmetatable), ("getstringmetatable", luahier_getstringmetatable),
+                ("setfrozen", luahier_setfrozen),
             ] as [(String, lua_CFunction)] {
                 luahier_pushcfunction(L, function)
                 setRawField(of: -2, name)
@@ -106,6 +107,7 @@ private let sandboxPrelude = #"""
       error, type, select, tostring, rawget, rawset, rawequal, next, ipairs
     local setmeta, rawload, rawloadfile, collect = setmetatable, load, loadfile, collectgarbage
     local strfind, strgsub, tmove, concat, mathtype = string.find, string.gsub, table.move, table.concat, math.type
+    local tointeger = math.tointeger
     local cocreate, coclose, costatus, coresume = coroutine.create, coroutine.close, coroutine.status, hostlib.resume
     local pcall, tpack, tunpack = pcall, table.pack, table.unpack
 
@@ -124,6 +126,8 @@ private let sandboxPrelude = #"""
 
     -- Every table a script must not change: rawset refuses them, assignment hits __newindex.
     local frozen = setmeta({}, { __mode = "k" })
+    -- The message handler leaves them as they are when one is raised as an error (shim.h).
+    hostlib.setfrozen(frozen)
     -- A read-only view of `contents`: its metatable is locked and its iterator is a closure,
     -- so neither the contents table nor the metatable ever reaches a script.
     local function freeze(name, contents)
@@ -178,17 +182,21 @@ private let sandboxPrelude = #"""
       if option == "count" then return collect("count") end
       error("collectgarbage: only \"count\" is allowed in the sandbox", 2)
     end
-    local getmeta = getmetatable
-    env.setmetatable = function(...)
-      local t, mt = ...
+    -- The arguments are checked here, as Lua's own setmetatable words it: an argument error
+    -- from the C function would name the stripped wrapper's call, "bad argument #1 to '?'".
+    -- (A protected metatable's refusal comes from C, without a position of its own; the
+    -- message handler names the script's line.)
+    env.setmetatable = function(t, mt, ...)
+      if type(t) ~= "table" then
+        error("bad argument #1 to 'setmetatable' (table expected, got " .. (t == nil and select("#", ...) == 0 and mt == nil and "no value" or type(t)) .. ")", 2)
+      end
+      if mt ~= nil and type(mt) ~= "table" then
+        error("bad argument #2 to 'setmetatable' (nil or table expected)", 2)
+      end
       if type(mt) == "table" and rawget(mt, "__gc") ~= nil then
         error("setmetatable: a metatable with __gc is not allowed in the sandbox", 2)
       end
-      -- The common case cannot fail; any other goes through pcall for a message of its own.
-      if type(t) == "table" and (mt == nil or type(mt) == "table") and getmeta(t) == nil then return setmeta(t, mt) end
-      local ok, result = pcall(setmeta, ...)
-      if not ok then rethrow(result, 2) end
-      return result
+      return setmeta(t, mt)
     end
     -- rawset: the seal (below) adds it, refusing the read-only tables and the standard names.
 
@@ -203,13 +211,25 @@ private let sandboxPrelude = #"""
 
     local table = pick(real.table, { "concat", "insert", "pack", "remove", "unpack" })
     local MAXMOVE = 1 << 24
+    -- An integer argument of table.move, checked as Lua's own words it (see setmetatable).
+    local function moveInteger(position, value)
+      local number = type(value) == "string" and tonumber(value) or value
+      if type(number) ~= "number" then
+        error(("bad argument #%d to 'move' (number expected, got %s)"):format(position, value == nil and "no value" or type(value)), 3)
+      end
+      local integer = tointeger(number)
+      if integer == nil then error(("bad argument #%d to 'move' (number has no integer representation)"):format(position), 3) end
+      return integer
+    end
     table.move = function(a1, f, e, t, a2)
-      if type(f) == "number" and type(e) == "number" and e - f >= MAXMOVE then
+      if type(a1) ~= "table" then error("bad argument #1 to 'move' (table expected, got " .. (a1 == nil and "no value" or type(a1)) .. ")", 2) end
+      f, e, t = moveInteger(2, f), moveInteger(3, e), moveInteger(4, t)
+      if a2 ~= nil and type(a2) ~= "table" then error("bad argument #5 to 'move' (table expected, got " .. type(a2) .. ")", 2) end
+      if e - f >= MAXMOVE then
         error(("table.move: %.0f elements is more than the sandbox moves at once (%d)"):format(e - f + 1, MAXMOVE), 2)
       end
-      local ok, result = pcall(tmove, a1, f, e, t, a2)
-      if not ok then rethrow(result, 2) end
-      return result
+      -- A script's own metamethods may raise inside: their errors pass unchanged.
+      return tmove(a1, f, e, t, a2)
     end
     -- A heap sort that charges its work and checks the deadline (shim.h, luahier_sort).
     table.sort = hostlib.sort

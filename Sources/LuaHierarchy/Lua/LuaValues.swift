@@ -38,8 +38,13 @@ extension LuaHost {
     private func keepEssentials(of table: Int32, in fields: inout [String: Value]) {
         for key in ["type", "message", "where", "title"] where fields[key] == nil {
             lua_pushstring(thread, key)
-            if lua_rawget(thread, table) == LUA_TSTRING, let text = string(at: -1) {
-                fields[key] = .string(text.count > 4096 ? String(text.prefix(4096)) + "…" : text)
+            var length = 0
+            if lua_rawget(thread, table) == LUA_TSTRING, let start = lua_tolstring(thread, -1, &length) {
+                // At most the first 4 KiB are copied, cut where a UTF-8 sequence starts.
+                var end = min(length, 4096)
+                while end < length && end > 0 && (UInt8(bitPattern: start[end]) & 0xC0) == 0x80 { end -= 1 }
+                let bytes = UnsafeRawBufferPointer(start: start, count: end)
+                fields[key] = .string(String(decoding: bytes, as: UTF8.self) + (end < length ? "…" : ""))
             }
             luahier_pop(thread, 1)
         }
@@ -332,6 +337,8 @@ final class LuaPayload: ForeignPayload {
     private func setIfAbsent(_ key: String, pushValue: () -> Void) {
         guard !host.isClosed else { return }
         withPushed {
+            // The sandbox's read-only views (`error(math)`) stay as they are.
+            if luahier_isfrozen(host.thread, -1) != 0 { return }
             if host.pushRawField(of: -1, key) == LUA_TNIL {
                 luahier_pop(host.thread, 1)
                 pushValue()

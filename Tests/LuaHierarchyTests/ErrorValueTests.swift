@@ -1,0 +1,60 @@
+import Testing
+@testable import LuaHierarchy
+
+/// What the host does to an error value on its way (found by the review of the messages
+/// work): a script's own error objects keep their `where`, the sandbox's read-only tables are
+/// never changed, a script's metamethod errors pass `table.move` unchanged, and a cut chain
+/// stays cut for the presenter whatever answered.
+@Suite("Error values on their way")
+struct ErrorValueTests {
+    @Test func anErrorObjectWithAProtectedMetatableKeepsItsWhere() throws {
+        let f = try Fixture()
+        let error = try #require(f.failure("""
+            local Boom = {__metatable = "locked"}
+            error(setmetatable({type = "Boom", code = 9}, Boom))
+            """))
+        #expect(error.type == "Boom")
+        #expect(error.location == "test.lua:2")
+    }
+
+    @Test func readOnlyTablesRaisedAsErrorsStayUnchanged() throws {
+        let f = try Fixture()
+        let output = try f.output("""
+            local a = hier.root:child("a")
+            a:handleEvent("E", function() error(math) end)
+            a:triggerEvent("E")
+            a:reportError(string)
+            print(rawget(math, "where"), rawget(math, "message"), rawget(string, "where"))
+            """)
+        #expect(output == ["nil\tnil\tnil"])
+    }
+
+    @Test func aScriptsMetamethodErrorPassesTableMoveUnchanged() throws {
+        let f = try Fixture()
+        let output = try f.output("""
+            local t = setmetatable({}, {__index = function() error("custom", 0) end})
+            print(pcall(table.move, t, 1, 2, 1, {}))
+            local ok, e = pcall(table.move, setmetatable({}, {__index = function() error({type = "Own"}) end}), 1, 1, 1, {})
+            print(ok, e.type)
+            """)
+        #expect(output == ["false\tcustom", "false\tOwn"])
+    }
+
+    /// A dispatch from a removed subtree that a Swift responder answered, after a nested
+    /// dispatch spent its budget: the limit error is the cut chain's, so the default policy
+    /// drops it (only the nested dispatch's own, at an attached node, is presented).
+    @Test func aCutChainStaysCutWhenALimitEndsAHandledDispatch() throws {
+        var options = Hierarchy.Options()
+        options.limits.dispatchInstructions = 20_000
+        let f = try Fixture(options: options)
+        try f.lua("hier.root:child('y'):handleEvent('Spin', function() while true do end end)")
+        let x = try f.hierarchy.makeNode(at: "/d/x")
+        x.handleEvent(.type("Go")) { [unowned hierarchy = f.hierarchy] _ in
+            _ = try hierarchy.trigger(.event("Spin"), at: "/y")
+        }
+        try f.hierarchy.node(at: "/d")!.remove()
+        let outcome = try f.hierarchy.trigger(.event("Go"), at: x)
+        #expect(outcome.value.typeName == "InstructionLimitExceeded", "\(outcome)")
+        #expect(f.presented.map(\.reportedAt) == ["/y"], "\(f.presented.map { ($0.reportedAt, $0.detached) })")
+    }
+}
