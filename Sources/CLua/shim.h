@@ -1069,14 +1069,19 @@ static inline int luahier_isfrozen(lua_State *L, int index) {
     return frozen;
 }
 
-/* lua_CFunction (t): gives the table `t` its `__tostring` as `message` when it has no
- * message, so it reads as what it says it is; a table whose metatable is protected
- * (`__metatable`, read raw) is left as it is. */
-static inline int luahier_tostringmessage(lua_State *L) {
-    lua_settop(L, 1);
-    if (luahier_isfrozen(L, 1)) return 0;
+/* [-0, +0, e] Gives the table at index 1 its `__tostring` as `message` when it has no
+ * message, so it reads as what it says it is. The caller has made sure it is not one of the
+ * sandbox's read-only tables. */
+static inline void luahier_settostringmessage(lua_State *L) {
     lua_pushstring(L, "message");
     if (lua_rawget(L, 1) == LUA_TNIL && luahier_pushtostring(L, 1)) luahier_rawsetfield(L, 1, "message");
+    lua_settop(L, 1);
+}
+
+/* lua_CFunction (t): luahier_settostringmessage, unless `t` is read-only. */
+static inline int luahier_tostringmessage(lua_State *L) {
+    lua_settop(L, 1);
+    if (!luahier_isfrozen(L, 1)) luahier_settostringmessage(L);
     return 0;
 }
 
@@ -1104,9 +1109,8 @@ static inline void luahier_givetostringmessage(lua_State *L, int index) {
  * `__tostring` if it has no message (so it reads as what it says it is). The sandbox's
  * read-only views (the standard library's tables, hier) are left as they are.
  * Any other value becomes { type = "LuaError", message, where, traceback }, with the
- * "chunk:line: " prefix Lua put on the message moved into `where`; a prefix naming the
- * host's own code (an argument error in a C function a sandbox wrapper called) gives way to
- * the script's line that called the wrapper. */
+ * "chunk:line: " prefix Lua put on the message moved into `where` (host chunks are stripped,
+ * so no prefix names a line of the host's own code). */
 static inline int luahier_msgh(lua_State *L) {
     int t = lua_type(L, 1);
     lua_settop(L, 1);
@@ -1115,8 +1119,7 @@ static inline int luahier_msgh(lua_State *L) {
         lua_pushstring(L, "where");
         if (lua_rawget(L, 1) == LUA_TNIL && luahier_pushwhere(L, 1)) luahier_rawsetfield(L, 1, "where");
         lua_settop(L, 1);
-        luahier_tostringmessage(L);
-        lua_settop(L, 1);
+        luahier_settostringmessage(L);
         return 1;
     }
     size_t len = 0;
@@ -1396,12 +1399,7 @@ static inline int luahier_pushplanwalk(lua_State *L) {
         lua_pushliteral(L, "the plan walk's upvalues are not where the host expects them");
         return LUA_ERRRUN;
     }
-    luahier_Dump dump = { NULL, 0, 0 };
-    int failed = lua_dump(L, luahier_dumpwriter, &dump, 1);
-    lua_pop(L, 1);
-    status = failed ? LUA_ERRMEM : luaL_loadbufferx(L, dump.bytes, dump.size, "=[luahier walk]", "b");
-    free(dump.bytes);
-    if (failed) lua_pushliteral(L, "not enough memory to load the plan walk");
+    status = luahier_strip(L, "=[luahier walk]");
     if (status != LUA_OK) return status;
     /* lua_load set the first upvalue to the globals: both start afresh. */
     lua_pushboolean(L, 0);

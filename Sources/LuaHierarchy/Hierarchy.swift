@@ -203,9 +203,8 @@ public final class Hierarchy {
         if result.message.domain == .error { error.setIfAbsent("cause", to: result.message) }
         var ended = DispatchResult(
             status: .unhandled, message: error, handledBy: nil, responder: nil, trace: result.trace,
-            origin: result.origin, hops: result.hops)
+            origin: result.origin, hops: result.hops, chainCut: result.chainCut)
         ended.interrupted = interrupted
-        ended.chainCut = result.chainCut
         dispatcher.present(error, reportedAt: result.origin, chainCut: result.chainCut)
         return ended
     }

@@ -26,8 +26,9 @@ struct DispatchResult {
     /// The chain was cut (its top was not the root) when the dispatch began: an error it
     /// ends with never reaches the root, so the presenter sees it only if the policy says so.
     /// Read from the snapshot, never from the tree at the end, which the responders may
-    /// have changed: an `unhandled` error is always presented.
-    var chainCut = false
+    /// have changed: an `unhandled` error is always presented. No default: every result
+    /// says it.
+    var chainCut: Bool
 
     var outcome: Outcome {
         Outcome(
@@ -199,10 +200,9 @@ final class Dispatcher {
                 safetyCheck: nil, runner: topLevelRunner, start: entry.position, after: after)
         }
         let present = current.domain == .error
-        var result = DispatchResult(
+        let result = DispatchResult(
             status: plan.detached ? .detached : .unhandled, message: consume current, handledBy: nil,
-            responder: nil, trace: nil, origin: plan.links[0].node, hops: plan.links.count)
-        result.chainCut = plan.detached
+            responder: nil, trace: nil, origin: plan.links[0].node, hops: plan.links.count, chainCut: plan.detached)
         settle(result, present: present)
         return result
     }
@@ -391,10 +391,9 @@ final class Dispatcher {
             offset += 1
         }
 
-        var result = DispatchResult(
+        let result = DispatchResult(
             status: detached ? .detached : .unhandled, message: current, handledBy: nil,
-            responder: nil, trace: trace, origin: origin, hops: chain.count)
-        result.chainCut = detached
+            responder: nil, trace: trace, origin: origin, hops: chain.count, chainCut: detached)
         settle(result, present: result.message.domain == .error)
         return result
     }
@@ -416,10 +415,9 @@ final class Dispatcher {
             error.setIfAbsent("where", to: responder.location)
             if current.domain == .error { error.setIfAbsent("cause", to: current) }
             trace?.append(step(node, offset, responder, inputType, .raised(type: error.type), before, nil))
-            var result = DispatchResult(
+            let result = DispatchResult(
                 status: .unhandled, message: error, handledBy: nil, responder: nil, trace: trace, origin: origin,
-                hops: hops)
-            result.chainCut = detached
+                hops: hops, chainCut: detached)
             settle(result, present: true)
             return result
         case (_, .raised(let error)):
@@ -428,10 +426,9 @@ final class Dispatcher {
         case (.handleEvent, _), (.handleError, _), (.receiveEvent, .handled), (.receiveError, .handled):
             trace?.append(step(node, offset, responder, inputType, .handled, before, nil))
             let info = ResponderInfo(index: offset + 1, location: responder.location, kind: kind)
-            var result = DispatchResult(
+            let result = DispatchResult(
                 status: .handled, message: current, handledBy: node, responder: info, trace: trace, origin: origin,
-                hops: hops)
-            result.chainCut = detached
+                hops: hops, chainCut: detached)
             settle(result, present: false)
             return result
         case (.handleAlertErrors, .choice(let choice)):
@@ -450,8 +447,7 @@ final class Dispatcher {
             var result = DispatchResult(
                 status: .handled, message: current, handledBy: node,
                 responder: ResponderInfo(index: offset + 1, location: responder.location, kind: kind),
-                trace: trace, origin: origin, hops: hops)
-            result.chainCut = detached
+                trace: trace, origin: origin, hops: hops, chainCut: detached)
             result.choice = resolve(alert)
             settle(result, present: false)
             return result

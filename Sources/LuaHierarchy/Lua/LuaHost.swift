@@ -22,8 +22,6 @@ final class LuaHost {
     private var functions: [HostFunction] = []
     /// Scratch for copying Lua values as plain data (LuaValues.swift): the tables being copied.
     @exclusivity(unchecked) var payloadAncestors: [UnsafeRawPointer] = []
-    /// Bytes a description (a non-strict copy, LuaValues.swift) may still build.
-    @exclusivity(unchecked) var descriptionBudget = Int.max
     @exclusivity(unchecked) private var protectedDepth = 0
     /// Registry reference to a weak-keyed table: table -> true (event) / false (error).
     private(set) var domainTags: Int32 = 0

@@ -106,7 +106,7 @@ private let sandboxPrelude = #"""
     local error, type, select, tostring, rawget, rawset, rawequal, next, ipairs =
       error, type, select, tostring, rawget, rawset, rawequal, next, ipairs
     local setmeta, rawload, rawloadfile, collect = setmetatable, load, loadfile, collectgarbage
-    local strfind, strgsub, tmove, concat, mathtype = string.find, string.gsub, table.move, table.concat, math.type
+    local strfind, strgsub, tmove, concat = string.find, string.gsub, table.move, table.concat
     local tointeger = math.tointeger
     local cocreate, coclose, costatus, coresume = coroutine.create, coroutine.close, coroutine.status, hostlib.resume
     local pcall, tpack, tunpack = pcall, table.pack, table.unpack
@@ -118,7 +118,7 @@ private let sandboxPrelude = #"""
       if type(message) == "string" and not strfind(message, "^[^\n]*:%d+: ") then error(message, level + 1) end
       error(message, 0)
     end
-    -- "got X" in an argument error, as Lua's own say it.
+    -- "got X" in an argument error, as Lua's own say it: argument `index` of `count` given.
     local function typeof(count, index, value)
       if index > count then return "no value" end
       return type(value)
@@ -186,9 +186,10 @@ private let sandboxPrelude = #"""
     -- from the C function would name the stripped wrapper's call, "bad argument #1 to '?'".
     -- (A protected metatable's refusal comes from C, without a position of its own; the
     -- message handler names the script's line.)
-    env.setmetatable = function(t, mt, ...)
+    env.setmetatable = function(...)
+      local t, mt = ...
       if type(t) ~= "table" then
-        error("bad argument #1 to 'setmetatable' (table expected, got " .. (t == nil and select("#", ...) == 0 and mt == nil and "no value" or type(t)) .. ")", 2)
+        error("bad argument #1 to 'setmetatable' (table expected, got " .. typeof(select("#", ...), 1, t) .. ")", 2)
       end
       if mt ~= nil and type(mt) ~= "table" then
         error("bad argument #2 to 'setmetatable' (nil or table expected)", 2)
@@ -212,18 +213,20 @@ private let sandboxPrelude = #"""
     local table = pick(real.table, { "concat", "insert", "pack", "remove", "unpack" })
     local MAXMOVE = 1 << 24
     -- An integer argument of table.move, checked as Lua's own words it (see setmetatable).
-    local function moveInteger(position, value)
+    local function moveInteger(count, position, value)
       local number = type(value) == "string" and tonumber(value) or value
       if type(number) ~= "number" then
-        error(("bad argument #%d to 'move' (number expected, got %s)"):format(position, value == nil and "no value" or type(value)), 3)
+        error(("bad argument #%d to 'move' (number expected, got %s)"):format(position, typeof(count, position, value)), 3)
       end
       local integer = tointeger(number)
       if integer == nil then error(("bad argument #%d to 'move' (number has no integer representation)"):format(position), 3) end
       return integer
     end
-    table.move = function(a1, f, e, t, a2)
-      if type(a1) ~= "table" then error("bad argument #1 to 'move' (table expected, got " .. (a1 == nil and "no value" or type(a1)) .. ")", 2) end
-      f, e, t = moveInteger(2, f), moveInteger(3, e), moveInteger(4, t)
+    table.move = function(...)
+      local a1, f, e, t, a2 = ...
+      local count = select("#", ...)
+      if type(a1) ~= "table" then error("bad argument #1 to 'move' (table expected, got " .. typeof(count, 1, a1) .. ")", 2) end
+      f, e, t = moveInteger(count, 2, f), moveInteger(count, 3, e), moveInteger(count, 4, t)
       if a2 ~= nil and type(a2) ~= "table" then error("bad argument #5 to 'move' (table expected, got " .. type(a2) .. ")", 2) end
       if e - f >= MAXMOVE then
         error(("table.move: %.0f elements is more than the sandbox moves at once (%d)"):format(e - f + 1, MAXMOVE), 2)

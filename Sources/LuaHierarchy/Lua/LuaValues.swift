@@ -8,13 +8,14 @@ extension LuaHost {
 
     /// [-0, +0, -] The value at `index` as plain data. `strict` throws on what plain data
     /// cannot hold; otherwise such parts are described in strings (for messages). A `bounded`
-    /// description builds at most half of what the memory cap leaves (1 MiB at least; the other
-    /// half is for what is made of it, such as its JSON): past it, the rest reads `<too large>`. A description is the host's copy, held on the script's
-    /// behalf (SPEC §7): a table that holds one large string a hundred times must not become
-    /// a hundred copies.
+    /// description builds at most half of what the memory cap leaves (1 MiB at least; the
+    /// other half is for what is made of it, such as its JSON): past it, the rest reads
+    /// `<too large>`. A description is the host's copy, held on the script's behalf (SPEC §7):
+    /// a table that holds one large string a hundred times must not become a hundred copies.
+    /// `budget` (below) is the bytes it may still build; `Int.max`: no bound.
     func value(at index: Int32, strict: Bool, bounded: Bool = false) throws(PayloadError) -> Value {
         let top = lua_gettop(thread)
-        descriptionBudget = strict || !bounded ? Int.max : memoryAvailable.map { max($0 / 2, Self.smallestDescriptionBudget) } ?? Int.max
+        var budget = strict || !bounded ? Int.max : memoryAvailable.map { max($0 / 2, Self.smallestDescriptionBudget) } ?? Int.max
         // The tables being copied, outermost first (a cycle is a table inside itself). Reused:
         // a copy allocates only what it builds. Copying runs no Lua code, so never re-enters.
         var ancestors = payloadAncestors
@@ -24,7 +25,7 @@ extension LuaHost {
             payloadAncestors = ancestors
         }
         do {
-            return try value(at: lua_absindex(thread, index), ancestors: &ancestors, strict: strict)
+            return try value(at: lua_absindex(thread, index), ancestors: &ancestors, budget: &budget, strict: strict)
         } catch {
             lua_settop(thread, top)
             throw error
@@ -54,7 +55,7 @@ extension LuaHost {
     /// The path of a failure is built as the error goes back out, level by level, so a copy
     /// that succeeds spends nothing on paths.
     private func value(
-        at index: Int32, ancestors: inout [UnsafeRawPointer], strict: Bool
+        at index: Int32, ancestors: inout [UnsafeRawPointer], budget: inout Int, strict: Bool
     ) throws(PayloadError) -> Value {
         let L = thread
         switch lua_type(L, index) {
@@ -63,16 +64,16 @@ extension LuaHost {
         case LUA_TNUMBER:
             return lua_isinteger(L, index) != 0 ? .int(luahier_tointeger(L, index)) : .double(luahier_tonumber(L, index))
         case LUA_TSTRING:
-            if descriptionBudget != Int.max {
+            if budget != Int.max {
                 var length = 0
                 _ = lua_tolstring(L, index, &length)
-                descriptionBudget -= length + 16
-                if descriptionBudget < 0 { return Self.tooLarge }
+                budget -= length + 16
+                if budget < 0 { return Self.tooLarge }
             }
             if let text = validString(at: index) { return .string(text) }
             return .bytes(bytes(at: index)!)
         case LUA_TTABLE:
-            return try tableValue(at: index, ancestors: &ancestors, strict: strict)
+            return try tableValue(at: index, ancestors: &ancestors, budget: &budget, strict: strict)
         default:
             let kind = typeName(at: index)
             if strict { throw PayloadError(path: "", reason: "a \(kind) cannot be copied as plain data") }
@@ -81,7 +82,7 @@ extension LuaHost {
     }
 
     private func tableValue(
-        at table: Int32, ancestors: inout [UnsafeRawPointer], strict: Bool
+        at table: Int32, ancestors: inout [UnsafeRawPointer], budget: inout Int, strict: Bool
     ) throws(PayloadError) -> Value {
         let L = thread
         let identity = lua_topointer(L, table)!
@@ -101,9 +102,9 @@ extension LuaHost {
         var cut = false
         lua_pushnil(L)
         while lua_next(L, table) != 0 {
-            if descriptionBudget != Int.max {
-                descriptionBudget -= 32
-                if descriptionBudget < 0 {
+            if budget != Int.max {
+                budget -= 32
+                if budget < 0 {
                     luahier_pop(L, 2)
                     cut = true
                     break
@@ -118,14 +119,14 @@ extension LuaHost {
                     break
                 }
                 do {
-                    fields[key] = try value(at: lua_gettop(L), ancestors: &ancestors, strict: strict)
+                    fields[key] = try value(at: lua_gettop(L), ancestors: &ancestors, budget: &budget, strict: strict)
                 } catch {
                     throw error.inside("." + key)
                 }
             case LUA_TNUMBER where lua_isinteger(L, -2) != 0:
                 let key = luahier_tointeger(L, -2)
                 do {
-                    items.append((key, try value(at: lua_gettop(L), ancestors: &ancestors, strict: strict)))
+                    items.append((key, try value(at: lua_gettop(L), ancestors: &ancestors, budget: &budget, strict: strict)))
                 } catch {
                     throw error.inside("[\(key)]")
                 }
