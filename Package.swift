@@ -18,9 +18,10 @@ let package = Package(
             pkgConfig: "lua5.4",
             providers: [.apt(["liblua5.4-dev"]), .brew(["lua"])]
         ),
-        // The watchdog thread and its signal handler (prompt time limits): C, beside the bridge.
-        .target(name: "CLuaWatchdog", dependencies: ["CLua"]),
-        .target(name: "LuaHierarchy", dependencies: ["CLua", "CLuaWatchdog"]),
+        // The host's C: the trampoline, limits, the sandbox's C functions, errors, the fast
+        // path, the watchdog (Sources/CLuaHost/include/luahier_host.h). Only the bridge imports it.
+        .target(name: "CLuaHost", dependencies: ["CLua"]),
+        .target(name: "LuaHierarchy", dependencies: ["CLua", "CLuaHost"]),
         .executableTarget(
             name: "luahier",
             dependencies: [

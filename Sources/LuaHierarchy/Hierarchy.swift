@@ -260,7 +260,7 @@ public final class Hierarchy {
     /// The Lua stack height of the running thread: 0 between calls.
     var luaStackTop: Int32 { host.stackTop }
 
-    /// How many signals the watchdog has sent in this process (Sources/CLuaWatchdog).
+    /// How many signals the watchdog has sent in this process (Sources/CLuaHost/watchdog.c).
     static var watchdogSignals: Int { LuaHost.watchdogSignals }
 
     /// The Lua the engine runs, as `_VERSION` says it: `Lua 5.4`.

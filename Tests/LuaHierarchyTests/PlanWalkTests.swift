@@ -1,7 +1,7 @@
 import Testing
 @testable import LuaHierarchy
 
-/// The fast path's plan walk is a small Lua loop (shim.h, luahier_walksource), so unlike the C
+/// The fast path's plan walk is a small Lua loop (fastpath.c, luahier_walksource), so unlike the C
 /// loop it replaced, the count hook can fire in its own instructions. These tests pin what
 /// that must not change, and that a host without instruction or time limits runs unhooked.
 @Suite("Plan walk in Lua, and the count hook")

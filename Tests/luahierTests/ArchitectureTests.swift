@@ -24,4 +24,37 @@ struct ArchitectureTests {
         #expect(!files.isEmpty)
         #expect(files.allSatisfy { !$0.text.contains("@testable") && !$0.text.contains("import CLua") })
     }
+
+    /// C logic lives in the CLuaHost target's `.c` files, which SwiftPM rebuilds when they
+    /// change; the system library's header only re-exports Lua's macros, one line each.
+    @Test func cLogicLivesInCFilesNotInTheSystemLibrary() throws {
+        let clua = Luahier.packageRoot.appendingPathComponent("Sources/CLua")
+        let headers = try FileManager.default.contentsOfDirectory(atPath: clua.path).filter { $0.hasSuffix(".h") }
+        #expect(headers == ["shim.h"])
+        let shim = try String(contentsOf: clua.appendingPathComponent("shim.h"), encoding: .utf8)
+        let code = shim.split(separator: "\n").filter { line in
+            !line.hasPrefix("/*") && !line.hasPrefix(" *") && !line.hasPrefix("#") && !line.trimmingCharacters(in: .whitespaces).isEmpty
+        }
+        // Each definition is a one-line re-export, or the signature line of a two-line one.
+        var index = 0
+        while index < code.count {
+            let line = code[index]
+            if line.hasPrefix("static const int ") || (line.hasPrefix("static inline ") && line.hasSuffix("}")) {
+                index += 1
+            } else if line.hasPrefix("static inline "), index + 2 < code.count, code[index + 2] == "}" {
+                #expect(code[index + 1].hasPrefix("    return lua_"), "\(code[index + 1])")
+                index += 3
+            } else {
+                Issue.record("not a macro re-export in CLua/shim.h: \(line)")
+                index += 1
+            }
+        }
+        let host = Luahier.packageRoot.appendingPathComponent("Sources/CLuaHost")
+        let cFiles = try FileManager.default.contentsOfDirectory(atPath: host.path).filter { $0.hasSuffix(".c") }
+        #expect(Set(cFiles).isSuperset(of: ["host.c", "limits.c", "errors.c", "sandbox.c", "pattern.c", "fastpath.c", "watchdog.c"]))
+        for header in try FileManager.default.contentsOfDirectory(atPath: host.appendingPathComponent("include").path) {
+            let text = try String(contentsOf: host.appendingPathComponent("include/" + header), encoding: .utf8)
+            #expect(!text.contains("static inline"), "\(header) holds code: it belongs in a .c file")
+        }
+    }
 }

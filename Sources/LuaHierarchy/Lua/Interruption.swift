@@ -1,4 +1,4 @@
-import CLuaWatchdog
+import CLuaHost
 
 #if canImport(Glibc)
 import Glibc

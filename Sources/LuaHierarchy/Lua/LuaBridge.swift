@@ -1,4 +1,5 @@
 import CLua
+import CLuaHost
 
 /// Binds one hierarchy's tree and dispatcher into its Lua host: the `hier` table, node
 /// objects (one userdata per node, cached), responder handles, `print`.

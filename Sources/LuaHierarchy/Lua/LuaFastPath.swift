@@ -1,9 +1,10 @@
 import CLua
+import CLuaHost
 
 /// The fast path of `node:triggerEvent(event)` (issue 4's hot path).
 ///
 /// A top-level dispatch of an event table from a node the host has a current plan for is
-/// taken by C (`luahier_trigger` in shim.h): the chain's Lua `receiveEvent` responders are
+/// taken by C (`luahier_trigger` in Sources/CLuaHost/fastpath.c): the chain's Lua `receiveEvent` responders are
 /// called in one protected call of a small Lua loop (the plan walk, so each is a Lua-to-Lua
 /// call), and while they answer "notHandled" and end in "handled" or at the top, Swift is
 /// never entered and the outcome is made in C, as `pushOutcome` makes it.
@@ -35,7 +36,7 @@ extension LuaBridge {
             dispatch_instructions: Int64(host.limits.dispatchInstructions ?? 0),
             dispatch_seconds: host.limits.dispatchTime ?? 0, walks: 0, handovers: 0)
         host.pushFunction({ [unowned self] call in try triggerEvent(call) }, via: luahier_trigger) {
-            // The upvalues after the trampoline's two, in the order of shim.h's LUAHIER_UP_*.
+            // The upvalues after the trampoline's two, in the order of luahier_fastpath.h's LUAHIER_UP_*.
             lua_pushlightuserdata(L, fastState)
             lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(plans))
             lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(host.domainTags))
@@ -136,7 +137,7 @@ extension LuaBridge {
         }
     }
 
-    /// [-0, +1, m] The Lua table of `plan`, laid out as shim.h's LUAHIER_PLAN_* say.
+    /// [-0, +1, m] The Lua table of `plan`, laid out as luahier_fastpath.h's LUAHIER_PLAN_* say.
     private func push(_ plan: ChainPlan, from origin: Node) {
         let L = host.thread
         let count = plan.eventEntries.count
@@ -246,7 +247,7 @@ extension LuaBridge {
     }
 
     /// [-0, +1, m] The trace of a traced walk the fast path finished by itself, from the
-    /// record at `index` (shim.h's LUAHIER_WALKTRACE_*): a step per responder called, as
+    /// record at `index` (luahier_fastpath.h's LUAHIER_WALKTRACE_*): a step per responder called, as
     /// `pushTraceStep` makes them, all "notHandled" but a last "handled" if it ended so.
     func pushWalkTrace(recordAt index: Int32) {
         let L = host.thread

@@ -1,5 +1,8 @@
 import CLua
-import CLuaWatchdog
+import CLuaHost
+#if canImport(Glibc)
+import Glibc
+#endif
 
 typealias LuaState = OpaquePointer
 
@@ -67,7 +70,7 @@ final class LuaHost {
         guardState.pointee.main = state
         guardState.pointee.running = state
         // The watchdog makes a deadline prompt, and lets an interrupt (SIGINT) reach a state
-        // with no limits too (Sources/CLuaWatchdog): every state is watched.
+        // with no limits too (Sources/CLuaHost/watchdog.c): every state is watched.
         if let cell = luahier_watch(guardState) {
             guardState.pointee.watch = cell.assumingMemoryBound(to: luahier_WatchCell.self)
         }
@@ -189,7 +192,7 @@ final class LuaHost {
     var interruptTripped: Bool { luahier_tripped(thread) == Int32(LUAHIER_TRIPPED_INTERRUPTED) }
 
     /// The error of the limit that tripped (or of the memory cap, when the allocator refused
-    /// outside any budget), as C words it (shim.h, the one place), naming where it tripped.
+    /// outside any budget), as C words it (limits.c, the one place), naming where it tripped.
     func limitError() -> Message {
         luahier_pushlimiterror(thread, guardState)
         defer { luahier_pop(thread, 1) }
@@ -378,7 +381,7 @@ final class LuaHost {
         drainReleases()
     }
 
-    /// Releases the Swift objects whose userdata Lua finalized (shim.h, luahier_finalize).
+    /// Releases the Swift objects whose userdata Lua finalized (host.c, luahier_finalize).
     /// Called where no Lua call is under way in Swift: a release may run a `deinit`.
     private func drainReleases() {
         let state = guardState

@@ -1,4 +1,5 @@
 import CLua
+import CLuaHost
 
 /// Lua values written straight to JSON, without building a `Value` first: the outcome line
 /// of `luahier dispatch` is written from the Lua table the responders left.

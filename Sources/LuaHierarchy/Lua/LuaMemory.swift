@@ -1,4 +1,5 @@
 import CLua
+import CLuaHost
 
 /// The memory cap over everything held on the scripts' behalf (SPEC §7): the host's own
 /// copies are counted in the counter the allocator keeps for the Lua heap (`guardState.used`),

@@ -1,4 +1,5 @@
 import CLua
+import CLuaHost
 
 /// A Lua function as a responder body, held by one registry reference.
 final class LuaResponderBody: ResponderBody {

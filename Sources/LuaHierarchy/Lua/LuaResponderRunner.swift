@@ -1,7 +1,8 @@
 import CLua
+import CLuaHost
 
 /// Runs of Lua `receive*` responders, called by one C function inside one protected call
-/// (`luahier_runresponders` in shim.h): one `lua_pcall` and one trip through Swift per run
+/// (`luahier_runresponders` in Sources/CLuaHost/fastpath.c): one `lua_pcall` and one trip through Swift per run
 /// instead of per responder. The tokens are the functions' registry references.
 extension LuaHost: ResponderRunner {
     func callRun(

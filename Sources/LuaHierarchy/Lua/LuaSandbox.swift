@@ -1,4 +1,5 @@
 import CLua
+import CLuaHost
 
 /// The standard libraries a state starts with, and the sandbox around them (SPEC §7).
 ///
@@ -126,7 +127,7 @@ private let sandboxPrelude = #"""
 
     -- Every table a script must not change: rawset refuses them, assignment hits __newindex.
     local frozen = setmeta({}, { __mode = "k" })
-    -- The message handler leaves them as they are when one is raised as an error (shim.h).
+    -- The message handler leaves them as they are when one is raised as an error (errors.c).
     hostlib.setfrozen(frozen)
     -- A read-only view of `contents`: its metatable is locked and its iterator is a closure,
     -- so neither the contents table nor the metatable ever reaches a script.
@@ -204,9 +205,9 @@ private let sandboxPrelude = #"""
     local string = pick(real.string, {
       "byte", "char", "format", "len", "lower", "pack", "packsize", "reverse", "sub", "unpack", "upper",
     })
-    -- Patterns: the same language, matched with a step budget (see pattern.h).
+    -- Patterns: the same language, matched with a step budget (Sources/CLuaHost/pattern.c).
     string.find, string.match, string.gmatch, string.gsub = patterns.find, patterns.match, patterns.gmatch, patterns.gsub
-    -- Lua's string.rep, made by doubling with the work charged between copies (shim.h,
+    -- Lua's string.rep, made by doubling with the work charged between copies (sandbox.c,
     -- luahier_rep): Lua's copies once per repetition in one uninterruptible C call.
     string.rep = hostlib.rep
 
@@ -234,7 +235,7 @@ private let sandboxPrelude = #"""
       -- A script's own metamethods may raise inside: their errors pass unchanged.
       return tmove(a1, f, e, t, a2)
     end
-    -- A heap sort that charges its work and checks the deadline (shim.h, luahier_sort).
+    -- A heap sort that charges its work and checks the deadline (sandbox.c, luahier_sort).
     table.sort = hostlib.sort
 
     local math = pick(real.math, {

@@ -1,5 +1,5 @@
 import CLua
-import CLuaWatchdog
+import CLuaHost
 
 /// Running chunks and the few global-table operations the facade needs.
 extension LuaHost {

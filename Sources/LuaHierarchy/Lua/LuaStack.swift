@@ -1,4 +1,5 @@
 import CLua
+import CLuaHost
 
 /// Small stack helpers. None of them can raise: they use raw access and plain pushes only.
 extension LuaHost {

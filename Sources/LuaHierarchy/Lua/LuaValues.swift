@@ -1,4 +1,5 @@
 import CLua
+import CLuaHost
 
 /// Lua values as plain `Value`s and back. Raw access only, so no metamethod runs and
 /// nothing raises; cycles, functions and odd keys are a `PayloadError`, never a hang.

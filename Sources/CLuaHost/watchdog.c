@@ -1,11 +1,15 @@
 /* The watchdog (luahier_watchdog.h): one thread per process, one cell per watched state. */
 #define _GNU_SOURCE
 #include "luahier_watchdog.h"
-#include "../CLua/shim.h"
+#include "luahier_host.h"
+
+#include <lua.h>
 
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 

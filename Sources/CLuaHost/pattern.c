@@ -6,13 +6,15 @@
  * same language and results, but counts its steps: every 4,096 it charges the instruction
  * budget and checks the deadline (raising the host's limit errors), and one call may take at
  * most LUAHIER_PATTERN_STEPS + 64 steps per subject byte before it fails with
- * "pattern too complex". Included by shim.h; its functions replace string.find, match,
+ * "pattern too complex". Its functions replace string.find, match,
  * gmatch and gsub in the sandbox.
  */
-#ifndef LUAHIER_PATTERN_H
-#define LUAHIER_PATTERN_H
+#include "luahier_host.h"
 
+#include <lauxlib.h>
 #include <ctype.h>
+#include <stddef.h>
+#include <string.h>
 
 #define LUAHIER_PATTERN_STEPS 4000000
 #define LUAHIER_PATTERN_MAXCAPTURES 32
@@ -32,7 +34,7 @@ typedef struct luahier_MatchState {
 } luahier_MatchState;
 
 /* `n` steps of work. Raises when this call's budget, the entry's budget or the time is spent. */
-static inline void luahier_steps(luahier_MatchState *ms, long long n) {
+static void luahier_steps(luahier_MatchState *ms, long long n) {
     ms->steps_left -= n;
     ms->unreported += (int)(n < 4096 ? n : 4096);
     if (ms->steps_left < 0)
@@ -45,9 +47,9 @@ static inline void luahier_steps(luahier_MatchState *ms, long long n) {
 }
 
 /* One step of work. */
-static inline void luahier_step(luahier_MatchState *ms) { luahier_steps(ms, 1); }
+static void luahier_step(luahier_MatchState *ms) { luahier_steps(ms, 1); }
 
-static inline const char *luahier_classend(luahier_MatchState *ms, const char *p) {
+static const char *luahier_classend(luahier_MatchState *ms, const char *p) {
     if (*p++ == '%') {
         if (p == ms->p_end) luaL_error(ms->L, "malformed pattern (ends with '%%')");
         return p + 1;
@@ -63,7 +65,7 @@ static inline const char *luahier_classend(luahier_MatchState *ms, const char *p
     return p;
 }
 
-static inline int luahier_matchclass(int c, int cl) {
+static int luahier_matchclass(int c, int cl) {
     int res;
     switch (tolower(cl)) {
     case 'a': res = isalpha(c); break;
@@ -83,7 +85,7 @@ static inline int luahier_matchclass(int c, int cl) {
 }
 
 /* `p` at '[', `ec` at the closing ']'. */
-static inline int luahier_matchbracket(int c, const char *p, const char *ec) {
+static int luahier_matchbracket(int c, const char *p, const char *ec) {
     int sig = 1;
     if (*(p + 1) == '^') {
         sig = 0;
@@ -103,7 +105,7 @@ static inline int luahier_matchbracket(int c, const char *p, const char *ec) {
     return !sig;
 }
 
-static inline int luahier_singlematch(luahier_MatchState *ms, const char *s, const char *p, const char *ep) {
+static int luahier_singlematch(luahier_MatchState *ms, const char *s, const char *p, const char *ep) {
     if (s >= ms->src_end) return 0;
     int c = (unsigned char)*s;
     switch (*p) {
@@ -119,7 +121,7 @@ static inline int luahier_singlematch(luahier_MatchState *ms, const char *s, con
 
 static const char *luahier_domatch(luahier_MatchState *ms, const char *s, const char *p);
 
-static inline const char *luahier_maxexpand(luahier_MatchState *ms, const char *s, const char *p, const char *ep) {
+static const char *luahier_maxexpand(luahier_MatchState *ms, const char *s, const char *p, const char *ep) {
     ptrdiff_t i = 0;
     while (luahier_singlematch(ms, s + i, p, ep)) {
         luahier_step(ms);
@@ -133,7 +135,7 @@ static inline const char *luahier_maxexpand(luahier_MatchState *ms, const char *
     return NULL;
 }
 
-static inline const char *luahier_minexpand(luahier_MatchState *ms, const char *s, const char *p, const char *ep) {
+static const char *luahier_minexpand(luahier_MatchState *ms, const char *s, const char *p, const char *ep) {
     for (;;) {
         const char *res = luahier_domatch(ms, s, ep + 1);
         if (res != NULL) return res;
@@ -142,7 +144,7 @@ static inline const char *luahier_minexpand(luahier_MatchState *ms, const char *
     }
 }
 
-static inline const char *luahier_startcapture(luahier_MatchState *ms, const char *s, const char *p, int what) {
+static const char *luahier_startcapture(luahier_MatchState *ms, const char *s, const char *p, int what) {
     if (ms->level >= LUAHIER_PATTERN_MAXCAPTURES) luaL_error(ms->L, "too many captures");
     ms->capture[ms->level].init = s;
     ms->capture[ms->level].len = what;
@@ -152,7 +154,7 @@ static inline const char *luahier_startcapture(luahier_MatchState *ms, const cha
     return res;
 }
 
-static inline const char *luahier_endcapture(luahier_MatchState *ms, const char *s, const char *p) {
+static const char *luahier_endcapture(luahier_MatchState *ms, const char *s, const char *p) {
     int l = -1;
     for (int i = ms->level - 1; i >= 0; i--)
         if (ms->capture[i].len == LUAHIER_CAP_UNFINISHED) {
@@ -166,7 +168,7 @@ static inline const char *luahier_endcapture(luahier_MatchState *ms, const char 
     return res;
 }
 
-static inline const char *luahier_matchcapture(luahier_MatchState *ms, const char *s, int l) {
+static const char *luahier_matchcapture(luahier_MatchState *ms, const char *s, int l) {
     l -= '1';
     if (l < 0 || l >= ms->level || ms->capture[l].len == LUAHIER_CAP_UNFINISHED)
         luaL_error(ms->L, "invalid capture index %%%d", l + 1);
@@ -175,7 +177,7 @@ static inline const char *luahier_matchcapture(luahier_MatchState *ms, const cha
     return NULL;
 }
 
-static inline const char *luahier_matchbalance(luahier_MatchState *ms, const char *s, const char *p) {
+static const char *luahier_matchbalance(luahier_MatchState *ms, const char *s, const char *p) {
     if (p >= ms->p_end - 1) luaL_error(ms->L, "malformed pattern (missing arguments to '%%b')");
     if (s >= ms->src_end || *s != *p) return NULL;
     int b = *p, e = *(p + 1), cont = 1;
@@ -271,7 +273,7 @@ static const char *luahier_domatch(luahier_MatchState *ms, const char *s, const 
 }
 
 /* [-0, +1, e] Capture i, or the whole match (s..e) when there are no captures. */
-static inline void luahier_pushcapture(luahier_MatchState *ms, int i, const char *s, const char *e) {
+static void luahier_pushcapture(luahier_MatchState *ms, int i, const char *s, const char *e) {
     if (i >= ms->level) {
         if (i != 0) luaL_error(ms->L, "invalid capture index %%%d", i + 1);
         lua_pushlstring(ms->L, s, (size_t)(e - s));
@@ -285,14 +287,14 @@ static inline void luahier_pushcapture(luahier_MatchState *ms, int i, const char
         lua_pushlstring(ms->L, ms->capture[i].init, (size_t)l);
 }
 
-static inline int luahier_pushcaptures(luahier_MatchState *ms, const char *s, const char *e) {
+static int luahier_pushcaptures(luahier_MatchState *ms, const char *s, const char *e) {
     int n = (ms->level == 0 && s) ? 1 : ms->level;
     luaL_checkstack(ms->L, n, "too many captures");
     for (int i = 0; i < n; i++) luahier_pushcapture(ms, i, s, e);
     return n;
 }
 
-static inline void luahier_prepmatch(luahier_MatchState *ms, lua_State *L, const char *s, size_t ls, const char *p, size_t lp) {
+static void luahier_prepmatch(luahier_MatchState *ms, lua_State *L, const char *s, size_t ls, const char *p, size_t lp) {
     ms->L = L;
     ms->src_init = s;
     ms->src_end = s + ls;
@@ -302,12 +304,12 @@ static inline void luahier_prepmatch(luahier_MatchState *ms, lua_State *L, const
     ms->unreported = 0;
 }
 
-static inline void luahier_reprepmatch(luahier_MatchState *ms) {
+static void luahier_reprepmatch(luahier_MatchState *ms) {
     ms->level = 0;
     ms->depth_left = LUAHIER_PATTERN_MAXDEPTH;
 }
 
-static inline size_t luahier_startindex(lua_Integer pos, size_t len) {
+static size_t luahier_startindex(lua_Integer pos, size_t len) {
     if (pos > 0) return (size_t)pos;
     if (pos == 0) return 1;
     if (pos < -(lua_Integer)len) return 1;
@@ -315,7 +317,7 @@ static inline size_t luahier_startindex(lua_Integer pos, size_t len) {
 }
 
 /* Whether a pattern has no special characters (it may hold NULs: each piece is checked). */
-static inline int luahier_nospecials(const char *p, size_t l) {
+static int luahier_nospecials(const char *p, size_t l) {
     size_t upto = 0;
     do {
         if (strpbrk(p + upto, "^$*+?.([%-")) return 0;
@@ -324,7 +326,7 @@ static inline int luahier_nospecials(const char *p, size_t l) {
     return 1;
 }
 
-static inline int luahier_findaux(lua_State *L, int find) {
+static int luahier_findaux(lua_State *L, int find) {
     size_t ls, lp;
     const char *s = luaL_checklstring(L, 1, &ls);
     const char *p = luaL_checklstring(L, 2, &lp);
@@ -361,15 +363,15 @@ static inline int luahier_findaux(lua_State *L, int find) {
     return 1;
 }
 
-static inline int luahier_strfind(lua_State *L) { return luahier_findaux(L, 1); }
-static inline int luahier_strmatch(lua_State *L) { return luahier_findaux(L, 0); }
+static int luahier_strfind(lua_State *L) { return luahier_findaux(L, 1); }
+static int luahier_strmatch(lua_State *L) { return luahier_findaux(L, 0); }
 
 typedef struct luahier_GMatch {
     const char *src, *p, *lastmatch;
     luahier_MatchState ms;
 } luahier_GMatch;
 
-static inline int luahier_gmatchstep(lua_State *L) {
+static int luahier_gmatchstep(lua_State *L) {
     luahier_GMatch *gm = (luahier_GMatch *)lua_touserdata(L, lua_upvalueindex(3));
     gm->ms.L = L;
     gm->ms.steps_left = gm->ms.steps_limit;
@@ -384,7 +386,7 @@ static inline int luahier_gmatchstep(lua_State *L) {
     return 0;
 }
 
-static inline int luahier_gmatch(lua_State *L) {
+static int luahier_gmatch(lua_State *L) {
     size_t ls, lp;
     const char *s = luaL_checklstring(L, 1, &ls);
     const char *p = luaL_checklstring(L, 2, &lp);
@@ -400,7 +402,7 @@ static inline int luahier_gmatch(lua_State *L) {
     return 1;
 }
 
-static inline void luahier_addreplacement(luahier_MatchState *ms, luaL_Buffer *b, const char *s, const char *e) {
+static void luahier_addreplacement(luahier_MatchState *ms, luaL_Buffer *b, const char *s, const char *e) {
     size_t l;
     lua_State *L = ms->L;
     const char *news = lua_tolstring(L, 3, &l);
@@ -426,7 +428,7 @@ static inline void luahier_addreplacement(luahier_MatchState *ms, luaL_Buffer *b
     luaL_addlstring(b, news, l);
 }
 
-static inline int luahier_addvalue(luahier_MatchState *ms, luaL_Buffer *b, const char *s, const char *e, int tr) {
+static int luahier_addvalue(luahier_MatchState *ms, luaL_Buffer *b, const char *s, const char *e, int tr) {
     lua_State *L = ms->L;
     switch (tr) {
     case LUA_TFUNCTION: {
@@ -453,7 +455,7 @@ static inline int luahier_addvalue(luahier_MatchState *ms, luaL_Buffer *b, const
     return 1;
 }
 
-static inline int luahier_gsub(lua_State *L) {
+static int luahier_gsub(lua_State *L) {
     size_t srcl, lp;
     const char *src = luaL_checklstring(L, 1, &srcl);
     const char *p = luaL_checklstring(L, 2, &lp);
@@ -497,4 +499,15 @@ static inline int luahier_gsub(lua_State *L) {
     return 2;
 }
 
-#endif
+int luahier_pushpatternlib(lua_State *L) {
+    lua_createtable(L, 0, 4);
+    lua_pushcfunction(L, luahier_strfind);
+    lua_setfield(L, -2, "find");
+    lua_pushcfunction(L, luahier_strmatch);
+    lua_setfield(L, -2, "match");
+    lua_pushcfunction(L, luahier_gmatch);
+    lua_setfield(L, -2, "gmatch");
+    lua_pushcfunction(L, luahier_gsub);
+    lua_setfield(L, -2, "gsub");
+    return 1;
+}

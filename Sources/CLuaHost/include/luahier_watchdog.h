@@ -36,7 +36,7 @@ void luahier_watchdog_prepare_thread(void);
 long luahier_watchdog_signals(void);
 
 /* Interrupts: lua.c's way of stopping a script on Ctrl-C, for every state of the process.
- * The first SIGINT or SIGTERM is recorded (luahier_interrupt_signal, shim.h) and trips every
+ * The first SIGINT or SIGTERM is recorded (luahier_interrupt_signal, luahier_limits.h) and trips every
  * running budget at its next instruction or charge, out to the top-level entry, with the
  * error { type = "Interrupted", message = "interrupted", signal, where, traceback }; new
  * entries stop at their first instruction until it is reset. The handler reaches a running

@@ -1,0 +1,405 @@
+/* Limits (SPEC §7): the allocator that counts and caps memory, budgets that nest, the hook
+ * that enforces instruction and time limits, and the limit errors. */
+#include "luahier_host.h"
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <limits.h>
+#include <malloc.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+luahier_Guard *luahier_guard(lua_State *L) {
+    return *(luahier_Guard **)lua_getextraspace(L);
+}
+
+double luahier_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int luahier_ishostcode(const lua_Debug *ar) {
+    if (ar->source == NULL) return 0;
+    /* Host chunks are loaded stripped (luahier_strip), which names their source "=?"; the
+     * sandbox loads text only, so no script's function is stripped. */
+    return strncmp(ar->source, "=[luahier", 9) == 0 || (strcmp(ar->source, "=?") == 0 && *ar->what != 'C');
+}
+
+int luahier_findluaframe(lua_State *L, int level, lua_Debug *ar) {
+    for (; lua_getstack(L, level, ar); level++) {
+        if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0 && !luahier_ishostcode(ar)) return 1;
+    }
+    return 0;
+}
+
+void luahier_noteplace(luahier_Guard *g, const lua_Debug *ar) {
+    memcpy(g->last_source, ar->short_src, sizeof g->last_source);
+    g->last_line = ar->currentline;
+}
+
+/* [-0, +0, -] How many instructions the hook should wait for next: the interval, or fewer
+ * when the budget ends sooner (so a budget trips at exactly its count). */
+static int luahier_nextcount(const luahier_Guard *g) {
+    long long left = g->budget.trip_at - g->spent;
+    if (left >= LUAHIER_HOOK_INTERVAL) return LUAHIER_HOOK_INTERVAL;
+    return left < 1 ? 1 : (int)left;
+}
+
+/* [-0, +0, -] Sets `L`'s hook as the guard wants it now: at every instruction once tripped,
+ * at the next count while a limit is on, else none. */
+static void luahier_sethook(lua_State *L, const luahier_Guard *g) {
+    if (g->active && g->budget.exceeded) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+    else if (g->hooked) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, g->active ? luahier_nextcount(g) : LUAHIER_HOOK_INTERVAL);
+    else lua_sethook(L, NULL, 0, 0);
+}
+
+/* [-0, +0, -] Shows the watchdog the innermost deadline now known. */
+static void luahier_publishdeadline(luahier_Guard *g) {
+    if (g->watch) __atomic_store(&g->watch->deadline, &g->budget.deadline, __ATOMIC_RELEASE);
+}
+
+/* [-0, +0, -] The calling thread's kernel id (cached per thread). */
+static long luahier_threadid(void) {
+    static __thread long cached;
+    if (cached == 0) cached = (long)syscall(SYS_gettid);
+    return cached;
+}
+
+/* [-0, +0, -] Starts the innermost budget's own clock at `now`: its deadline is `seconds` on,
+ * unless the enclosing budget's comes sooner. */
+static void luahier_startclock(luahier_Guard *g, double now, double seconds) {
+    luahier_Budget *b = &g->budget;
+    double own = now + seconds;
+    if (b->deadline <= 0 || own < b->deadline) {
+        b->deadline = own;
+        b->time_limit = seconds;
+        b->time_scope = LUAHIER_SCOPE_DISPATCH;
+        luahier_publishdeadline(g);
+    }
+    b->own_time = 0;
+}
+
+/* [-0, +0, -] Whether the innermost budget is spent (instructions, then time); records the
+ * trip. Starts a dispatch's own clock at its first check. */
+static int luahier_check(luahier_Guard *g) {
+    luahier_Budget *b = &g->budget;
+    if (b->exceeded) return b->exceeded;
+    if (luahier_interrupt_signal) return b->exceeded = LUAHIER_TRIPPED_INTERRUPTED;
+    if (g->spent >= b->trip_at) return b->exceeded = LUAHIER_TRIPPED_INSTRUCTIONS;
+    if (b->deadline > 0 || b->own_time > 0) {
+        double now = luahier_now();
+        if (b->own_time > 0) luahier_startclock(g, now, b->own_time);
+        if (now > b->deadline) return b->exceeded = LUAHIER_TRIPPED_TIME;
+    }
+    return 0;
+}
+
+void luahier_trip(luahier_Guard *g, int kind) {
+    lua_State *running = g->running ? g->running : g->main;
+    lua_Debug ar;
+    /* The place it tripped, for `where` (the allocator noted a refusal's place already). */
+    if (kind != LUAHIER_TRIPPED_MEMORY && luahier_findluaframe(running, 0, &ar)) luahier_noteplace(g, &ar);
+    if (!g->budget.exceeded) g->budget.exceeded = kind;
+    lua_sethook(running, luahier_hook, LUA_MASKCOUNT, 1);
+}
+
+void luahier_chargework(luahier_Guard *g, long long units) {
+    if (!g->active || g->budget.exceeded) return;
+    g->spent += units;
+    g->work += units;
+    if (g->prompted) {
+        g->prompted = 0;
+        g->work = LUAHIER_HOOK_INTERVAL;
+    }
+    if (g->spent < g->budget.trip_at && g->work < LUAHIER_HOOK_INTERVAL) return;
+    g->work = 0;
+    int kind = luahier_check(g);
+    if (kind) luahier_trip(g, kind);
+}
+
+void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+    luahier_Guard *g = (luahier_Guard *)ud;
+    size_t old = ptr ? malloc_usable_size(ptr) : 0;
+    (void)osize;
+    if (nsize == 0) {
+        free(ptr);
+        g->used -= old;
+        return NULL;
+    }
+    if (nsize > old) {
+        /* Lua answers a refusal with a full collection and asks again for the same block at
+         * once: only that retry, refused too, is the cap really reached (garbage is not). The
+         * record of a refusal is good for the next growing request only (a collection makes
+         * none), so an unrelated request of the same size is never taken for the retry. */
+        int retry = g->refused_size != 0 && ptr == g->refused_block && nsize == g->refused_size;
+        g->refused_block = NULL;
+        g->refused_size = 0;
+        size_t cap = g->limit + (g->active && g->budget.exceeded == LUAHIER_TRIPPED_MEMORY ? LUAHIER_MEMORY_GRACE : 0);
+        /* malloc hands out at most 16 bytes more than asked: count them up front. */
+        if (g->limit && !g->in_host && g->used - old + nsize + 16 > cap) {
+            lua_Debug ar;
+            lua_State *at = g->running ? g->running : g->main;
+            if (!g->memory_refused && at && luahier_findluaframe(at, 0, &ar)) luahier_noteplace(g, &ar);
+            g->memory_refused = 1;
+            if (!retry) {
+                g->refused_block = ptr;
+                g->refused_size = nsize;
+            } else if (g->active && !g->budget.exceeded) {
+                luahier_trip(g, LUAHIER_TRIPPED_MEMORY);
+            }
+            return NULL;
+        }
+    }
+    void *block = realloc(ptr, nsize);
+    if (block == NULL) return NULL;
+    g->used = g->used - old + malloc_usable_size(block);
+    if (g->used > g->peak) g->peak = g->used;
+    if (nsize > old) luahier_chargework(g, (long long)((nsize - old) / LUAHIER_BYTES_PER_UNIT));
+    return block;
+}
+
+void luahier_fixmmapthreshold(void) {
+    static int fixed;
+    if (__atomic_exchange_n(&fixed, 1, __ATOMIC_ACQ_REL)) return;
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+}
+
+/* [-0, +1, -] The error of an interrupt: { type = "Interrupted", message = "interrupted",
+ * signal, where, traceback }, made where it first tripped (with the traceback from there,
+ * as lua.c shows it), then the same table each time it is raised again on the way out, so
+ * the entry ends naming the place the script was stopped at. Called by
+ * luahier_pushlimiterror, in host mode. */
+static void luahier_pushinterrupterror(lua_State *L, luahier_Guard *g) {
+    if (g->interrupt_ref > 0 && g->interrupt_generation == luahier_interrupt_generation) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, g->interrupt_ref);
+        return;
+    }
+    if (g->interrupt_ref > 0) luaL_unref(L, LUA_REGISTRYINDEX, g->interrupt_ref);
+    g->interrupt_generation = luahier_interrupt_generation;
+    lua_createtable(L, 0, 5);
+    lua_pushstring(L, "Interrupted");
+    lua_setfield(L, -2, "type");
+    lua_pushstring(L, "interrupted");
+    lua_setfield(L, -2, "message");
+    lua_pushstring(L, luahier_interrupt_signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    lua_setfield(L, -2, "signal");
+    if (g->last_line > 0) {
+        lua_pushfstring(L, "%s:%d", g->last_source, g->last_line);
+        lua_setfield(L, -2, "where");
+    }
+    lua_Debug ar;
+    if (lua_getstack(L, 0, &ar)) {
+        luahier_pushtraceback(L, 0);
+        lua_setfield(L, -2, "traceback");
+    }
+    lua_pushvalue(L, -1);
+    g->interrupt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+void luahier_pushlimiterror(lua_State *L, luahier_Guard *g) {
+    int caller_in_host = g->in_host;
+    g->in_host = 1;
+    const luahier_Budget *b = &g->budget;
+    if (b->exceeded == LUAHIER_TRIPPED_INTERRUPTED) {
+        luahier_pushinterrupterror(L, g);
+        g->in_host = caller_in_host;
+        return;
+    }
+    lua_createtable(L, 0, 4);
+    if (b->exceeded == LUAHIER_TRIPPED_INSTRUCTIONS) {
+        lua_pushstring(L, "InstructionLimitExceeded");
+        lua_setfield(L, -2, "type");
+        if (b->instruction_scope == LUAHIER_SCOPE_DISPATCH)
+            lua_pushfstring(L, "instruction limit exceeded: more than %I instructions in one dispatch "
+                               "(set with --dispatch-max-instructions or Limits.dispatchInstructions)",
+                            (LUAI_UACINT)b->instruction_limit);
+        else
+            lua_pushfstring(L, "instruction limit exceeded: more than %I instructions "
+                               "(set with --max-instructions or Limits.instructions)",
+                            (LUAI_UACINT)b->instruction_limit);
+        lua_setfield(L, -2, "message");
+        lua_pushinteger(L, b->instruction_limit);
+    } else if (b->exceeded == LUAHIER_TRIPPED_TIME) {
+        lua_pushstring(L, "TimeLimitExceeded");
+        lua_setfield(L, -2, "type");
+        if (b->time_scope == LUAHIER_SCOPE_DISPATCH)
+            lua_pushfstring(L, "time limit exceeded: one dispatch ran longer than %f seconds "
+                               "(set with --dispatch-timeout or Limits.dispatchTime)", b->time_limit);
+        else
+            lua_pushfstring(L, "time limit exceeded: ran longer than %f seconds "
+                               "(set with --timeout or Limits.time)", b->time_limit);
+        lua_setfield(L, -2, "message");
+        lua_pushnumber(L, b->time_limit);
+    } else {
+        lua_pushstring(L, "MemoryLimitExceeded");
+        lua_setfield(L, -2, "type");
+        lua_pushfstring(L, "memory limit exceeded: the script may hold at most %I bytes "
+                           "(set with --max-memory or Limits.memory)", (LUAI_UACINT)g->limit);
+        lua_setfield(L, -2, "message");
+        lua_pushinteger(L, (lua_Integer)g->limit);
+    }
+    lua_setfield(L, -2, "limit");
+    if (g->last_line > 0) {
+        lua_pushfstring(L, "%s:%d", g->last_source, g->last_line);
+        lua_setfield(L, -2, "where");
+    }
+    g->in_host = caller_in_host;
+}
+
+int luahier_raiselimit(lua_State *L, luahier_Guard *g) {
+    lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+    luahier_pushlimiterror(L, g);
+    return lua_error(L);
+}
+
+/* [-0, +0, -] Whether the function running at `ar`'s level is the one at registry reference
+ * `ref` (0: none). */
+int luahier_frameruns(lua_State *L, lua_Debug *ar, int ref) {
+    if (ref <= 0 || !lua_checkstack(L, 2)) return 0;
+    lua_getinfo(L, "f", ar);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+    int runs = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    return runs;
+}
+
+/* [-0, +0, -] Whether the function running at `ar`'s level is the fast path's plan walk. A
+ * tripped limit is not raised there but at the first instruction of the next responder it
+ * calls (the walk is short and bounded), so an error from a walk always names its responder,
+ * as it did when the walk was C code the hook never ran in. */
+static int luahier_inplanwalk(lua_State *L, lua_Debug *ar) {
+    return luahier_frameruns(L, ar, luahier_guard(L)->plan_ref);
+}
+
+void luahier_hook(lua_State *L, lua_Debug *ar) {
+    luahier_Guard *g = luahier_guard(L);
+    if (g->active && !g->budget.exceeded && luahier_interrupt_signal) {
+        /* Stopped by a signal (the handler set this hook on a state with no limits too). */
+        lua_Debug place;
+        if (luahier_findluaframe(L, 0, &place)) luahier_noteplace(g, &place);
+        g->budget.exceeded = LUAHIER_TRIPPED_INTERRUPTED;
+    }
+    if (!g->active || (!g->budget.exceeded && !g->hooked)) {
+        /* Left over from a trip that ended, on a thread that was not running then. */
+        luahier_sethook(L, g);
+        return;
+    }
+    if (!g->budget.exceeded) {
+        /* The place, for `where`: the running function's line, or (in the plan walk, which has
+         * none) its caller's. */
+        lua_Debug place;
+        if (luahier_findluaframe(L, 0, &place)) luahier_noteplace(g, &place);
+        g->spent += lua_gethookcount(L);
+        g->work = 0;
+        if (!luahier_check(g)) {
+            int next = luahier_nextcount(g);
+            if (lua_gethookcount(L) != next) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, next);
+            return;
+        }
+    }
+    lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+    if (luahier_inplanwalk(L, ar)) return;
+    luahier_raiselimit(L, g);
+}
+
+void luahier_installhook(lua_State *L) {
+    lua_sethook(L, luahier_hook, LUA_MASKCOUNT, LUAHIER_HOOK_INTERVAL);
+}
+
+void luahier_beginentry(lua_State *L, long long instructions, double seconds, int scope) {
+    luahier_Guard *g = luahier_guard(L);
+    luahier_Budget *b = &g->budget;
+    g->active = 1;
+    g->spent = 0;
+    g->work = 0;
+    g->last_line = 0;
+    g->refused_block = NULL;
+    g->refused_size = 0;
+    b->trip_at = instructions > 0 ? instructions : LLONG_MAX;
+    b->instruction_limit = instructions;
+    b->instruction_scope = scope;
+    b->deadline = seconds > 0 ? luahier_now() + seconds : 0;
+    b->time_limit = seconds;
+    b->time_scope = scope;
+    b->own_time = 0;
+    b->exceeded = 0;
+    if (g->watch) {
+        luahier_publishdeadline(g);
+        __atomic_store_n(&g->watch->tid, luahier_threadid(), __ATOMIC_RELEASE);
+    }
+    /* The thread is published before the flag is read, and the handler sets the flag before
+     * it reads the threads: one of the two sees the other, so no interrupt falls between. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (luahier_interrupt_signal) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+    else if (g->hooked) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, luahier_nextcount(g));
+}
+
+int luahier_endentry(lua_State *L) {
+    luahier_Guard *g = luahier_guard(L);
+    int tripped = g->budget.exceeded;
+    if (g->watch) __atomic_store_n(&g->watch->tid, 0, __ATOMIC_RELEASE);
+    g->active = 0;
+    g->budget.exceeded = 0;
+    if (g->interrupt_ref > 0) {
+        luaL_unref(g->main, LUA_REGISTRYINDEX, g->interrupt_ref);
+        g->interrupt_ref = 0;
+    }
+    if (tripped) {
+        luahier_sethook(g->main, g);
+        if (L != g->main) luahier_sethook(L, g);
+    }
+    return tripped;
+}
+
+void luahier_pushbudget(lua_State *L, luahier_Budget *saved, long long instructions, double seconds) {
+    luahier_Guard *g = luahier_guard(L);
+    luahier_Budget *b = &g->budget;
+    *saved = *b;
+    if (instructions > 0 && instructions < b->trip_at - g->spent) {
+        b->trip_at = g->spent + instructions;
+        b->instruction_limit = instructions;
+        b->instruction_scope = LUAHIER_SCOPE_DISPATCH;
+    }
+    b->own_time = 0;
+    /* Watched, the deadline is known now, so the watchdog can enforce it even when the
+     * dispatch's first check is long in coming (one clock read per dispatch). */
+    if (seconds > 0 && g->watch) luahier_startclock(g, luahier_now(), seconds);
+    else if (seconds > 0) b->own_time = seconds;
+}
+
+int luahier_popbudget(lua_State *L, const luahier_Budget *saved) {
+    luahier_Guard *g = luahier_guard(L);
+    int tripped = g->budget.exceeded;
+    int started = g->budget.deadline != saved->deadline;
+    g->budget = *saved;
+    if (started) luahier_publishdeadline(g);
+    if (tripped && !saved->exceeded) {
+        int kind = luahier_check(g);
+        if (kind) {
+            luahier_trip(g, kind);
+        } else {
+            luahier_sethook(L, g);
+            if (g->running && g->running != L) luahier_sethook(g->running, g);
+        }
+    }
+    return tripped;
+}
+
+void luahier_charge(lua_State *L, long long units) {
+    luahier_chargework(luahier_guard(L), units);
+}
+
+void luahier_work(lua_State *L, long long units) {
+    luahier_Guard *g = luahier_guard(L);
+    luahier_charge(L, units);
+    if (g->active && g->budget.exceeded) luahier_raiselimit(L, g);
+}
+
+int luahier_tripped(lua_State *L) {
+    luahier_Guard *g = luahier_guard(L);
+    return g->active ? g->budget.exceeded : 0;
+}
