@@ -2,7 +2,7 @@ import CLua
 import Foundation
 import LuaHierarchy
 
-// Side-by-side measurements for issue 4. Each figure is the best of `rounds` runs (the
+// Side-by-side measurements (issues 4 and 18). Each figure is the best of `rounds` runs (the
 // machine is shared and noisy: the minimum is the least disturbed), in ns per dispatch.
 // Usage: swift run -c release luahier-bench [--quick]
 //        swift run -c release luahier-bench --json FILE   (parsers only, see jsonParsers)
@@ -235,24 +235,64 @@ func engineFromSwift(depth: Int, count: Int? = nil) throws -> Double {
     }
 }
 
+// MARK: Issue 18's targets
+
+/// A CPU-bound responder: each dispatch computes fib(n) recursively inside a responder.
+func fibInResponder(n: Int, limits: Limits) throws -> Double {
+    var options = engineOptions()
+    options.limits = limits
+    let hierarchy = try Hierarchy(options: options)
+    try hierarchy.run(source: """
+        local function fib(n) if n < 2 then return n end return fib(n - 1) + fib(n - 2) end
+        local node = hier.root:child("cpu")
+        node:receiveEvent(function(e) e.result = fib(\(n)) return "handled" end)
+        function bench(k) local event = { type = "Fib" } for i = 1, k do node:triggerEvent(event) end end
+        """, chunkName: "fib.lua")
+    return try measure(quick ? 20 : 100) { k in try hierarchy.run(source: "bench(\(k))", chunkName: "run.lua") }
+}
+
+/// One line per target: the measure, its baseline, the ratio (or difference) and the target.
+func verdict(_ met: Bool) -> String { met ? "met" : "MISSED" }
+
 print("luahier-bench: ns per dispatch, best of \(rounds); \(ProcessInfo.processInfo.activeProcessorCount) cores")
+print("")
+print("Issue 18, target 1: the default limits (time and memory; no count hook) vs no limits, <= 1.05x")
+let fibNone = try fibInResponder(n: 18, limits: .none)
+let fibDefault = try fibInResponder(n: 18, limits: Limits())
+let fibCounted = try fibInResponder(n: 18, limits: Limits(instructions: 1 << 50))
+row("fib(18) in a responder, no limits", fibNone)
+row("fib(18) in a responder, default limits", fibDefault, against: ("of no limits: " + verdict(fibDefault / fibNone <= 1.05), fibNone))
+row("fib(18) in a responder, exact instruction budget", fibCounted, against: ("of no limits (the count hook)", fibNone))
+let lua10 = try engineFromLua(depth: 10)
+let limited10 = try engineFromLua(depth: 10, limits: Limits())
+let counted10 = try engineFromLua(depth: 10, limits: Limits(instructions: 1 << 50))
+row("depth-10 dispatch from Lua, no limits", lua10)
+row("depth-10 dispatch from Lua, default limits", limited10, against: ("of no limits: " + verdict(limited10 / lua10 <= 1.05), lua10))
+row("depth-10 dispatch from Lua, exact instruction budget", counted10, against: ("of no limits (the count hook)", lua10))
+
+print("")
+print("Issue 18, target 3: fixed cost of triggerEvent over the spec floor at depth 10 <= 120 ns; per hop <= plain Lua's")
+let spec10 = specFloor(depth: 10)
+let plain10 = plainLua(depth: 10)
+let lua50 = try engineFromLua(depth: 50)
+let plain50 = plainLua(depth: 50)
+row("spec floor: method + 10 Lua calls + outcome table", spec10, against: ("of plain Lua", plain10))
+row("engine from Lua, depth 10", lua10, against: ("of the spec floor", spec10))
+let fixedOverFloor = lua10 - spec10
+print(String(format: "%@%10.1f ns   %@", "fixed cost over the spec floor (engine minus floor)".padding(toLength: 58, withPad: " ", startingAt: 0), fixedOverFloor, verdict(fixedOverFloor <= 120)))
+let engineHop = (lua50 - lua10) / 40, plainHop = (plain50 - plain10) / 40
+row("per hop, engine (depths 10 and 50)", engineHop, against: ("of plain Lua's: " + verdict(engineHop <= plainHop), plainHop))
+print("Target 2 (the rules engine against Lua + cjson) is Benchmarks/dispatch/run.sh.")
+
 print("")
 print("Depth 10, one responder per node returning \"notHandled\" (unhandled):")
 let floor10 = cApiFloor(depth: 10)
-let plain10 = plainLua(depth: 10)
 row("C-API floor (lua_pcall per level, no tree)", floor10)
 row("plain Lua (table tree + while loop)", plain10, against: ("of the C-API floor", floor10))
-let lua10 = try engineFromLua(depth: 10)
 row("engine: leaf:triggerEvent from Lua", lua10, against: ("of the C-API floor", floor10))
-row("", lua10, against: ("of plain Lua (target <= 0.67x)", plain10))
+row("", lua10, against: ("of plain Lua", plain10))
 let swift10 = try engineFromSwift(depth: 10)
 row("engine: trigger(_:at:) from Swift", swift10, against: ("of the C-API floor", floor10))
-let spec10 = specFloor(depth: 10)
-row("spec floor: method + 10 Lua calls + outcome table", spec10, against: ("of plain Lua", plain10))
-// The default limits install the count hook, and a hooked state runs every Lua instruction
-// (responders included) through the VM's hook check.
-let limited10 = try engineFromLua(depth: 10, limits: Limits())
-row("engine from Lua, default limits (count hook on)", limited10, against: ("of no limits", lua10))
 
 print("")
 print("Depth sweep (engine from Lua / plain Lua):")

@@ -38,9 +38,11 @@ int luahier_resume(lua_State *L) {
     luahier_Guard *g = luahier_guard(L);
     lua_State *caller = g->running;
     g->running = co;
-    /* An interrupt that hooked the caller just before: the coroutine stops too. */
+    /* A trip under way (a coroutine made before it has no hook when the host counts no
+     * instructions), or an interrupt that hooked the caller just before: the coroutine
+     * stops too, at its first instruction. */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (g->active && luahier_interrupt_signal) lua_sethook(co, luahier_hook, LUA_MASKCOUNT, 1);
+    if (g->active && (g->budget.exceeded || luahier_interrupt_signal)) lua_sethook(co, luahier_hook, LUA_MASKCOUNT, 1);
     int nres = 0;
     int status = lua_resume(co, L, narg, &nres);
     g->running = caller;
@@ -62,6 +64,37 @@ int luahier_resume(lua_State *L) {
     lua_pushboolean(L, 0);
     lua_insert(L, -2);
     return 2;
+}
+
+/* lua_CFunction coroutine.close(co) for the sandbox: Lua's (upvalue 1), with the guard's note
+ * of the running thread while it runs co's __close handlers on co's own stack, as
+ * luahier_resume does for a resume: a deadline then stops that thread, and a trip under way
+ * stops it at its first instruction. Called protected, so the note is undone whatever
+ * happens (a stale note would point at a thread the collector may free). */
+static int luahier_close(lua_State *L) {
+    lua_State *co = lua_tothread(L, 1);
+    luahier_Guard *g = luahier_guard(L);
+    lua_State *caller = g->running;
+    if (co != NULL && co != L) {
+        g->running = co;
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        if (g->active && (g->budget.exceeded || luahier_interrupt_signal)) lua_sethook(co, luahier_hook, LUA_MASKCOUNT, 1);
+    }
+    int arguments = lua_gettop(L);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    int status = lua_pcall(L, arguments, LUA_MULTRET, 0);
+    g->running = caller;
+    if (g->active && g->budget.exceeded) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+    if (status != LUA_OK) return lua_error(L);
+    return lua_gettop(L);
+}
+
+int luahier_trackclose(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_settop(L, 1);
+    lua_pushcclosure(L, luahier_close, 1);
+    return 1;
 }
 
 /* [-0, +0, e] Whether the value at `a` sorts before the one at `b`: the comparator at index 2,

@@ -37,7 +37,7 @@ static void luahier_watchhandler(int sig, siginfo_t *info, void *context) {
         luahier_WatchCell *cell = &cells[i];
         if (__atomic_load_n(&cell->tid, __ATOMIC_ACQUIRE) != self) continue;
         luahier_Guard *g = (luahier_Guard *)cell->guard;
-        if (g == NULL || !g->active || (!g->hooked && !luahier_interrupt_signal)) continue;
+        if (g == NULL || !g->active) continue;
         lua_State *L = g->running ? g->running : g->main;
         g->prompted = 1;
         lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);

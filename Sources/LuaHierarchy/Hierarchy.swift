@@ -88,7 +88,7 @@ public final class Hierarchy {
         root = Node(name: "root", tree: TreeToken(), isRoot: true)
         dispatcher = Dispatcher(root: root)
         modulePaths = options.modulePaths
-        host = try LuaHost(limits: options.limits)
+        host = try LuaHost(limits: options.limits, libraries: options.libraries)
         // The tree's own copies count against the host's memory cap (SPEC §7).
         root.tree.meter = host
         dispatcher.traceLevel = options.traceLevel

@@ -5,14 +5,19 @@
 /// from a chunk, or nested in a responder) gets `dispatchInstructions` and `dispatchTime`,
 /// capped by what is left of the budget around it. A trip ends the innermost budget; the code
 /// around it goes on with what is left of its own.
+///
+/// The defaults (time and memory) cost scripts almost nothing: deadlines are enforced by a
+/// watchdog thread. Instruction budgets are exact but need Lua's count hook, which makes every
+/// Lua instruction slower (about 1.5-2x): they are off unless asked for.
 public struct Limits: Sendable, Hashable {
-    /// Lua instructions (and host work, in the same units) per top-level chunk. Nil: no limit.
-    public var instructions: Int? = 1_000_000_000
+    /// Lua instructions (and host work, in the same units) per top-level chunk, exact. Nil (the
+    /// default): no limit.
+    public var instructions: Int? = nil
     /// Wall-clock seconds per top-level chunk. Nil: none.
     public var time: Double? = 30
-    /// Lua instructions per dispatch, within what is left of the enclosing budget. Nil: none
-    /// (then only the enclosing budget bounds it).
-    public var dispatchInstructions: Int? = 100_000_000
+    /// Lua instructions per dispatch, within what is left of the enclosing budget, exact. Nil
+    /// (the default): none (then only the enclosing budget bounds it).
+    public var dispatchInstructions: Int? = nil
     /// Wall-clock seconds per dispatch, within what is left of the enclosing budget. Nil: none.
     public var dispatchTime: Double? = 5
     /// Bytes held on the scripts' behalf: the Lua heap and the host's own copies (node names,
@@ -20,8 +25,8 @@ public struct Limits: Sendable, Hashable {
     public var memory: Int? = 512 << 20
 
     public init(
-        instructions: Int? = 1_000_000_000, time: Double? = 30, memory: Int? = 512 << 20,
-        dispatchInstructions: Int? = 100_000_000, dispatchTime: Double? = 5
+        instructions: Int? = nil, time: Double? = 30, memory: Int? = 512 << 20,
+        dispatchInstructions: Int? = nil, dispatchTime: Double? = 5
     ) {
         self.instructions = instructions
         self.time = time
@@ -33,10 +38,11 @@ public struct Limits: Sendable, Hashable {
     /// No limits at all, for trusted code.
     public static let none = Limits(instructions: nil, time: nil, memory: nil, dispatchInstructions: nil, dispatchTime: nil)
 
-    /// Whether instructions or time are bounded at all (the count hook is needed for them).
-    var countsInstructions: Bool {
-        instructions != nil || time != nil || dispatchInstructions != nil || dispatchTime != nil
-    }
+    /// Whether instructions are counted (the count hook is needed for them).
+    var countsInstructions: Bool { instructions != nil || dispatchInstructions != nil }
+
+    /// Whether time is bounded (the watchdog enforces it; the count hook where it cannot).
+    var hasTime: Bool { time != nil || dispatchTime != nil }
 }
 
 /// Which standard libraries scripts get.

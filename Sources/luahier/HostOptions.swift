@@ -7,10 +7,10 @@ import LuaHierarchy
 /// uses them as they are.
 struct HostSettings {
     var unsafe = false
-    var maxInstructions = 1_000_000_000
+    var maxInstructions = 0
     var maxMemory = "512M"
     var timeout: Double = 30
-    var dispatchMaxInstructions = 100_000_000
+    var dispatchMaxInstructions = 0
     var dispatchTimeout: Double = 5
 
     static let defaults = HostSettings()
@@ -55,7 +55,7 @@ struct HostOptions: ParsableArguments {
     @Flag(help: "Open the full standard library (io, os, debug, C modules) for trusted scripts.")
     var unsafe = HostSettings.defaults.unsafe
 
-    @Option(parsing: .unconditional, help: "Lua instructions (and host work) per script run (0: no limit).")
+    @Option(parsing: .unconditional, help: "Lua instructions (and host work) per script run, exact (0, the default: none; a count hook slows every instruction).")
     var maxInstructions: Int = HostSettings.defaults.maxInstructions
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Memory held on the scripts' behalf (Lua heap and host copies), e.g. 64M, 1G (0: no limit).", valueName: "size"))
@@ -64,7 +64,7 @@ struct HostOptions: ParsableArguments {
     @Option(parsing: .unconditional, help: ArgumentHelp("Seconds per script run (0: no limit).", valueName: "seconds"))
     var timeout: Double = HostSettings.defaults.timeout
 
-    @Option(parsing: .unconditional, help: "Lua instructions per dispatch, within what is left of the script's (0: no limit of its own).")
+    @Option(parsing: .unconditional, help: "Lua instructions per dispatch, exact, within what is left of the script's (0, the default: none of its own).")
     var dispatchMaxInstructions: Int = HostSettings.defaults.dispatchMaxInstructions
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Seconds per dispatch, within what is left of the script's (0: no limit of its own).", valueName: "seconds"))

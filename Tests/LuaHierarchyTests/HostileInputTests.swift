@@ -226,7 +226,7 @@ struct HostileInputTests {
 struct DispatchLimitTests {
     func fixture() throws -> Fixture {
         var options = Hierarchy.Options()
-        options.limits = Limits(instructions: 1_000_000, time: 5, memory: 16 << 20)
+        options.limits = Limits(instructions: 1_000_000, time: 5, memory: 16 << 20, dispatchInstructions: 100_000_000)
         return try Fixture(options: options)
     }
 

@@ -36,9 +36,13 @@ struct LimitContainmentTests {
         ("load with a reader", "pcall(load(function() spin() end)) return 'handled'"),
         ("table.sort comparator", "pcall(table.sort, {3, 2, 1}, function(a, b) spin() end) return 'handled'"),
         ("gsub callback", "pcall(string.gsub, 'abc', '%w', function() spin() end) return 'handled'"),
+        // coroutine.close runs the coroutine's __close handlers on its own stack, not through resume.
+        ("coroutine.close running __close", "local co = coroutine.create(function() local x <close> = setmetatable({}, {__close = function() spin() end}) coroutine.yield() end) coroutine.resume(co) pcall(coroutine.close, co) return 'handled'"),
     ]
 
-    @Test(arguments: ["instructions", "time", "memory"], catchers.map(\.name))
+    /// "time, no count hook": the default limits, where only the watchdog enforces the
+    /// deadline (no instruction budget anywhere, so Lua runs without a hook until it passes).
+    @Test(arguments: ["instructions", "time", "time, no count hook", "memory"], catchers.map(\.name))
     func aTripInsideADispatchEndsItWhateverCatchesIt(limit: String, catcher: String) throws {
         let body = Self.catchers.first { $0.name == catcher }!.body
         let spin: String
@@ -50,12 +54,18 @@ struct LimitContainmentTests {
             options.limits.dispatchInstructions = nil
             options.limits.dispatchTime = 0.2
             spin = "function spin() while true do end end"
+        case "time, no count hook":
+            options.limits.instructions = nil
+            options.limits.dispatchInstructions = nil
+            options.limits.dispatchTime = 0.2
+            spin = "function spin() while true do end end"
         default:
             options.limits.memory = 8 << 20
             options.limits.dispatchInstructions = nil
             spin = "function spin() local t = {} for i = 1, 1e9 do t[i] = {i} end end"
         }
         let f = try Fixture(spin, options: options)
+        #expect(f.hierarchy.countHookInstalled == (limit != "time, no count hook"))
         try f.lua("""
             local n = hier.root:child("n")
             n:receiveEvent(function(e)
@@ -69,7 +79,10 @@ struct LimitContainmentTests {
             print("the chunk goes on")
             """)
         let elapsed = Date().timeIntervalSince(started)
-        let type = ["instructions": "InstructionLimitExceeded", "time": "TimeLimitExceeded", "memory": "MemoryLimitExceeded"][limit]!
+        let type = [
+            "instructions": "InstructionLimitExceeded", "time": "TimeLimitExceeded", "time, no count hook": "TimeLimitExceeded",
+            "memory": "MemoryLimitExceeded",
+        ][limit]!
         #expect(lines.count == 2, "\(lines)")
         let fields = lines.first?.split(separator: "\t").map(String.init) ?? []
         #expect(Array(fields.prefix(3)) == ["unhandled", "error", type], "\(lines)")

@@ -44,18 +44,25 @@ struct PlanWalkTests {
         #expect(presentedInResponders > 0)
     }
 
-    @Test func theCountHookIsInstalledOnlyForAnInstructionOrTimeLimit() throws {
-        func hooked(_ limits: Limits) throws -> Bool {
+    /// The count hook slows every instruction, so it is installed only for an exact
+    /// instruction budget; time limits are the watchdog's, except with the full libraries,
+    /// whose coroutine functions run threads the watchdog's signal cannot find.
+    @Test func theCountHookIsInstalledOnlyForAnInstructionBudget() throws {
+        func hooked(_ limits: Limits, _ libraries: Libraries = .sandboxed) throws -> Bool {
             var options = Hierarchy.Options()
             options.limits = limits
+            options.libraries = libraries
             return try Hierarchy(options: options).countHookInstalled
         }
-        #expect(try hooked(Limits()))
+        #expect(try !hooked(Limits()))
         #expect(try hooked(Limits(instructions: 10_000, time: nil, memory: nil)))
-        #expect(try hooked(Limits(instructions: nil, time: 5, memory: nil)))
+        #expect(try !hooked(Limits(instructions: nil, time: 5, memory: nil)))
+        #expect(try hooked(Limits(instructions: nil, time: 5, memory: nil), .full))
+        #expect(try hooked(Limits(), .full))
         #expect(try hooked(Limits(instructions: nil, time: nil, memory: nil, dispatchInstructions: 100, dispatchTime: nil)))
         #expect(try !hooked(Limits(instructions: nil, time: nil, memory: 64 << 20, dispatchInstructions: nil, dispatchTime: nil)))
         #expect(try !hooked(.none))
+        #expect(try !hooked(.none, .full))
     }
 
     /// Without the hook, the allocator notes where Lua was when it first refused.

@@ -154,7 +154,7 @@ struct PublishTests {
 
     @Test func aSubscriberOverItsInstructionBudgetEndsThePublish() throws {
         var options = Hierarchy.Options()
-        options.limits = Limits(instructions: 100_000, time: 5, memory: 16 << 20)
+        options.limits = Limits(instructions: 100_000, time: 5, memory: 16 << 20, dispatchInstructions: 100_000_000)
         let f = try Fixture(options: options)
         try f.lua("""
             hier.root:child("a"):subscribe("Spin", function() while true do end end)

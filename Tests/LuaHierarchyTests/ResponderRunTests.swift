@@ -85,7 +85,7 @@ struct ResponderRunTests {
 
     @Test func limitsAndYieldsInARun() throws {
         var options = Hierarchy.Options()
-        options.limits = Limits(instructions: 100_000, time: 5, memory: 16 << 20)
+        options.limits = Limits(instructions: 100_000, time: 5, memory: 16 << 20, dispatchInstructions: 100_000)
         let f = try Fixture(options: options)
         try f.lua("""
             local b = hier.root:child("b")

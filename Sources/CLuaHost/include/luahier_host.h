@@ -73,6 +73,10 @@ int luahier_guardhandler(lua_State *L);
  * runs. lua_resume itself refuses a dead, running or normal coroutine. */
 int luahier_resume(lua_State *L);
 
+/* lua_CFunction (close) -> coroutine.close for the sandbox: `close` (Lua's), with the running
+ * thread noted while it runs the coroutine's __close handlers, as luahier_resume does. */
+int luahier_trackclose(lua_State *L);
+
 /* lua_CFunction table.sort(t [, comp]) for the sandbox: a heap sort (O(n log n) comparisons
  * whatever the input, no recursion) that charges its work and checks the deadline as it goes.
  * Lua's own sorts inside one C call that neither the hook nor the deadline interrupts when the

@@ -60,7 +60,8 @@ typedef struct luahier_Guard {
     size_t refused_size;           /* full collection) */
     /* Instructions and time. */
     int active;                    /* a budgeted entry (a chunk, a dispatch) is under way */
-    int hooked;                    /* the count hook is wanted (an instruction or time limit) */
+    int hooked;                    /* the count hook is wanted: an instruction budget, or a time
+                                    * limit the watchdog cannot enforce (LuaHost.init) */
     long long spent;               /* instructions and charged host work since the entry began */
     long long work;                /* host work and allocation since the clock was last read */
     luahier_Budget budget;         /* the innermost budget */

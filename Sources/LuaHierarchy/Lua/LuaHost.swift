@@ -43,7 +43,7 @@ final class LuaHost {
     let guardState: UnsafeMutablePointer<luahier_Guard>
     let limits: Limits
 
-    init(limits: Limits) throws(HierarchyError) {
+    init(limits: Limits, libraries: Libraries) throws(HierarchyError) {
         if limits.memory != nil { luahier_fixmmapthreshold() }
         guardState = .allocate(capacity: 1)
         guardState.initialize(to: luahier_Guard())
@@ -59,20 +59,24 @@ final class LuaHost {
         // Coroutines copy the main thread's extra space, so `from(_:)` works on any thread.
         luahier_getextraspace(state)!.storeBytes(of: UnsafeRawPointer(guardState), as: UnsafeRawPointer.self)
         guardState.pointee.host = UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque())
-        // The count hook enforces instruction and time limits. With it installed every Lua
-        // instruction goes through the VM's hook check (luaG_traceexec), so a host with
-        // neither limit does not install it: its scripts run at plain Lua's speed. (Memory is
-        // capped by the allocator, which notes the place of a refusal itself.)
-        if limits.countsInstructions {
-            guardState.pointee.hooked = 1
-            luahier_installhook(state)
-        }
         guardState.pointee.main = state
         guardState.pointee.running = state
-        // The watchdog makes a deadline prompt, and lets an interrupt (SIGINT) reach a state
-        // with no limits too (Sources/CLuaHost/watchdog.c): every state is watched.
+        // The watchdog enforces deadlines, and lets an interrupt (SIGINT) reach a state with
+        // no limits too (Sources/CLuaHost/watchdog.c): every state is watched.
         if let cell = luahier_watch(guardState) {
             guardState.pointee.watch = cell.assumingMemoryBound(to: luahier_WatchCell.self)
+        }
+        // The count hook sends every Lua instruction through the VM's hook check
+        // (luaG_traceexec): 1.5-2x slower. It is installed only for what needs it: an exact
+        // instruction budget, or a time limit the watchdog cannot enforce (no watch cell, or
+        // the full libraries, whose coroutine functions run threads the host does not note).
+        // Otherwise a deadline costs one coarse clock read per dispatch, and the watchdog
+        // hooks the running thread only once it has passed. (Memory is capped by the
+        // allocator, which notes the place of a refusal itself.)
+        let watched = guardState.pointee.watch != nil && libraries == .sandboxed
+        if limits.countsInstructions || (limits.hasTime && !watched) {
+            guardState.pointee.hooked = 1
+            luahier_installhook(state)
         }
         domainTags = makeTableRef(weakMode: "k")
         for word in InternedString.allCases {

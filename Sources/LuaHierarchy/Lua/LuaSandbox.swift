@@ -35,7 +35,7 @@ extension LuaHost {
             try pushPatternFunctions()
             lua_createtable(L, 0, 5)
             for (name, function) in [
-                ("resume", luahier_resume), ("sort", luahier_sort), ("rep", luahier_rep), ("setglobals", luahier_setglobals),
+                ("resume", luahier_resume), ("trackclose", luahier_trackclose), ("sort", luahier_sort), ("rep", luahier_rep), ("setglobals", luahier_setglobals),
                 ("setstringmetatable", luahier_setstringmetatable), ("getstringmetatable", luahier_getstringmetatable),
                 ("setfrozen", luahier_setfrozen),
             ] as [(String, lua_CFunction)] {
@@ -109,7 +109,7 @@ private let sandboxPrelude = #"""
     local setmeta, rawload, rawloadfile, collect = setmetatable, load, loadfile, collectgarbage
     local strfind, strgsub, tmove, concat = string.find, string.gsub, table.move, table.concat
     local tointeger = math.tointeger
-    local cocreate, coclose, costatus, coresume = coroutine.create, coroutine.close, coroutine.status, hostlib.resume
+    local cocreate, coclose, costatus, coresume = coroutine.create, hostlib.trackclose(coroutine.close), coroutine.status, hostlib.resume
     local pcall, tpack, tunpack = pcall, table.pack, table.unpack
 
     -- An error a C function raised when a wrapper called it through pcall: raised again at
@@ -249,8 +249,8 @@ private let sandboxPrelude = #"""
     -- Closing a coroutine runs its __close handlers, which may close another coroutine, and
     -- so on: 5.4.4 counts none of that against its C-stack limit and crashes when the chain
     -- is long. Every close (coroutine.close, and coroutine.wrap's close after an error) goes
-    -- through one counted closer. Resuming goes through the host's resume, which notes the
-    -- running thread (a limit that trips outside the hook stops that thread at once).
+    -- through one counted closer. Resuming and closing go through the host's resume and
+    -- close, which note the running thread (a deadline or a trip stops that thread at once).
     local MAXCLOSING, closing = 100, 0
     local function countedClose(co)
       if closing >= MAXCLOSING then
