@@ -13,6 +13,13 @@ trap 'rm -rf "$dir"' EXIT
 # name | flags | script
 attacks=(
   "loop|--timeout 1|while true do end"
+  "loop in coroutine.wrap|--timeout 1|coroutine.wrap(function() while true do end end)()"
+  "loop in nested coroutines|--timeout 1|coroutine.resume(coroutine.create(function() coroutine.resume(coroutine.create(function() while true do end end)) end))"
+  "pcall in a loop|--timeout 1|while true do pcall(function() while true do end end) end"
+  "looping xpcall handler|--timeout 1|xpcall(function() error('x') end, function() while true do end end)"
+  "looping table.sort comparator|--timeout 1|table.sort({3, 2, 1}, function(a, b) while true do end end)"
+  "looping __close run by coroutine.close|--timeout 1|local co = coroutine.create(function() local x <close> = setmetatable({}, {__close = function() while true do end end}) coroutine.yield() end) coroutine.resume(co) coroutine.close(co)"
+  "runaway responder|--dispatch-timeout 1|local n = hier.root:child('n') n:receiveEvent(function() while true do end end) print(n:triggerEvent('E').value.type)"
   "table.sort of 8e6 numbers|--timeout 1 --max-memory 1G|local t = {} for i = 1, 8e6 do t[i] = (i * 7919) % 1000003 end table.sort(t)"
   "hier.node(10 MB path) in a loop|--timeout 1|local p = '/' .. ('x'):rep(1e7) while true do hier.node(p) end"
   "concatenating 50 MB strings|--timeout 1 --max-memory 1G|local s = ('x'):rep(5e7) while true do local t = s .. s end"

@@ -269,6 +269,12 @@ public final class Hierarchy {
     /// Whether the Lua state has the count hook (only with an instruction or time limit).
     var countHookInstalled: Bool { host.countHookInstalled }
 
+    /// For tests: `value` pushed into Lua and written by the C writer (nil when it declined,
+    /// with its LUAHIER_JSON_* result), beside what `JSONWriter` writes for Lua's reading of it.
+    func jsonTexts(of value: Value, limit: Int = .max) throws -> (fast: String?, result: Int32, reading: String) {
+        try host.jsonTexts(of: value, limit: limit)
+    }
+
     /// How many `triggerEvent` calls the fast path took, how many of those the dispatcher
     /// finished, and how many plans are kept (LuaFastPath.swift).
     var fastPath: (walks: Int, handovers: Int, plans: Int) {

@@ -86,10 +86,13 @@ struct HostileFuzzTests {
     static var caseCount: Int { Int(ProcessInfo.processInfo.environment["HOSTILE_CASES"] ?? "") ?? 40 }
     static var seed: UInt64 { UInt64(ProcessInfo.processInfo.environment["HOSTILE_SEED"] ?? "") ?? 1 }
 
-    static func options() -> Hierarchy.Options {
+    /// Even cases count instructions (the count hook); odd ones bound time alone, as the
+    /// default limits do, so only the watchdog stops a runaway.
+    static func options(case number: Int) -> Hierarchy.Options {
         var options = Hierarchy.Options()
-        options.limits = Limits(
-            instructions: 30_000_000, time: 5, memory: 16 << 20, dispatchInstructions: 3_000_000, dispatchTime: 1)
+        options.limits = number % 2 == 0
+            ? Limits(instructions: 30_000_000, time: 5, memory: 16 << 20, dispatchInstructions: 3_000_000, dispatchTime: 1)
+            : Limits(instructions: nil, time: 1, memory: 16 << 20, dispatchInstructions: nil, dispatchTime: 0.2)
         return options
     }
 
@@ -120,7 +123,8 @@ struct HostileFuzzTests {
             let label = "case \(number) (seed \(Self.seed)): \(attack.name) / \(catcher) / \(place.prefix(40))"
             // A catcher whose handler loops is a runaway of its own.
             let ends = catcher.contains("while true") ? attack.ends.union(Self.limitTypes) : attack.ends
-            let f = try Fixture(options: Self.options())
+            let f = try Fixture(options: Self.options(case: number))
+            #expect(f.hierarchy.countHookInstalled == (number % 2 == 0), "\(label)")
             let started = Date()
             var failure: ScriptError?
             do { try f.lua(source) } catch { failure = error }

@@ -151,6 +151,7 @@ void luahier_givetostringmessage(lua_State *L, int index);
  * so no prefix names a line of the host's own code). */
 int luahier_msgh(lua_State *L);
 
+#include "luahier_jsonwrite.h"
 #include "luahier_limits.h"
 #include "luahier_fastpath.h"
 #include "luahier_watchdog.h"

@@ -63,11 +63,18 @@ struct JSONWriter {
     }
 
     private mutating func writeDouble(_ number: Double) {
-        guard number.isFinite else { append("null"); return }
+        append(Self.text(of: number))
+    }
+
+    /// A double's JSON: the shortest text that reads back as the same number, always with a
+    /// `.` or an exponent (so it reads back as a double); `null` when it is not finite. The one
+    /// place this is decided (the C writer of Lua values asks here too).
+    static func text(of number: Double) -> String {
+        guard number.isFinite else { return "null" }
         let text = number.description
-        append(text)
         // Swift writes 1e+16 and 1.0 already; a bare integer form never occurs, but be sure.
-        if !text.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") }) { append(".0") }
+        if !text.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") }) { return text + ".0" }
+        return text
     }
 
     mutating func writeString(_ text: String) {

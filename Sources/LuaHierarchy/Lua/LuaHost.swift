@@ -33,6 +33,8 @@ final class LuaHost {
     @exclusivity(unchecked) private var internedRefs: [Int32] = []
     /// The addresses of the interned "handled" and "notHandled": Lua interns short strings,
     /// so a responder's verdict is recognised by address.
+    /// The C JSON writer's buffer (LuaJSON.swift), made on first use.
+    var jsonOutput: UnsafeMutablePointer<luahier_JSONOut>?
     private(set) var handledAddress: UnsafeRawPointer?
     private(set) var notHandledAddress: UnsafeRawPointer?
     /// Bytes of host copies charged for the host functions now running (LuaMemory.swift):
@@ -134,6 +136,11 @@ final class LuaHost {
         drainReleases()
         free(guardState.pointee.released)
         guardState.deallocate()
+        if let out = jsonOutput {
+            free(out.pointee.bytes)
+            out.deallocate()
+            jsonOutput = nil
+        }
     }
 
     deinit { close() }

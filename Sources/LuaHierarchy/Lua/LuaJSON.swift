@@ -2,94 +2,50 @@ import CLua
 import CLuaHost
 
 /// Lua values written straight to JSON, without building a `Value` first: the outcome line
-/// of `luahier dispatch` is written from the Lua table the responders left.
+/// of `luahier dispatch` is written from the Lua table the responders left, by C in one pass
+/// (Sources/CLuaHost/jsonwrite.c).
 extension LuaHost {
-    /// [-0, +0, m] Appends the value at `index` as JSON, with the same reading as
-    /// `value(at:strict:)`: keys 1...n make an array, string keys an object (sorted), the
-    /// empty table is `{}`. False, with `writer` partly written, when the value needs the
-    /// careful path (functions, cycles, mixed keys, keys that are not UTF-8, deep nesting):
-    /// the caller then truncates and writes the described value instead.
-    func writeJSON(at index: Int32, into writer: inout JSONWriter, depth: Int = 0) -> Bool {
-        let L = thread
-        switch lua_type(L, index) {
-        case LUA_TNIL: writer.append("null")
-        case LUA_TBOOLEAN: writer.append(lua_toboolean(L, index) != 0 ? "true" : "false")
-        case LUA_TNUMBER:
-            if lua_isinteger(L, index) != 0 {
-                writer.write(.int(luahier_tointeger(L, index)))
-            } else {
-                writer.write(.double(luahier_tonumber(L, index)))
-            }
-        case LUA_TSTRING:
-            var length = 0
-            let pointer = lua_tolstring(L, index, &length)!
-            guard writer.bytes.count + length <= writer.limit else {
-                writer.limitReached = true
-                return false
-            }
-            writer.writeString(bytes: UnsafeRawBufferPointer(start: pointer, count: length).bindMemory(to: UInt8.self))
-            guard writer.bytes.count <= writer.limit else {
-                writer.limitReached = true
-                return false
-            }
-        case LUA_TTABLE:
-            return writeTable(at: lua_absindex(L, index), into: &writer, depth: depth)
-        default:
-            return false
+    /// The C writer's output buffer, made on first use and kept for the host's life.
+    var jsonOut: UnsafeMutablePointer<luahier_JSONOut> {
+        if let out = jsonOutput { return out }
+        let out = UnsafeMutablePointer<luahier_JSONOut>.allocate(capacity: 1)
+        out.initialize(to: luahier_JSONOut())
+        out.pointee.depth_limit = Int32(Self.maxPayloadDepth)
+        out.pointee.writedouble = { out, number in
+            var text = JSONWriter.text(of: number)
+            return text.withUTF8 { luahier_jsonappend(out, $0.baseAddress, $0.count) }
         }
-        return true
+        jsonOutput = out
+        return out
     }
 
-    private func writeTable(at table: Int32, into writer: inout JSONWriter, depth: Int) -> Bool {
-        let L = thread
-        guard depth < Self.maxPayloadDepth, lua_checkstack(L, 4) != 0 else { return false }
-        // One pass to classify the keys: string keys are kept (their bytes live as long as
-        // the table holds them); integer keys are only counted and bounded.
-        var keys: [UnsafeBufferPointer<UInt8>] = []
-        var integerKeys = 0
-        var largestInteger: Int64 = 0
-        lua_pushnil(L)
-        while lua_next(L, table) != 0 {
-            switch lua_type(L, -2) {
-            case LUA_TSTRING:
-                var length = 0
-                let pointer = lua_tolstring(L, -2, &length)!
-                keys.append(UnsafeRawBufferPointer(start: pointer, count: length).bindMemory(to: UInt8.self))
-            case LUA_TNUMBER where lua_isinteger(L, -2) != 0:
-                integerKeys += 1
-                largestInteger = max(largestInteger, luahier_tointeger(L, -2))
-            default:
-                luahier_pop(L, 2)
-                return false
-            }
-            luahier_pop(L, 1)
+    /// [-0, +0, m] Appends the value at `index` as JSON if it is plain data, within `limit`
+    /// bytes (LUAHIER_JSON_*): the same text `JSONWriter` writes for `value(at:strict:)`'s
+    /// reading of it (keys 1...n make an array, string keys an object in byte order, the empty
+    /// table `{}`). Anything else (functions, mixed keys, bytes that are not UTF-8, deep
+    /// nesting) is `LUAHIER_JSON_CAREFUL`, with nothing appended.
+    func writeJSON(at index: Int32, into writer: inout JSONWriter, limit: Int) -> Int32 {
+        let out = jsonOut
+        out.pointee.limit = max(0, limit)
+        let result = luahier_writejson(thread, index, out)
+        if result == Int32(LUAHIER_JSON_WRITTEN) {
+            writer.bytes.append(contentsOf: UnsafeRawBufferPointer(start: out.pointee.bytes, count: out.pointee.size))
         }
-        if integerKeys > 0 {
-            // Distinct integer keys, as many as the largest, none below 1: exactly 1...n.
-            guard keys.isEmpty, largestInteger == Int64(integerKeys) else { return false }
-            writer.bytes.append(UInt8(ascii: "["))
-            for position in 1...integerKeys {
-                if position > 1 { writer.bytes.append(UInt8(ascii: ",")) }
-                lua_rawgeti(L, table, lua_Integer(position))
-                defer { luahier_pop(L, 1) }
-                guard writeJSON(at: -1, into: &writer, depth: depth + 1) else { return false }
-            }
-            writer.bytes.append(UInt8(ascii: "]"))
-            return true
-        }
-        keys.sort { $0.lexicographicallyPrecedes($1) }
-        writer.bytes.append(UInt8(ascii: "{"))
-        for (position, key) in keys.enumerated() {
-            if position > 0 { writer.bytes.append(UInt8(ascii: ",")) }
-            guard writer.writeString(bytes: key, refusingInvalid: true) else { return false }
-            writer.bytes.append(UInt8(ascii: ":"))
-            key.withMemoryRebound(to: CChar.self) { _ = lua_pushlstring(L, $0.baseAddress, $0.count) }
-            lua_rawget(L, table)
-            defer { luahier_pop(L, 1) }
-            guard writeJSON(at: -1, into: &writer, depth: depth + 1) else { return false }
-        }
-        writer.bytes.append(UInt8(ascii: "}"))
-        return true
+        return result
+    }
+}
+
+extension LuaHost {
+    func jsonTexts(of value: Value, limit: Int) throws -> (fast: String?, result: Int32, reading: String) {
+        let top = lua_gettop(thread)
+        defer { lua_settop(thread, top) }
+        try push(value)
+        var fast = JSONWriter()
+        let result = writeJSON(at: -1, into: &fast, limit: limit)
+        var reading = JSONWriter()
+        reading.write(try self.value(at: -1, strict: false))
+        return (result == Int32(LUAHIER_JSON_WRITTEN) ? String(decoding: fast.bytes, as: UTF8.self) : nil, result,
+                String(decoding: reading.bytes, as: UTF8.self))
     }
 }
 
@@ -109,9 +65,13 @@ extension LuaPayload {
         if !host.isClosed {
             lua_rawgeti(host.thread, luahier_REGISTRYINDEX, lua_Integer(ref))
             defer { luahier_pop(host.thread, 1) }
-            if host.writeJSON(at: -1, into: &writer) { return }
+            let limit = writer.limit == Int.max ? Int.max : writer.limit - mark
+            switch host.writeJSON(at: -1, into: &writer, limit: limit) {
+            case Int32(LUAHIER_JSON_WRITTEN): return
+            case Int32(LUAHIER_JSON_LIMIT): writer.limitReached = true
+            default: break
+            }
         }
-        writer.bytes.removeSubrange(mark...)
         if writer.limitReached && collecting && !host.isClosed {
             // What the cap leaves may be held by garbage (a dispatch's tables, unreachable
             // once it ended): collect it, as Lua does before it fails an allocation, and try

@@ -1,0 +1,37 @@
+/* Lua values written as JSON in one pass (jsonwrite.c): the outcome lines of dispatch. */
+#ifndef LUAHIER_JSONWRITE_H
+#define LUAHIER_JSONWRITE_H
+
+#include <lua.h>
+#include <stddef.h>
+
+/* Where JSON is written: a growing malloc'd buffer, reused from value to value. */
+typedef struct luahier_JSONOut {
+    char *bytes;
+    size_t size, capacity;
+    size_t limit;        /* the most bytes one value may take (what the memory cap leaves) */
+    int depth_limit;     /* tables nested deeper go to the careful path */
+    /* Appends a double's text as the host writes it (Swift's JSONWriter, the one place its
+     * form is decided), through luahier_jsonappend; 0 when past the limit. */
+    int (*writedouble)(struct luahier_JSONOut *out, double number);
+} luahier_JSONOut;
+
+/* How a value was written. */
+enum {
+    LUAHIER_JSON_WRITTEN = 1,
+    LUAHIER_JSON_CAREFUL = 0,  /* not plain data (a function, mixed or non-string keys, a cycle
+                                * too deep, bytes that are not UTF-8): nothing usable was
+                                * written; the host writes the value its careful way */
+    LUAHIER_JSON_LIMIT = -1    /* its JSON is larger than `limit` */
+};
+
+/* [-0, +0, m] Writes the value at `index` to `out` (emptied first), reading it raw (no
+ * metamethods): nil, booleans, integers, doubles, UTF-8 strings, tables whose keys are
+ * exactly 1..n (an array) or all strings (an object, keys in byte order); `{}` for an empty
+ * table. Returns LUAHIER_JSON_*. */
+int luahier_writejson(lua_State *L, int index, luahier_JSONOut *out);
+
+/* Appends `length` bytes; 0 (nothing appended) past the limit or out of memory. */
+int luahier_jsonappend(luahier_JSONOut *out, const void *bytes, size_t length);
+
+#endif

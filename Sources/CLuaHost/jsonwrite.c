@@ -1,0 +1,241 @@
+/* Lua values written as JSON in one pass, for the outcome lines of `luahier dispatch`: no
+ * Swift value is built, nothing is allocated per value but the output's own bytes. */
+#include "luahier_host.h"
+
+#include <lauxlib.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Room for `length` more bytes within the limit; 0 past it or out of memory. */
+static int luahier_jsonreserve(luahier_JSONOut *out, size_t length) {
+    if (out->size + length > out->limit) return 0;
+    if (out->size + length <= out->capacity) return 1;
+    size_t capacity = out->capacity ? out->capacity : 256;
+    while (capacity < out->size + length) capacity *= 2;
+    char *grown = (char *)realloc(out->bytes, capacity);
+    if (grown == NULL) return 0;
+    out->bytes = grown;
+    out->capacity = capacity;
+    return 1;
+}
+
+int luahier_jsonappend(luahier_JSONOut *out, const void *bytes, size_t length) {
+    if (!luahier_jsonreserve(out, length)) return 0;
+    memcpy(out->bytes + out->size, bytes, length);
+    out->size += length;
+    return 1;
+}
+
+/* One byte, the common case of an append. */
+static int luahier_jsonbyte(luahier_JSONOut *out, char byte) {
+    if (out->size >= out->capacity || out->size >= out->limit) return luahier_jsonappend(out, &byte, 1);
+    out->bytes[out->size++] = byte;
+    return 1;
+}
+
+/* Whether `s` is well-formed UTF-8 (no overlongs, no surrogates, nothing past U+10FFFF). */
+static int luahier_isutf8(const unsigned char *s, size_t length) {
+    size_t i = 0;
+    while (i < length) {
+        unsigned char c = s[i];
+        if (c < 0x80) { i++; continue; }
+        size_t need;
+        unsigned char low = 0x80, high = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) need = 1;
+        else if (c == 0xE0) { need = 2; low = 0xA0; }
+        else if (c == 0xED) { need = 2; high = 0x9F; }
+        else if (c >= 0xE1 && c <= 0xEF) need = 2;
+        else if (c == 0xF0) { need = 3; low = 0x90; }
+        else if (c == 0xF4) { need = 3; high = 0x8F; }
+        else if (c >= 0xF1 && c <= 0xF3) need = 3;
+        else return 0;
+        if (i + need >= length) return 0;
+        if (s[i + 1] < low || s[i + 1] > high) return 0;
+        for (size_t k = 2; k <= need; k++) if (s[i + k] < 0x80 || s[i + k] > 0xBF) return 0;
+        i += need + 1;
+    }
+    return 1;
+}
+
+/* A JSON string of UTF-8 bytes: `"` and `\` escaped, control characters as \n, \r, \t,
+ * \b, \f or \u00XX, everything else as it is (JSONWriter.writeEscaped's rules). */
+static int luahier_jsonstring(luahier_JSONOut *out, const char *s, size_t length) {
+    static const char hex[] = "0123456789abcdef";
+    size_t escapes = 0;
+    for (size_t i = 0; i < length; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == '"' || c == '\\') escapes++;
+    }
+    /* Quotes, the bytes, and at most 5 more bytes per escape. */
+    if (!luahier_jsonreserve(out, length + 2 + 5 * escapes)) {
+        /* Maybe it fits exactly: measure it. */
+        size_t exact = length + 2;
+        for (size_t i = 0; i < length; i++) {
+            unsigned char c = (unsigned char)s[i];
+            if (c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f') exact += 1;
+            else if (c < 0x20) exact += 5;
+        }
+        if (!luahier_jsonreserve(out, exact)) return 0;
+    }
+    char *p = out->bytes + out->size;
+    *p++ = '"';
+    if (escapes == 0) {
+        memcpy(p, s, length);
+        p += length;
+    } else {
+        for (size_t i = 0; i < length; i++) {
+            unsigned char c = (unsigned char)s[i];
+            if (c >= 0x20 && c != '"' && c != '\\') { *p++ = (char)c; continue; }
+            *p++ = '\\';
+            switch (c) {
+            case '"': *p++ = '"'; break;
+            case '\\': *p++ = '\\'; break;
+            case '\n': *p++ = 'n'; break;
+            case '\r': *p++ = 'r'; break;
+            case '\t': *p++ = 't'; break;
+            case '\b': *p++ = 'b'; break;
+            case '\f': *p++ = 'f'; break;
+            default:
+                *p++ = 'u'; *p++ = '0'; *p++ = '0';
+                *p++ = hex[c >> 4];
+                *p++ = hex[c & 0xF];
+            }
+        }
+    }
+    *p++ = '"';
+    out->size = (size_t)(p - out->bytes);
+    return 1;
+}
+
+static int luahier_jsonvalue(lua_State *L, int index, luahier_JSONOut *out, int depth);
+
+/* A string key of the table being written, and the stack slot of its pair. */
+typedef struct { const char *bytes; size_t length; int slot; } luahier_JSONKey;
+
+/* Sorts keys by their bytes, a prefix first (JSONWriter's order of a map's keys). An
+ * insertion sort: a rules engine's values have a few keys each. */
+static void luahier_sortkeys(luahier_JSONKey *keys, int count) {
+    for (int i = 1; i < count; i++) {
+        luahier_JSONKey key = keys[i];
+        int j = i - 1;
+        while (j >= 0) {
+            size_t common = keys[j].length < key.length ? keys[j].length : key.length;
+            int order = memcmp(keys[j].bytes, key.bytes, common);
+            if (order < 0 || (order == 0 && keys[j].length <= key.length)) break;
+            keys[j + 1] = keys[j];
+            j--;
+        }
+        keys[j + 1] = key;
+    }
+}
+
+/* [-0, +0, m] The table at `table` (absolute): an array when its keys are exactly 1..n, an
+ * object when they are all strings (sorted), `{}` when it has none; anything else is for the
+ * careful path. Its pairs are kept on the stack while it is written. */
+static int luahier_jsontable(lua_State *L, int table, luahier_JSONOut *out, int depth) {
+    if (depth >= out->depth_limit || !lua_checkstack(L, 8)) return LUAHIER_JSON_CAREFUL;
+    int base = lua_gettop(L);
+    int strings = 0;
+    lua_Integer integers = 0, largest = 0;
+    lua_pushnil(L);
+    while (lua_next(L, table) != 0) {
+        int type = lua_type(L, -2);
+        if (type == LUA_TSTRING) {
+            strings++;
+        } else if (type == LUA_TNUMBER && lua_isinteger(L, -2)) {
+            lua_Integer key = lua_tointegerx(L, -2, NULL);
+            integers++;
+            if (key > largest) largest = key;
+        } else {
+            lua_settop(L, base);
+            return LUAHIER_JSON_CAREFUL;
+        }
+        /* Keep the pair; the key again on top for the next lua_next. */
+        if (!lua_checkstack(L, 3)) {
+            lua_settop(L, base);
+            return LUAHIER_JSON_CAREFUL;
+        }
+        lua_pushvalue(L, -2);
+    }
+    int count = (lua_gettop(L) - base) / 2;
+    int result = LUAHIER_JSON_WRITTEN;
+    if (integers > 0) {
+        /* Distinct integer keys, as many as the largest, none below 1: exactly 1..n. */
+        if (strings > 0 || largest != integers) {
+            lua_settop(L, base);
+            return LUAHIER_JSON_CAREFUL;
+        }
+        lua_settop(L, base);
+        if (!luahier_jsonbyte(out, '[')) return LUAHIER_JSON_LIMIT;
+        for (lua_Integer position = 1; position <= integers; position++) {
+            if (position > 1 && !luahier_jsonbyte(out, ',')) return LUAHIER_JSON_LIMIT;
+            lua_rawgeti(L, table, position);
+            result = luahier_jsonvalue(L, lua_gettop(L), out, depth + 1);
+            lua_pop(L, 1);
+            if (result != LUAHIER_JSON_WRITTEN) return result;
+        }
+        return luahier_jsonbyte(out, ']') ? LUAHIER_JSON_WRITTEN : LUAHIER_JSON_LIMIT;
+    }
+    luahier_JSONKey small[32];
+    luahier_JSONKey *keys = count <= 32 ? small : (luahier_JSONKey *)malloc(sizeof(luahier_JSONKey) * (size_t)count);
+    if (keys == NULL) {
+        lua_settop(L, base);
+        return LUAHIER_JSON_CAREFUL;
+    }
+    for (int i = 0; i < count; i++) {
+        keys[i].slot = base + 1 + 2 * i;
+        keys[i].bytes = lua_tolstring(L, keys[i].slot, &keys[i].length);
+    }
+    luahier_sortkeys(keys, count);
+    if (!luahier_jsonbyte(out, '{')) result = LUAHIER_JSON_LIMIT;
+    for (int i = 0; i < count && result == LUAHIER_JSON_WRITTEN; i++) {
+        if (i > 0 && !luahier_jsonbyte(out, ',')) { result = LUAHIER_JSON_LIMIT; break; }
+        /* A key that is not UTF-8 is refused (the careful path describes the value). */
+        if (!luahier_isutf8((const unsigned char *)keys[i].bytes, keys[i].length)) { result = LUAHIER_JSON_CAREFUL; break; }
+        if (!luahier_jsonstring(out, keys[i].bytes, keys[i].length) || !luahier_jsonbyte(out, ':')) { result = LUAHIER_JSON_LIMIT; break; }
+        result = luahier_jsonvalue(L, keys[i].slot + 1, out, depth + 1);
+    }
+    if (result == LUAHIER_JSON_WRITTEN && !luahier_jsonbyte(out, '}')) result = LUAHIER_JSON_LIMIT;
+    if (keys != small) free(keys);
+    lua_settop(L, base);
+    return result;
+}
+
+static int luahier_jsonvalue(lua_State *L, int index, luahier_JSONOut *out, int depth) {
+    switch (lua_type(L, index)) {
+    case LUA_TNIL:
+        return luahier_jsonappend(out, "null", 4) ? LUAHIER_JSON_WRITTEN : LUAHIER_JSON_LIMIT;
+    case LUA_TBOOLEAN:
+        return (lua_toboolean(L, index) ? luahier_jsonappend(out, "true", 4) : luahier_jsonappend(out, "false", 5))
+            ? LUAHIER_JSON_WRITTEN : LUAHIER_JSON_LIMIT;
+    case LUA_TNUMBER:
+        if (lua_isinteger(L, index)) {
+            /* Decimal digits, written backwards (no printf per number). */
+            char text[24];
+            char *end = text + sizeof text, *p = end;
+            lua_Integer n = lua_tointegerx(L, index, NULL);
+            unsigned long long magnitude = n < 0 ? 0ULL - (unsigned long long)n : (unsigned long long)n;
+            do { *--p = (char)('0' + magnitude % 10); magnitude /= 10; } while (magnitude);
+            if (n < 0) *--p = '-';
+            return luahier_jsonappend(out, p, (size_t)(end - p)) ? LUAHIER_JSON_WRITTEN : LUAHIER_JSON_LIMIT;
+        }
+        return out->writedouble(out, lua_tonumberx(L, index, NULL)) ? LUAHIER_JSON_WRITTEN : LUAHIER_JSON_LIMIT;
+    case LUA_TSTRING: {
+        size_t length;
+        const char *s = lua_tolstring(L, index, &length);
+        if (out->size + length > out->limit) return LUAHIER_JSON_LIMIT;
+        if (!luahier_isutf8((const unsigned char *)s, length)) return LUAHIER_JSON_CAREFUL;
+        return luahier_jsonstring(out, s, length) ? LUAHIER_JSON_WRITTEN : LUAHIER_JSON_LIMIT;
+    }
+    case LUA_TTABLE:
+        return luahier_jsontable(L, index, out, depth);
+    default:
+        return LUAHIER_JSON_CAREFUL;
+    }
+}
+
+int luahier_writejson(lua_State *L, int index, luahier_JSONOut *out) {
+    out->size = 0;
+    return luahier_jsonvalue(L, lua_absindex(L, index), out, 0);
+}
