@@ -26,6 +26,11 @@ attacks=(
   "comparing 100 MB strings (<)|--timeout 1 --max-memory 1G|local a, b = ('x'):rep(1e8), ('x'):rep(1e8) .. '' while true do local _ = a < b end"
   "comparing 100 MB strings (==)|--timeout 1 --max-memory 1G|local a, b = ('x'):rep(1e8), ('x'):rep(1e8) .. '' while true do local _ = a == b end"
   "runaway responder, --dispatch-timeout 1|--dispatch-timeout 1 --dispatch-max-instructions 0|local n = hier.root:child('n') n:receiveEvent(function() local a, b = ('x'):rep(1e8), ('x'):rep(1e8) .. '' while true do local _ = a < b end end) print(n:triggerEvent('E').value.type)"
+  "table.insert under a lying __len (2^40)|--timeout 1|local t = setmetatable({}, {__len = function() return 1 << 40 end}) table.insert(t, 1, 'x')"
+  "table.concat through a 1,900-deep __index chain|--timeout 1|local base = {} for i = 1, 1e6 do base[i] = 'x' end local t = base for i = 1, 1900 do t = setmetatable({}, {__index = t}) end table.concat(t, ',', 1, 1e6)"
+  "a loop under 200,000 frames|--timeout 1|local junk = {} local function f(n) if n == 0 then while true do end end junk[#junk + 1] = {n} return f(n - 1) + 1 end f(200000)"
+  "load of source built to parse slowly|--timeout 1|local g, l = {}, {} for i = 1, 30000 do g[i] = 'goto l' .. i l[i] = '::l' .. i .. ':: do end' end local block = 'do ' .. table.concat(g, ' ') .. ' ' .. table.concat(l, ' ') .. ' end ' load(block:rep(40))"
+  "rehash of colliding integer keys (one C call)|--timeout 1|local m, t = (1 << 18) - 1, {} for k = 1, (1 << 17) + 1 do t[k * m] = true end"
   "memory bomb|--max-memory 64M|local t = {} for i = 1, 1e9 do t[i] = ('x'):rep(64) .. i end"
   "memory caught by pcall in a loop|--max-memory 64M|while true do pcall(function() local t = {} for i = 1, 1e9 do t[i] = {i} end end) end"
   "10 node names of 100 MB|--max-memory 300M|local s = ('x'):rep(1e8) for i = 1, 10 do hier.root:child(s .. i) end"
@@ -42,6 +47,8 @@ for attack in "${attacks[@]}"; do
   /usr/bin/time -f '%e %M' -o "$dir/time" "$bin" run $flags "$dir/attack.lua" >"$dir/out" 2>"$dir/err" || true
   # time writes "Command exited with non-zero status N" first when the command failed.
   read -r seconds kib < <(tail -1 "$dir/time")
-  ended=$(grep -o -m1 -E '[A-Za-z]+(LimitExceeded|Error)' "$dir/err" "$dir/out" | head -1 | cut -d: -f2)
+  ended=$(grep -o -m1 -E '[A-Za-z]+(LimitExceeded|Error)' "$dir/err" "$dir/out" | head -1 | cut -d: -f2 || true)
+  # Stuck inside one C call past the deadline: the watchdog ends the process (status 1).
+  if grep -q 'the state cannot be recovered, so the process stops' "$dir/err"; then ended="stuck: process stopped"; fi
   printf '%-52s %-48s %8s %10d  %s\n' "$name" "$flags" "$seconds" $((kib / 1024)) "${ended:-none}"
 done

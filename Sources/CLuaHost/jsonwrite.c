@@ -113,16 +113,28 @@ static int luahier_jsonvalue(lua_State *L, int index, luahier_JSONOut *out, int 
 /* A string key of the table being written, and the stack slot of its pair. */
 typedef struct { const char *bytes; size_t length; int slot; } luahier_JSONKey;
 
-/* Sorts keys by their bytes, a prefix first (JSONWriter's order of a map's keys). An
- * insertion sort: a rules engine's values have a few keys each. */
+/* Orders keys by their bytes, a prefix first (JSONWriter's order of a map's keys). */
+static int luahier_comparekeys(const void *a, const void *b) {
+    const luahier_JSONKey *x = (const luahier_JSONKey *)a, *y = (const luahier_JSONKey *)b;
+    size_t common = x->length < y->length ? x->length : y->length;
+    int order = memcmp(x->bytes, y->bytes, common);
+    if (order != 0) return order;
+    return x->length < y->length ? -1 : x->length > y->length;
+}
+
+/* Byte order, as JSONWriter sorts. An insertion sort for the few keys most values have (no
+ * call per comparison); qsort, O(n log n), past that: a value may have hundreds of thousands
+ * of keys, and the insertion sort's n^2 / 4 moves would take minutes (the keys are distinct,
+ * so the order is the same either way). */
 static void luahier_sortkeys(luahier_JSONKey *keys, int count) {
+    if (count > 16) {
+        qsort(keys, (size_t)count, sizeof *keys, luahier_comparekeys);
+        return;
+    }
     for (int i = 1; i < count; i++) {
         luahier_JSONKey key = keys[i];
         int j = i - 1;
-        while (j >= 0) {
-            size_t common = keys[j].length < key.length ? keys[j].length : key.length;
-            int order = memcmp(keys[j].bytes, key.bytes, common);
-            if (order < 0 || (order == 0 && keys[j].length <= key.length)) break;
+        while (j >= 0 && luahier_comparekeys(&keys[j], &key) > 0) {
             keys[j + 1] = keys[j];
             j--;
         }

@@ -51,10 +51,20 @@ static int luahier_nextcount(const luahier_Guard *g) {
     return left < 1 ? 1 : (int)left;
 }
 
+void luahier_hooknext(lua_State *L) {
+    if (lua_gethook(L) == luahier_hook && lua_gethookcount(L) == 1 && (lua_gethookmask(L) & LUA_MASKCOUNT)) return;
+    lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+}
+
+/* [-0, +0, -] Tells the watchdog the Lua thread is not stuck in C code. */
+static void luahier_progress(luahier_Guard *g) {
+    if (g->watch) __atomic_add_fetch(&g->watch->progress, 1, __ATOMIC_RELAXED);
+}
+
 /* [-0, +0, -] Sets `L`'s hook as the guard wants it now: at every instruction once tripped,
  * at the next count while a limit is on, else none. */
 static void luahier_sethook(lua_State *L, const luahier_Guard *g) {
-    if (g->active && g->budget.exceeded) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+    if (g->active && g->budget.exceeded) luahier_hooknext(L);
     else if (g->hooked) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, g->active ? luahier_nextcount(g) : LUAHIER_HOOK_INTERVAL);
     else lua_sethook(L, NULL, 0, 0);
 }
@@ -89,6 +99,7 @@ static void luahier_startclock(luahier_Guard *g, double now, double seconds) {
  * trip. Starts a dispatch's own clock at its first check. */
 static int luahier_check(luahier_Guard *g) {
     luahier_Budget *b = &g->budget;
+    luahier_progress(g);
     if (b->exceeded) return b->exceeded;
     if (luahier_interrupt_signal) return b->exceeded = LUAHIER_TRIPPED_INTERRUPTED;
     if (g->spent >= b->trip_at) return b->exceeded = LUAHIER_TRIPPED_INSTRUCTIONS;
@@ -106,7 +117,7 @@ void luahier_trip(luahier_Guard *g, int kind) {
     /* The place it tripped, for `where` (the allocator noted a refusal's place already). */
     if (kind != LUAHIER_TRIPPED_MEMORY && luahier_findluaframe(running, 0, &ar)) luahier_noteplace(g, &ar);
     if (!g->budget.exceeded) g->budget.exceeded = kind;
-    lua_sethook(running, luahier_hook, LUA_MASKCOUNT, 1);
+    luahier_hooknext(running);
 }
 
 void luahier_chargework(luahier_Guard *g, long long units) {
@@ -253,7 +264,7 @@ void luahier_pushlimiterror(lua_State *L, luahier_Guard *g) {
 }
 
 int luahier_raiselimit(lua_State *L, luahier_Guard *g) {
-    lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+    luahier_hooknext(L);
     luahier_pushlimiterror(L, g);
     return lua_error(L);
 }
@@ -279,6 +290,7 @@ static int luahier_inplanwalk(lua_State *L, lua_Debug *ar) {
 
 void luahier_hook(lua_State *L, lua_Debug *ar) {
     luahier_Guard *g = luahier_guard(L);
+    luahier_progress(g);
     if (g->active && !g->budget.exceeded && luahier_interrupt_signal) {
         /* Stopped by a signal (the handler set this hook on a state with no limits too). */
         lua_Debug place;
@@ -313,7 +325,7 @@ void luahier_hook(lua_State *L, lua_Debug *ar) {
             return;
         }
     }
-    lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+    luahier_hooknext(L);
     if (luahier_inplanwalk(L, ar)) return;
     luahier_raiselimit(L, g);
 }
@@ -341,12 +353,13 @@ void luahier_beginentry(lua_State *L, long long instructions, double seconds, in
     b->exceeded = 0;
     if (g->watch) {
         luahier_publishdeadline(g);
+        luahier_progress(g);
         __atomic_store_n(&g->watch->tid, luahier_threadid(), __ATOMIC_RELEASE);
     }
     /* The thread is published before the flag is read, and the handler sets the flag before
      * it reads the threads: one of the two sees the other, so no interrupt falls between. */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (luahier_interrupt_signal) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+    if (luahier_interrupt_signal) luahier_hooknext(L);
     else if (g->hooked) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, luahier_nextcount(g));
 }
 

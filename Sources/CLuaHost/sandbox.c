@@ -42,12 +42,12 @@ int luahier_resume(lua_State *L) {
      * instructions), or an interrupt that hooked the caller just before: the coroutine
      * stops too, at its first instruction. */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (g->active && (g->budget.exceeded || luahier_interrupt_signal)) lua_sethook(co, luahier_hook, LUA_MASKCOUNT, 1);
+    if (g->active && (g->budget.exceeded || luahier_interrupt_signal)) luahier_hooknext(co);
     int nres = 0;
     int status = lua_resume(co, L, narg, &nres);
     g->running = caller;
     /* A trip while the coroutine ran: the caller's next instruction raises it too. */
-    if (g->active && g->budget.exceeded) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+    if (g->active && g->budget.exceeded) luahier_hooknext(L);
     if (status == LUA_OK || status == LUA_YIELD) {
         if (!lua_checkstack(L, nres + 1)) {
             lua_pop(co, nres);
@@ -78,14 +78,14 @@ static int luahier_close(lua_State *L) {
     if (co != NULL && co != L) {
         g->running = co;
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        if (g->active && (g->budget.exceeded || luahier_interrupt_signal)) lua_sethook(co, luahier_hook, LUA_MASKCOUNT, 1);
+        if (g->active && (g->budget.exceeded || luahier_interrupt_signal)) luahier_hooknext(co);
     }
     int arguments = lua_gettop(L);
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_insert(L, 1);
     int status = lua_pcall(L, arguments, LUA_MULTRET, 0);
     g->running = caller;
-    if (g->active && g->budget.exceeded) lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+    if (g->active && g->budget.exceeded) luahier_hooknext(L);
     if (status != LUA_OK) return lua_error(L);
     return lua_gettop(L);
 }
@@ -256,3 +256,146 @@ int luahier_plainfind(lua_State *L) {
     return 2;
 }
 
+/* ---- table.insert, remove, move, concat, unpack ------------------------------------------ */
+
+/* Lua's own loop over a table's elements in one C call: with a `__len` that lies (2^40) or an
+ * `__index` chain of tables (up to 2,000 deep for each element), one call ran for hours and no
+ * hook could stop it. These do what Lua 5.4's do, element by element, charging each step
+ * (luahier_work: the deadline is checked every LUAHIER_HOOK_INTERVAL steps). */
+
+enum { LUAHIER_TAB_READ = 1, LUAHIER_TAB_WRITE = 2, LUAHIER_TAB_LENGTH = 4 };
+
+/* [-0, +0, v] Argument `arg` is a table, or has the metamethods for `needs`. */
+static void luahier_checktable(lua_State *L, int arg, int needs) {
+    if (lua_type(L, arg) == LUA_TTABLE) return;
+    int top = lua_gettop(L);
+    int usable = lua_getmetatable(L, arg)
+        && (!(needs & LUAHIER_TAB_READ) || lua_getfield(L, top + 1, "__index") != LUA_TNIL)
+        && (!(needs & LUAHIER_TAB_WRITE) || lua_getfield(L, top + 1, "__newindex") != LUA_TNIL)
+        && (!(needs & LUAHIER_TAB_LENGTH) || lua_getfield(L, top + 1, "__len") != LUA_TNIL);
+    lua_settop(L, top);
+    if (!usable) luaL_checktype(L, arg, LUA_TTABLE);
+}
+
+/* [-0, +0, e] t[to] = t[from] for the table at `table`, one charged step. */
+static void luahier_shift(lua_State *L, int table, lua_Integer from, lua_Integer to) {
+    luahier_work(L, 1);
+    lua_geti(L, table, from);
+    lua_seti(L, table, to);
+}
+
+int luahier_tinsert(lua_State *L) {
+    luahier_checktable(L, 1, LUAHIER_TAB_READ | LUAHIER_TAB_WRITE | LUAHIER_TAB_LENGTH);
+    lua_Integer end = luaL_len(L, 1);
+    lua_Integer position = (lua_Integer)((lua_Unsigned)end + 1u);   /* the first free slot */
+    switch (lua_gettop(L)) {
+    case 2:
+        break;
+    case 3: {
+        lua_Integer wanted = luaL_checkinteger(L, 2);
+        /* 1 <= wanted <= end + 1, in unsigned arithmetic as Lua checks it. */
+        luaL_argcheck(L, (lua_Unsigned)wanted - 1u < (lua_Unsigned)position, 2, "position out of bounds");
+        for (lua_Integer i = position; i > wanted; i--) luahier_shift(L, 1, i - 1, i);
+        position = wanted;
+        break;
+    }
+    default:
+        return luaL_error(L, "wrong number of arguments to 'insert'");
+    }
+    lua_seti(L, 1, position);
+    return 0;
+}
+
+int luahier_tremove(lua_State *L) {
+    luahier_checktable(L, 1, LUAHIER_TAB_READ | LUAHIER_TAB_WRITE | LUAHIER_TAB_LENGTH);
+    lua_Integer size = luaL_len(L, 1);
+    lua_Integer position = luaL_optinteger(L, 2, size);
+    /* A position given must be within 1..size + 1 (size itself, or 0 of an empty list, always
+     * is). The message names argument #1, as the Lua 5.4.4 this host is built on does. */
+    if (position != size)
+        luaL_argcheck(L, (lua_Unsigned)position - 1u <= (lua_Unsigned)size, 1, "position out of bounds");
+    lua_geti(L, 1, position);
+    for (; position < size; position++) luahier_shift(L, 1, position + 1, position);
+    lua_pushnil(L);
+    lua_seti(L, 1, position);
+    return 1;
+}
+
+/* More elements than one table.move copies: refused at once with a clear message, rather than
+ * left to run into the deadline. */
+#define LUAHIER_MAX_MOVE (1 << 24)
+
+int luahier_tmove(lua_State *L) {
+    lua_Integer first = luaL_checkinteger(L, 2);
+    lua_Integer last = luaL_checkinteger(L, 3);
+    lua_Integer to = luaL_checkinteger(L, 4);
+    int target = lua_isnoneornil(L, 5) ? 1 : 5;
+    luahier_checktable(L, 1, LUAHIER_TAB_READ);
+    luahier_checktable(L, target, LUAHIER_TAB_WRITE);
+    if (last >= first) {
+        luaL_argcheck(L, first > 0 || last < LUA_MAXINTEGER + first, 3, "too many elements to move");
+        lua_Integer count = last - first;   /* one less than the elements moved */
+        luaL_argcheck(L, to <= LUA_MAXINTEGER - count, 4, "destination wrap around");
+        if (count >= LUAHIER_MAX_MOVE)
+            return luaL_error(L, "table.move: %I elements is more than the sandbox moves at once (%d)",
+                              (LUAI_UACINT)count + 1, LUAHIER_MAX_MOVE);
+        /* Forwards unless the ranges overlap with the destination ahead, as Lua does. */
+        if (to > last || to <= first || (target != 1 && !lua_compare(L, 1, target, LUA_OPEQ))) {
+            for (lua_Integer i = 0; i <= count; i++) {
+                luahier_work(L, 1);
+                lua_geti(L, 1, first + i);
+                lua_seti(L, target, to + i);
+            }
+        } else {
+            for (lua_Integer i = count; i >= 0; i--) {
+                luahier_work(L, 1);
+                lua_geti(L, 1, first + i);
+                lua_seti(L, target, to + i);
+            }
+        }
+    }
+    lua_pushvalue(L, target);
+    return 1;
+}
+
+/* [-0, +0, e] Adds list[i] to the buffer; it must be a string or a number. */
+static void luahier_concatfield(lua_State *L, luaL_Buffer *b, lua_Integer i) {
+    luahier_work(L, 1);
+    lua_geti(L, 1, i);
+    if (!lua_isstring(L, -1))
+        luaL_error(L, "invalid value (%s) at index %I in table for 'concat'", luaL_typename(L, -1), (LUAI_UACINT)i);
+    luaL_addvalue(b);
+}
+
+int luahier_tconcat(lua_State *L) {
+    luahier_checktable(L, 1, LUAHIER_TAB_READ | LUAHIER_TAB_LENGTH);
+    lua_Integer last = luaL_len(L, 1);
+    size_t separator_length;
+    const char *separator = luaL_optlstring(L, 2, "", &separator_length);
+    lua_Integer i = luaL_optinteger(L, 3, 1);
+    last = luaL_optinteger(L, 4, last);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (; i < last; i++) {
+        luahier_concatfield(L, &b, i);
+        luaL_addlstring(&b, separator, separator_length);
+    }
+    if (i == last) luahier_concatfield(L, &b, i);
+    luaL_pushresult(&b);
+    return 1;
+}
+
+int luahier_tunpack(lua_State *L) {
+    lua_Integer i = luaL_optinteger(L, 2, 1);
+    lua_Integer last = lua_isnoneornil(L, 3) ? luaL_len(L, 1) : luaL_checkinteger(L, 3);
+    if (i > last) return 0;
+    lua_Unsigned count = (lua_Unsigned)last - (lua_Unsigned)i;   /* one less than the results */
+    if (count >= (lua_Unsigned)INT_MAX || !lua_checkstack(L, (int)(++count)))
+        return luaL_error(L, "too many results to unpack");
+    for (; i < last; i++) {
+        luahier_work(L, 1);
+        lua_geti(L, 1, i);
+    }
+    lua_geti(L, 1, last);
+    return (int)count;
+}

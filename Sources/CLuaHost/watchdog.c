@@ -27,7 +27,8 @@ static int state;                            /* 0: not started, 1: running, -1: 
 static long signals_sent;
 
 /* On the Lua thread: for each state this thread is running an entry of whose deadline has
- * passed, make its running thread's next instruction run the hook. */
+ * passed, make its running thread's next instruction run the hook. Host code (Swift) counts as
+ * progress: it charges its work and returns to Lua, or waits on I/O an interrupt ends. */
 static void luahier_watchhandler(int sig, siginfo_t *info, void *context) {
     (void)sig; (void)info; (void)context;
     int saved_errno = errno;   /* the interrupted code may be about to read it */
@@ -37,12 +38,52 @@ static void luahier_watchhandler(int sig, siginfo_t *info, void *context) {
         luahier_WatchCell *cell = &cells[i];
         if (__atomic_load_n(&cell->tid, __ATOMIC_ACQUIRE) != self) continue;
         luahier_Guard *g = (luahier_Guard *)cell->guard;
-        if (g == NULL || !g->active) continue;
-        lua_State *L = g->running ? g->running : g->main;
-        g->prompted = 1;
-        lua_sethook(L, luahier_hook, LUA_MASKCOUNT, 1);
+        if (g != NULL && g->active) {
+            if (g->in_host) __atomic_add_fetch(&cell->progress, 1, __ATOMIC_RELAXED);
+            g->prompted = 1;
+            luahier_hooknext(g->running ? g->running : g->main);
+        }
+        __atomic_store_n(&cell->pending, 0, __ATOMIC_RELEASE);
     }
     errno = saved_errno;
+}
+
+/* What the watchdog thread alone keeps per cell: the progress it last saw, and since when
+ * the state has shown none while its deadline had passed (0: it is not waiting). */
+static long seen_progress[LUAHIER_WATCH_CELLS];
+static long seen_tid[LUAHIER_WATCH_CELLS];
+static double stalled_since[LUAHIER_WATCH_CELLS];
+static void (*stuck_action)(const char *message, int signal_number);
+
+/* On the watchdog thread: the state of `cell` has been inside one C call for
+ * LUAHIER_STUCK_SECONDS past its deadline (or an interrupt). Nothing can stop it there, and
+ * a state left mid-operation cannot be used or closed again: the process ends, saying so. */
+static void luahier_stuck(luahier_WatchCell *cell, int interrupted) {
+    char place[160] = "";
+    long line = __atomic_load_n(&cell->entry_line, __ATOMIC_ACQUIRE);
+    char name[sizeof cell->entry_name];
+    memcpy(name, cell->entry_name, sizeof name);
+    name[sizeof name - 1] = 0;
+    if (name[0] && line > 0) snprintf(place, sizeof place, "%s:%ld: ", name, line);
+    else if (name[0]) snprintf(place, sizeof place, "%s: ", name);
+    char message[512];
+    snprintf(message, sizeof message,
+             "%s%s, but the script has been inside one C call for %d s since, where no hook can "
+             "stop it (a table rehash or a garbage collection of data built to be slow, a parse, "
+             "a blocking call of the full libraries); the state cannot be recovered, so the "
+             "process stops", place, interrupted ? "interrupted" : "time limit exceeded",
+             LUAHIER_STUCK_SECONDS);
+    int signal_number = interrupted ? luahier_interrupt_signal : 0;
+    if (stuck_action) stuck_action(message, signal_number);
+    /* stdio's own buffers (the full libraries' io.write), unless their lock is held. */
+    if (ftrylockfile(stdout) == 0) { fflush_unlocked(stdout); funlockfile(stdout); }
+    char line_out[600];
+    int length = snprintf(line_out, sizeof line_out, "luahier: %s\n", message);
+    if (length > 0) {
+        ssize_t ignored = write(2, line_out, (size_t)length < sizeof line_out ? (size_t)length : sizeof line_out - 1);
+        (void)ignored;
+    }
+    _exit(signal_number ? 128 + signal_number : 1);
 }
 
 static void *luahier_watchloop(void *unused) {
@@ -53,16 +94,32 @@ static void *luahier_watchloop(void *unused) {
     for (;;) {
         nanosleep(&period, NULL);
         double now = luahier_now();
+        int interrupted = luahier_interrupt_signal != 0;
         int used = __atomic_load_n(&cells_used, __ATOMIC_ACQUIRE);
         for (int i = 0; i < used; i++) {
             luahier_WatchCell *cell = &cells[i];
             long tid = __atomic_load_n(&cell->tid, __ATOMIC_ACQUIRE);
             double deadline;
             __atomic_load(&cell->deadline, &deadline, __ATOMIC_ACQUIRE);
-            if (tid == 0 || deadline <= 0 || now <= deadline) continue;
-            /* A stale tid is refused (ESRCH) or reaches a thread that runs no entry of this
-             * state, whose handler then does nothing. */
+            if (tid == 0 || (!interrupted && (deadline <= 0 || now <= deadline))) {
+                stalled_since[i] = 0;
+                continue;
+            }
+            long progress = __atomic_load_n(&cell->progress, __ATOMIC_ACQUIRE);
+            if (stalled_since[i] == 0 || progress != seen_progress[i] || tid != seen_tid[i]) {
+                stalled_since[i] = now;
+                seen_progress[i] = progress;
+                seen_tid[i] = tid;
+            } else if (now - stalled_since[i] > LUAHIER_STUCK_SECONDS) {
+                luahier_stuck(cell, interrupted);
+            }
+            /* One signal at a time: a handler slower than the period (lua_sethook walks every
+             * frame of a deep stack) must not find the next ones queued behind it. A stale tid
+             * is refused (ESRCH) or reaches a thread that runs no entry of this state, whose
+             * handler then only clears the flag. */
+            if (__atomic_exchange_n(&cell->pending, 1, __ATOMIC_ACQ_REL)) continue;
             if (syscall(SYS_tgkill, pid, tid, signal_number) == 0) __atomic_add_fetch(&signals_sent, 1, __ATOMIC_RELAXED);
+            else __atomic_store_n(&cell->pending, 0, __ATOMIC_RELEASE);
         }
     }
     return NULL;
@@ -114,6 +171,9 @@ void *luahier_watch(void *guard) {
             found = &cells[i];
             found->tid = 0;
             found->deadline = 0;
+            found->pending = 0;
+            found->entry_line = 0;
+            found->entry_name[0] = 0;
             found->guard = guard;
             if (i >= cells_used) __atomic_store_n(&cells_used, i + 1, __ATOMIC_RELEASE);
         }
@@ -142,6 +202,22 @@ void luahier_watchdog_prepare_thread(void) {
     ready = 1;
 }
 
+void luahier_watchdog_onstuck(void (*action)(const char *message, int signal_number)) {
+    stuck_action = action;
+}
+
+void luahier_watchdog_name(void *cell, const char *name, long line) {
+    luahier_WatchCell *watched = (luahier_WatchCell *)cell;
+    if (watched == NULL) return;
+    if (name) {
+        size_t length = strlen(name);
+        if (length >= sizeof watched->entry_name) length = sizeof watched->entry_name - 1;
+        memcpy(watched->entry_name, name, length);
+        watched->entry_name[length] = 0;
+    }
+    __atomic_store_n(&watched->entry_line, line, __ATOMIC_RELEASE);
+}
+
 long luahier_watchdog_signals(void) {
     return __atomic_load_n(&signals_sent, __ATOMIC_RELAXED);
 }
@@ -167,7 +243,8 @@ static void luahier_stopall(int sig) {
     int used = __atomic_load_n(&cells_used, __ATOMIC_ACQUIRE);
     for (int i = 0; i < used; i++) {
         long tid = __atomic_load_n(&cells[i].tid, __ATOMIC_ACQUIRE);
-        if (tid != 0) syscall(SYS_tgkill, pid, tid, signal_number);
+        if (tid == 0 || __atomic_exchange_n(&cells[i].pending, 1, __ATOMIC_ACQ_REL)) continue;
+        if (syscall(SYS_tgkill, pid, tid, signal_number) != 0) __atomic_store_n(&cells[i].pending, 0, __ATOMIC_RELEASE);
     }
 }
 

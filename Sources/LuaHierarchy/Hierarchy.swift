@@ -190,6 +190,12 @@ public final class Hierarchy {
     /// A dispatch whose budget tripped ends unhandled with the limit error as its value (the
     /// error it was handling as `cause`), whatever it answered after the trip: a limit that a
     /// script swallowed, or one host work tripped after the last responder ran.
+    /// Names the input and line being answered, for the one message the process can still
+    /// write if a rule gets stuck in one of Lua's own C calls (LuaHost.nameEntries).
+    func nameEntries(_ name: String?, line: Int) {
+        host.nameEntries(name, line: line)
+    }
+
     func endedByLimit(_ result: consuming DispatchResult) -> DispatchResult {
         guard host.limitTripped else { return result }
         // Read from the budget, never from the value: an input or a script may raise an

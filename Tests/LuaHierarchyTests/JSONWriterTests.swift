@@ -71,6 +71,25 @@ struct JSONWriterTests {
         #expect(f.hierarchy.luaStackTop == 0)
     }
 
+    /// Maps past the insertion sort's 16 keys take qsort: the same bytes as JSONWriter, keys
+    /// that share long prefixes and differ in length included. (How long a huge map takes:
+    /// DispatchCommandTests.anOutcomeWithAHugeMapIsWrittenPromptly.)
+    @Test func largeMapsSortTheirKeysAsJSONWriterDoes() throws {
+        let f = try Fixture()
+        var random = SplitMix64(state: 18)
+        for count in [17, 18, 31, 64, 300] {
+            var map: [String: Value] = [:]
+            while map.count < count {
+                let key = String(repeating: "k", count: Int.random(in: 0...3, using: &random))
+                    + String(Int.random(in: 0...9999, using: &random)) + (Bool.random(using: &random) ? "é" : "")
+                map[key] = .int(Int64(map.count))
+            }
+            let texts = try f.hierarchy.jsonTexts(of: .map(map))
+            #expect(texts.fast == texts.reading, "\(count) keys")
+        }
+        #expect(f.hierarchy.luaStackTop == 0)
+    }
+
     /// Past the limit nothing is written and the result says so; at it, the value is whole.
     @Test func theLimitIsExact() throws {
         let f = try Fixture()

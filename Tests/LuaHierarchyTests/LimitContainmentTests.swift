@@ -51,6 +51,8 @@ struct LimitContainmentTests {
         case "instructions":
             spin = "function spin() while true do end end"
         case "time":
+            // A chunk budget no machine spends in the 0.2 s (50 million took 0.12 s here).
+            options.limits.instructions = 100_000_000_000
             options.limits.dispatchInstructions = nil
             options.limits.dispatchTime = 0.2
             spin = "function spin() while true do end end"
@@ -200,6 +202,16 @@ struct LimitContainmentTests {
         ("sort with a C comparator over long strings", "local s = '1' .. (' '):rep(4e6) local t = {} for i = 1, 1000 do t[i] = s end table.sort(t, utf8.len)"),
         ("a pattern with a long bracket class", "string.find(('0'):rep(1e6), '[' .. ('a-z'):rep(1e6) .. ']')"),
         ("load with a C function as the reader", "load(math.random)"),
+        // Found by the second attack: table functions whose every step runs a metamethod or
+        // walks a long __index chain (the stock ones check no clock), and a spin under a deep
+        // stack, where re-arming the hook on every signal walked 200,000 frames each time.
+        ("table.insert under a lying __len", "local t = setmetatable({}, {__len = function() return 1 << 40 end}) table.insert(t, 1, 'x')"),
+        ("table.remove under a lying __len", "local t = setmetatable({}, {__len = function() return 1 << 40 end}) table.remove(t, 1)"),
+        ("table.concat through a long __index chain", Self.indexChain + "table.concat(t, ',', 1, 1e6)"),
+        ("table.unpack through a long __index chain", Self.indexChain + "table.unpack(t, 1, 5e5)"),
+        ("table.move through a long __index chain", Self.indexChain + "table.move(t, 1, 1e6, 1, {})"),
+        ("load of source built to parse slowly", "local g, l = {}, {} for i = 1, 30000 do g[i] = 'goto l' .. i l[i] = '::l' .. i .. ':: do end' end local block = 'do ' .. table.concat(g, ' ') .. ' ' .. table.concat(l, ' ') .. ' end ' load(block:rep(40))"),
+        ("a spin under 200,000 frames", "local junk = {} local function f(n) if n == 0 then while true do end end junk[#junk + 1] = {n} return f(n - 1) + 1 end f(200000)"),
     ])
     func longHostWorkMeetsTheDeadline(name: String, source: String) throws {
         let f = try Fixture(options: Self.options(instructions: nil, time: 0.5, memory: 256 << 20, dispatchInstructions: nil, dispatchTime: nil))
@@ -211,6 +223,49 @@ struct LimitContainmentTests {
         // Bounded here (tests share 2 cores); how promptly: Benchmarks/limits/run.sh.
         #expect(elapsed < 10, "\(name): stopped \(elapsed - 0.5) s after the deadline")
         #expect(try f.output("print('usable')") == ["usable"])
+    }
+
+    /// A million-element list seen through 1,900 tables of __index (Lua follows up to 2,000):
+    /// every read of `t[i]` walks the whole chain.
+    static let indexChain = "local base = {} for i = 1, 1e6 do base[i] = 'x' end local t = base for i = 1, 1900 do t = setmetatable({}, {__index = t}) end "
+
+    /// The sandbox's table functions (Sources/CLuaHost/sandbox.c) give stock Lua's results
+    /// and messages (the expected lines are Debian's lua5.4, 5.4.4, on the same chunk).
+    @Test func tableFunctionsGiveLuasResults() throws {
+        let f = try Fixture()
+        let lines = try f.output(#"""
+            local t = {1, 2, 3} table.insert(t, 2, "a") table.insert(t, "z")
+            print(table.concat(t, ","), table.remove(t, 1), table.remove(t), table.concat(t, ","), table.remove({}), #t)
+            print(table.concat(table.move({1, 2, 3, 4, 5}, 2, 4, 1), ","), table.concat(table.move({1, 2, 3, 4, 5}, 1, 3, 3), ","))
+            print(table.concat(table.move({1, 2, 3}, 1, 3, 2, {9}), ","), table.concat({}, "x"), table.concat({1, 2.5, "s"}, ", ", 2, 3))
+            print(table.unpack({1, 2, 3})) print(table.unpack({1, 2, 3}, 2)) print(table.unpack({1, 2, 3}, -1, 1)) print(select("#", table.unpack({}, 1, 0)))
+            local p = setmetatable({}, {__index = function(_, i) return i * 10 end, __len = function() return 3 end})
+            print(table.concat(p, "+"), table.unpack(p))
+            local log = {} local w = setmetatable({}, {__newindex = function(_, k, v) log[#log + 1] = k .. "=" .. tostring(v) end})
+            table.move({7, 8}, 1, 2, 5, w) table.insert(w, 1) print(table.concat(log, " "))
+            print(pcall(table.insert, {}, 5, 1))
+            print(pcall(table.insert, {}, 1, 2, 3))
+            print(pcall(table.remove, {}, 5))
+            print(pcall(table.move, 1, 1, 2, 1))
+            print(pcall(table.concat, {1, {}}))
+            print(pcall(table.unpack, {}, 1, 1e8))
+            print(pcall(table.insert, nil, 1))
+            """#)
+        #expect(lines == [
+            "1,a,2,3,z\t1\tz\ta,2,3\tnil\t3",
+            "2,3,4,4,5\t1,2,1,2,3",
+            "9,1,2,3\t\t2.5, s",
+            "1\t2\t3", "2\t3", "nil\tnil\t1", "0",
+            "10+20+30\t10\t20\t30",
+            "5=7 6=8 1=1",
+            "false\tbad argument #2 to 'table.insert' (position out of bounds)",
+            "false\twrong number of arguments to 'insert'",
+            "false\tbad argument #1 to 'table.remove' (position out of bounds)",
+            "false\tbad argument #1 to 'table.move' (table expected, got number)",
+            "false\tinvalid value (table) at index 2 in table for 'concat'",
+            "false\ttoo many results to unpack",
+            "false\tbad argument #1 to 'table.insert' (table expected, got nil)",
+        ])
     }
 
     /// The memory limit is as sticky as the others: caught by pcall it raises again at the

@@ -155,6 +155,27 @@ struct HostFlagTests {
         #expect(try Luahier.run(["run", "--unsafe", script]).stdout == "true\ttrue\ttrue\n")
     }
 
+    /// A deadline passed while the script sits inside one C call no hook can stop (here a
+    /// blocking call of the full libraries; in the sandbox, a rehash or collection of data
+    /// built to be slow): after LUAHIER_STUCK_SECONDS (5) more the process ends with status 1
+    /// and says why, keeping the output already printed, instead of running on unbounded.
+    @Test func aScriptStuckInOneCCallEndsTheProcess() throws {
+        // Opening a FIFO no one writes to blocks inside open(2) for good.
+        let fifo = "/tmp/lh-fifo-\(UUID().uuidString.prefix(8))"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        defer { unlink(fifo) }
+        let script = try Luahier.script("print('before')\nio.open('\(fifo)'):read()\nprint('after')", name: "stuck.lua")
+        let started = Date()
+        let result = try Luahier.run(["run", "--unsafe", "--timeout", "0.2", script], timeout: 25)
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(!result.signaled)
+        #expect(result.status == 1)
+        #expect(result.stdout == "before\n")
+        #expect(result.stderr.hasPrefix("luahier: \(script): time limit exceeded, but the script has been inside one C call for 5 s since"), "\(result.stderr)")
+        #expect(result.stderr.contains("the state cannot be recovered, so the process stops"))
+        #expect(elapsed > 5 && elapsed < 20, "ended after \(elapsed) s")
+    }
+
     @Test func limitErrorsNameTheirSettingAndLine() throws {
         let script = try Luahier.script("local x = 0\nwhile true do x = x + 1 end", name: "spin.lua")
         let result = try Luahier.run(["run", "--max-instructions", "1000", script])

@@ -84,6 +84,18 @@ int luahier_trackclose(lua_State *L);
  * not stable, and reads and writes through metamethods. */
 int luahier_sort(lua_State *L);
 
+/* lua_CFunctions table.insert, remove, move, concat and unpack for the sandbox (and, under
+ * their own names, for the full libraries' table module the sandbox picks from): Lua 5.4's
+ * results and errors, each element's step charged and the deadline checked as they go. Lua's
+ * own loop in one C call that no hook reaches: `__len` returning 2^40 made one insert run for
+ * hours; an `__index` chain of tables makes each step up to 2,000 lookups. table.move refuses
+ * more than 2^24 elements at once. */
+int luahier_tinsert(lua_State *L);
+int luahier_tremove(lua_State *L);
+int luahier_tmove(lua_State *L);
+int luahier_tconcat(lua_State *L);
+int luahier_tunpack(lua_State *L);
+
 /* lua_CFunction string.rep(s, n [, sep]) for the sandbox: Lua's result and errors, made by
  * copying the filled part onto the rest, doubling, with the work charged and the budget
  * checked between copies. Lua's copies s once per repetition in one C call: 250 million

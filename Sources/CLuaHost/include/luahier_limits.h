@@ -47,6 +47,13 @@ typedef struct luahier_WatchCell {
     volatile long tid;             /* the kernel id of the thread in an entry (0: none) */
     volatile double deadline;      /* CLOCK_MONOTONIC seconds (0: none) */
     void *volatile guard;          /* the state's luahier_Guard (NULL: the cell is free) */
+    volatile int pending;          /* a signal was sent and its handler has not run yet: no
+                                    * other is sent (they would queue up behind a slow one) */
+    volatile long progress;        /* bumped by the Lua thread each time it shows it can be
+                                    * stopped: a check of the budget, the hook, host code */
+    volatile long entry_line;      /* the input line the entry answers (0: none), and */
+    char entry_name[96];           /* what the entry runs (a script, an input), for the
+                                    * message when the process must stop (luahier_watchdog.h) */
 } luahier_WatchCell;
 
 /* Per Lua state. The extra space of every thread points here (coroutines copy it). */
@@ -155,6 +162,10 @@ int luahier_raiselimit(lua_State *L, luahier_Guard *g);
  * swallow it: the next instruction after the catch raises again. (The host also checks after
  * every protected call, so a trip that was swallowed and returned from still ends the entry.) */
 void luahier_hook(lua_State *L, lua_Debug *ar);
+
+/* [-0, +0, -] Makes `L` run the hook at its next instruction (no call when it already does:
+ * lua_sethook walks every frame of the thread's stack). Async-signal-safe. */
+void luahier_hooknext(lua_State *L);
 
 /* [-0, +0, -] Installs the count hook on `L` (done once, on the main thread, at creation:
  * coroutines copy it when they are created). */

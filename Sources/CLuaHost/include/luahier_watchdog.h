@@ -32,6 +32,23 @@ void luahier_unwatch(void *cell);
  * starts an entry of a watched state. */
 void luahier_watchdog_prepare_thread(void);
 
+/* A state whose deadline has passed (or that an interrupt asked to stop) and that has shown
+ * no progress for this many seconds since is stuck inside one C call: one of Lua's own
+ * operations on data built to be slow (a rehash of colliding integer keys, an ephemeron
+ * collection), a parse, or a blocking call of the full libraries. No hook reaches it, and a
+ * state left in the middle of such a call can neither be used nor closed: the watchdog ends
+ * the process, writing `luahier: NAME:LINE: time limit exceeded, but ...` to stderr, exit
+ * status 1 (128 + the signal for an interrupt). */
+#define LUAHIER_STUCK_SECONDS 5
+
+/* Runs `action` (on the watchdog's thread) before the process ends that way, with the message
+ * and the interrupting signal (0: a deadline): an embedder's last word. NULL: none. */
+void luahier_watchdog_onstuck(void (*action)(const char *message, int signal_number));
+
+/* Names what the entries of the state watched by `cell` run, for that message: `name` (a
+ * script, an input; NULL keeps the one set before) and the input line (0: none). */
+void luahier_watchdog_name(void *cell, const char *name, long line);
+
 /* How many signals the watchdog has sent (for tests). */
 long luahier_watchdog_signals(void);
 

@@ -245,6 +245,15 @@ final class LuaHost {
         luahier_pushhostclosure(thread, hostEntry, function, 1 + count)
     }
 
+    /// Names what this state's entries run (a script, an input) and the input line being
+    /// answered, for the message the watchdog writes when it must end the process because a
+    /// state is stuck in one C call past its deadline (luahier_watchdog.h). `name` nil keeps
+    /// the one set before. One store per line.
+    func nameEntries(_ name: String?, line: Int) {
+        guard let cell = guardState.pointee.watch else { return }
+        if let name { luahier_watchdog_name(cell, name, line) } else { luahier_watchdog_name(cell, nil, line) }
+    }
+
     /// Runs host function `index` for the C trampoline. Returns its result count, or -1
     /// with the error value pushed for the trampoline to raise.
     fileprivate func runFunction(_ index: Int, on L: LuaState) -> Int32 {

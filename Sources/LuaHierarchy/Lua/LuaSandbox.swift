@@ -37,7 +37,8 @@ extension LuaHost {
             for (name, function) in [
                 ("resume", luahier_resume), ("trackclose", luahier_trackclose), ("sort", luahier_sort), ("rep", luahier_rep), ("setglobals", luahier_setglobals),
                 ("setstringmetatable", luahier_setstringmetatable), ("getstringmetatable", luahier_getstringmetatable),
-                ("setfrozen", luahier_setfrozen),
+                ("setfrozen", luahier_setfrozen), ("insert", luahier_tinsert), ("remove", luahier_tremove),
+                ("move", luahier_tmove), ("concat", luahier_tconcat), ("unpack", luahier_tunpack),
             ] as [(String, lua_CFunction)] {
                 luahier_pushcfunction(L, function)
                 setRawField(of: -2, name)
@@ -107,10 +108,9 @@ private let sandboxPrelude = #"""
     local error, type, select, tostring, rawget, rawset, rawequal, next, ipairs =
       error, type, select, tostring, rawget, rawset, rawequal, next, ipairs
     local setmeta, rawload, rawloadfile, collect = setmetatable, load, loadfile, collectgarbage
-    local strfind, strgsub, tmove, concat = string.find, string.gsub, table.move, table.concat
-    local tointeger = math.tointeger
+    local strfind, strgsub, concat = string.find, string.gsub, table.concat
     local cocreate, coclose, costatus, coresume = coroutine.create, hostlib.trackclose(coroutine.close), coroutine.status, hostlib.resume
-    local pcall, tpack, tunpack = pcall, table.pack, table.unpack
+    local pcall, tpack, tunpack, ssub = pcall, table.pack, table.unpack, string.sub
 
     -- An error a C function raised when a wrapper called it through pcall: raised again at
     -- the script's line (`level` counts from the caller of rethrow), so no message names the
@@ -166,6 +166,18 @@ private let sandboxPrelude = #"""
       if type(chunk) == "function" then
         local reader = chunk
         chunk = function() return reader() end
+      elseif type(chunk) == "string" then
+        -- The parser runs in C: source built to parse slowly (thousands of gotos waiting for
+        -- their labels, block after block) kept it there for many seconds past a deadline.
+        -- Read 1 KiB at a time through a Lua function, each piece is an instruction where a
+        -- limit can stop it. The name stays the one Lua gives a string chunk.
+        local source, at = chunk, 1
+        if name == nil then name = source end
+        chunk = function()
+          local piece = ssub(source, at, at + 1023)
+          at = at + 1024
+          return piece
+        end
       end
       local results = tpack(pcall(rawload, chunk, name, "t", ...))
       if not results[1] then rethrow(results[2], 2) end
@@ -211,32 +223,17 @@ private let sandboxPrelude = #"""
     -- luahier_rep): Lua's copies once per repetition in one uninterruptible C call.
     string.rep = hostlib.rep
 
-    local table = pick(real.table, { "concat", "insert", "pack", "remove", "unpack" })
-    local MAXMOVE = 1 << 24
-    -- An integer argument of table.move, checked as Lua's own words it (see setmetatable).
-    local function moveInteger(count, position, value)
-      local number = type(value) == "string" and tonumber(value) or value
-      if type(number) ~= "number" then
-        error(("bad argument #%d to 'move' (number expected, got %s)"):format(position, typeof(count, position, value)), 3)
-      end
-      local integer = tointeger(number)
-      if integer == nil then error(("bad argument #%d to 'move' (number has no integer representation)"):format(position), 3) end
-      return integer
+    -- table's loops over elements, done by the host with each step charged and the deadline
+    -- checked (sandbox.c): Lua's run in one C call no hook reaches, for hours with a lying
+    -- __len. Put in the real module too, so an argument error names them as Lua's do
+    -- ("bad argument #2 to 'table.insert'" when called through pcall).
+    for name, host in next, {
+      insert = hostlib.insert, remove = hostlib.remove, move = hostlib.move, concat = hostlib.concat,
+      unpack = hostlib.unpack, sort = hostlib.sort,
+    } do
+      real.table[name] = host
     end
-    table.move = function(...)
-      local a1, f, e, t, a2 = ...
-      local count = select("#", ...)
-      if type(a1) ~= "table" then error("bad argument #1 to 'move' (table expected, got " .. typeof(count, 1, a1) .. ")", 2) end
-      f, e, t = moveInteger(count, 2, f), moveInteger(count, 3, e), moveInteger(count, 4, t)
-      if a2 ~= nil and type(a2) ~= "table" then error("bad argument #5 to 'move' (table expected, got " .. type(a2) .. ")", 2) end
-      if e - f >= MAXMOVE then
-        error(("table.move: %.0f elements is more than the sandbox moves at once (%d)"):format(e - f + 1, MAXMOVE), 2)
-      end
-      -- A script's own metamethods may raise inside: their errors pass unchanged.
-      return tmove(a1, f, e, t, a2)
-    end
-    -- A heap sort that charges its work and checks the deadline (sandbox.c, luahier_sort).
-    table.sort = hostlib.sort
+    local table = pick(real.table, { "concat", "insert", "move", "pack", "remove", "sort", "unpack" })
 
     local math = pick(real.math, {
       "abs", "acos", "asin", "atan", "ceil", "cos", "deg", "exp", "floor", "fmod", "huge", "log",

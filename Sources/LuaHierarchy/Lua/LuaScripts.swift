@@ -18,6 +18,7 @@ extension LuaHost {
         _ chunk: ChunkSource, name: String, arguments: [String], commandLine: [String] = []
     ) throws(ScriptError) {
         let L = thread
+        nameEntries(name, line: 0)
         let status: Int32
         switch chunk {
         case .file(let path): status = luaL_loadfilex(L, path, "t")

@@ -30,6 +30,7 @@ struct LineProcessor {
         self.inputName = inputName
         self.maxLineBytes = maxLineBytes
         traceLevel = hierarchy.traceLevel
+        hierarchy.nameEntries(inputName, line: 0)
         let log = presented
         log.budget = hierarchy.root.tree.meter?.memoryLimit.map { $0 / 2 } ?? Int.max
         let previous = hierarchy.presenter
@@ -98,6 +99,7 @@ struct LineProcessor {
             return .invalid
         case .success(let request):
             do {
+                hierarchy.nameEntries(nil, line: number)
                 var message = request.message
                 if message.domain == .error { message.setIfAbsent("where", to: "\(inputName):\(number)") }
                 if hierarchy.traceLevel != traceLevel { hierarchy.traceLevel = traceLevel }
