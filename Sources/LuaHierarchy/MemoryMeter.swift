@@ -46,13 +46,14 @@ enum MemoryCost {
     static func node(named name: String) -> Int { node + string(name) }
 
     /// A registration (responder or subscription), its location and filter apart: the object
-    /// (at most 88 bytes), its body (56), a slot in the node's array, with the array's growth.
-    static let registration = 192
+    /// (at most 120 bytes), its body (56), a slot in the node's array, with the array's growth.
+    static let registration = 224
 
-    /// A filter's set of type names.
+    /// A filter's set of type names, and the list of them a `TypeMatcher` keeps (sharing
+    /// the names' storage).
     static func filter(_ filter: TypeFilter) -> Int {
         guard case .types(let names) = filter else { return 0 }
-        return names.reduce(64 + names.count * 64) { $0 + string($1) }
+        return names.reduce(96 + names.count * 80) { $0 + string($1) }
     }
 
     /// A trace step in its array, its strings and values apart: its stride (144 bytes) times

@@ -118,6 +118,38 @@ struct ResponderTests {
             ])
     }
 
+    /// A filter of up to 8 names is checked by comparing names, a longer one through a set
+    /// (TypeMatcher): on either side of the cut a listed type passes and no other does, for
+    /// Lua responders, Swift responders and subscriptions alike.
+    @Test(arguments: [1, 2, 8, 9, 40])
+    func filtersOfEverySizeSeeExactlyTheirTypes(names: Int) throws {
+        let f = try Fixture()
+        let listed = (1...names).map { "T\($0)" }
+        let lua = listed.map { "\"\($0)\"" }.joined(separator: ", ")
+        try f.lua("""
+            local n = hier.root:child("n")
+            n:receiveEvent({\(lua)}, function(e) print("lua " .. e.type) return "notHandled" end)
+            """)
+        let n = try f.hierarchy.node(at: "/n")!
+        var swiftSaw: [String] = [], subscriberSaw: [String] = []
+        n.receiveEvent(.types(Set(listed))) { swiftSaw.append($0.typeName!); return .notHandled }
+        let leaf = try n.child("leaf")
+        leaf.subscribe(.types(Set(listed))) { subscriberSaw.append($0.typeName!) }
+        let probes = listed + ["T0", "T\(names + 1)", "t1", "T1 ", ""]
+        for type in probes where !type.isEmpty {
+            _ = try f.hierarchy.trigger(.string(type), at: "/n")
+            _ = try f.hierarchy.publish(.string(type), at: "/n")
+        }
+        #expect(f.printed == listed.map { "lua " + $0 })
+        #expect(swiftSaw == listed)
+        #expect(subscriberSaw == listed)
+        // An empty list from Swift matches nothing (Lua refuses one).
+        var none = 0
+        n.receiveEvent(.types([])) { _ in none += 1; return .notHandled }
+        _ = try f.hierarchy.trigger("T1", at: "/n")
+        #expect(none == 0)
+    }
+
     @Test func badFiltersAndFunctionsAreArgumentErrors() throws {
         let lines = try run("""
             print(pcall(b.receiveEvent, b, 42, function() end))

@@ -186,7 +186,7 @@ final class Dispatcher {
             // Whether the responder sees the value, and its answer if it is called here (nil:
             // the general walk calls it). A tuple: an enum of the three cases costs more per hop.
             let (sees, reply): (Bool, ResponderReply?) = entry.withResponder { responder in
-                guard !responder.isRemoved, responder.filter.matches(current.type) else { return (false, nil) }
+                guard !responder.isRemoved, responder.matcher.matches(current.type) else { return (false, nil) }
                 let kind = responder.kind
                 guard (kind == .receiveEvent || kind == .receiveError) && (!runs || responder.runToken == 0)
                 else { return (true, nil) }
@@ -304,7 +304,7 @@ final class Dispatcher {
                 let responder = responders[offset]
                 let kind = responder.kind
                 guard !responder.isRemoved, kind.domain == current.domain,
-                    responder.filter.matches(current.type),
+                    responder.matcher.matches(current.type),
                     kind != .handleAlertErrors || current.isAlertable
                 else {
                     offset += 1

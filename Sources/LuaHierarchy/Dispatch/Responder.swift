@@ -52,12 +52,35 @@ public enum TypeFilter: Hashable, Sendable {
         return []
     }
 
+}
+
+/// A `TypeFilter` in the form a dispatch checks it in, built once per registration: a
+/// filter of a few types compares the names (a type name is usually a small string, which
+/// compares as two words) instead of hashing the value's type on every check.
+struct TypeMatcher {
+    private let matchesAny: Bool
+    /// The names, when there are at most `listed` of them; else `set` holds them.
+    private let names: [String]
+    private let set: Set<String>?
+    private static let listed = 8
+
+    init(_ filter: TypeFilter) {
+        switch filter {
+        case .any:
+            (matchesAny, names, set) = (true, [], nil)
+        case .types(let types) where types.count <= Self.listed:
+            (matchesAny, names, set) = (false, Array(types), nil)
+        case .types(let types):
+            (matchesAny, names, set) = (false, [], types)
+        }
+    }
+
     @inline(__always)
     func matches(_ type: String) -> Bool {
-        switch self {
-        case .any: return true
-        case .types(let names): return names.contains(type)
-        }
+        if matchesAny { return true }
+        if let set { return set.contains(type) }
+        for name in names where name == type { return true }
+        return false
     }
 }
 
@@ -101,6 +124,8 @@ protocol Registration: AnyObject {
 final class Responder: Registration {
     let kind: ResponderKind
     let filter: TypeFilter
+    /// `filter`, as dispatches check it.
+    let matcher: TypeMatcher
     let body: any ResponderBody
     /// Where the code was written, `file:line`: a Lua function's definition, a Swift call site.
     let location: String
@@ -116,6 +141,7 @@ final class Responder: Registration {
     init(kind: ResponderKind, filter: TypeFilter, body: any ResponderBody, location: String, runToken: Int32 = 0) {
         self.kind = kind
         self.filter = filter
+        matcher = TypeMatcher(filter)
         self.body = body
         self.location = location
         self.runToken = kind == .receiveEvent || kind == .receiveError ? runToken : 0

@@ -62,6 +62,11 @@ struct JSONWriter {
         bytes.append(contentsOf: text.utf8)
     }
 
+    /// Constant JSON text (keys and values known when the code was written), in one copy.
+    mutating func append(constant text: StaticString) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
     private mutating func writeDouble(_ number: Double) {
         append(Self.text(of: number))
     }

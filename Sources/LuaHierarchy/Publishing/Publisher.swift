@@ -17,6 +17,8 @@ public enum PublishScope: String, Sendable, CaseIterable {
 /// ignored; an error it raises is reported at its node.
 final class Subscription: Registration {
     let filter: TypeFilter
+    /// `filter`, as publishes check it.
+    let matcher: TypeMatcher
     let body: any ResponderBody
     let location: String
     private(set) var isRemoved = false
@@ -25,6 +27,7 @@ final class Subscription: Registration {
 
     init(filter: TypeFilter, body: any ResponderBody, location: String) {
         self.filter = filter
+        matcher = TypeMatcher(filter)
         self.body = body
         self.location = location
     }
@@ -164,7 +167,7 @@ extension Dispatcher {
             for child in node.children.reversed() { pending.append((child, position)) }
         }
         let subscribes = order.map { entry in
-            entry.node.subscriptions.contains { !$0.isRemoved && $0.filter.matches(type) }
+            entry.node.subscriptions.contains { !$0.isRemoved && $0.matcher.matches(type) }
         }
         var selected = subscribes
         switch scope {
@@ -188,7 +191,7 @@ extension Dispatcher {
         }
         var recipients: [(Node, Subscription)] = []
         for (position, entry) in order.enumerated() where selected[position] {
-            for subscription in entry.node.subscriptions where !subscription.isRemoved && subscription.filter.matches(type) {
+            for subscription in entry.node.subscriptions where !subscription.isRemoved && subscription.matcher.matches(type) {
                 recipients.append((entry.node, subscription))
             }
         }

@@ -218,11 +218,7 @@ struct LineProcessor {
             output.writeKey("id")
             output.write(id)
         }
-        output.writeKey("status")
-        output.writeString(outcome.status.rawValue)
-        output.writeKey("kind")
-        output.writeString(outcome.message.domain.rawValue)
-        output.writeKey("value")
+        output.append(constant: Self.statusAndKind(outcome.status, outcome.message.domain))
         outcome.message.writeJSON(into: &output)
         if let by = outcome.handledBy {
             output.writeKey("by")
@@ -268,6 +264,18 @@ struct LineProcessor {
             output.bytes.append(UInt8(ascii: "]"))
         }
         output.append("}\n")
+    }
+
+    /// `,"status":…,"kind":…,"value":` as one constant.
+    private static func statusAndKind(_ status: Outcome.Status, _ kind: Domain) -> StaticString {
+        switch (status, kind) {
+        case (.handled, .event): return #","status":"handled","kind":"event","value":"#
+        case (.handled, .error): return #","status":"handled","kind":"error","value":"#
+        case (.unhandled, .event): return #","status":"unhandled","kind":"event","value":"#
+        case (.unhandled, .error): return #","status":"unhandled","kind":"error","value":"#
+        case (.detached, .event): return #","status":"detached","kind":"event","value":"#
+        case (.detached, .error): return #","status":"detached","kind":"error","value":"#
+        }
     }
 
     private func write(_ step: TraceStep, into output: inout JSONWriter, held: MemoryCharge, values: inout Bool) {
