@@ -12,6 +12,22 @@ protocol MemoryMeter: AnyObject {
     func release(_ bytes: Int)
     /// The cap in bytes, for messages (nil: none).
     var memoryLimit: Int? { get }
+    /// How the tree and charges hold this meter: the meter owns it and cuts it when it goes.
+    var reference: MeterReference { get }
+}
+
+/// A meter as what outlives it holds it (a tree, a charge): without keeping it alive, and
+/// without a weak reference, which would give the meter a side table and slow every retain
+/// of it (the Lua host, retained on every dispatch). The meter owns its reference and calls
+/// `disconnect()` before it goes; after that the reference answers nil.
+final class MeterReference {
+    private(set) unowned(unsafe) var meter: (any MemoryMeter)?
+
+    init(_ meter: any MemoryMeter) {
+        self.meter = meter
+    }
+
+    func disconnect() { meter = nil }
 }
 
 /// What the host's copies cost, as charged: estimates at least what malloc really holds for
@@ -92,12 +108,13 @@ enum MemoryCost {
 /// Bytes charged to a meter for as long as this object lives: it gives them back when it goes,
 /// so whatever holds it (a trace, the declarations of a node) pays for exactly its lifetime.
 final class MemoryCharge {
-    /// Weak: what holds a charge may outlive the host behind the meter.
-    private weak var meter: (any MemoryMeter)?
+    /// Not the meter itself: what holds a charge may outlive the host behind the meter.
+    private let reference: MeterReference?
+    private var meter: (any MemoryMeter)? { reference?.meter }
     private(set) var bytes = 0
 
     init(meter: (any MemoryMeter)?) {
-        self.meter = meter
+        reference = meter?.reference
     }
 
     deinit {

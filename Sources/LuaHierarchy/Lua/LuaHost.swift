@@ -143,7 +143,13 @@ final class LuaHost {
         }
     }
 
-    deinit { close() }
+    deinit {
+        meterReference?.disconnect()
+        close()
+    }
+
+    /// How trees and charges hold this host as their meter (LuaMemory.swift), made on first use.
+    var meterReference: MeterReference?
 
     /// The host that owns `L`.
     static func from(_ L: LuaState) -> LuaHost {

@@ -6,6 +6,13 @@ import CLuaHost
 /// against the same limit, and refused past it as the allocator refuses: the running budget
 /// trips on memory (sticky), and the error is `MemoryLimitExceeded` naming the script's line.
 extension LuaHost: MemoryMeter {
+    var reference: MeterReference {
+        if let reference = meterReference { return reference }
+        let reference = MeterReference(self)
+        meterReference = reference
+        return reference
+    }
+
     func charge(_ bytes: Int) -> Bool {
         guard bytes > 0, !isClosed else { return true }
         let state = guardState

@@ -3,8 +3,13 @@
 final class TreeToken {
     var generation = 0
     /// What the tree's own copies are charged to (names, paths, declarations, traces): the
-    /// host's memory cap (SPEC §7). Weak: nodes may outlive the host. Nil: nothing is counted.
-    weak var meter: (any MemoryMeter)?
+    /// host's memory cap (SPEC §7). Held through its reference: nodes may outlive the host.
+    /// Nil: nothing is counted.
+    var meter: (any MemoryMeter)? {
+        get { meterReference?.meter }
+        set { meterReference = newValue?.reference }
+    }
+    private var meterReference: MeterReference?
     /// Nodes that ever declared types: while 0, dispatch skips the safety check.
     var declaringNodes = 0
     /// Counts every change that can make a chain snapshot differ from the tree: responders
