@@ -36,12 +36,10 @@ static void luahier_rawsetfield(lua_State *L, int t, const char *k) {
     lua_rawset(L, t);
 }
 
-/* [-0, +0, -] Whether the function running at `ar`'s level is the responder-run loop or the
- * plan walk, frames of the host's own that tracebacks leave out. Each is compared with the
- * one the host registered (a static inline function has one address per compiled file). */
+/* [-0, +0, -] Whether the function running at `ar`'s level is the dispatch engine's walk, a
+ * frame of the host's own that tracebacks leave out. */
 static int luahier_isrunframe(lua_State *L, lua_Debug *ar) {
-    luahier_Guard *g = luahier_guard(L);
-    return luahier_frameruns(L, ar, g->run_ref) || luahier_frameruns(L, ar, g->plan_ref);
+    return luahier_frameruns(L, ar, luahier_guard(L)->walk_ref);
 }
 
 void luahier_pushtraceback(lua_State *L, int level) {

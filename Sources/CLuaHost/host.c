@@ -15,9 +15,7 @@ typedef int (*luahier_HostFunction)(lua_State *L);
 
 int luahier_trampoline(lua_State *L) {
     luahier_HostFunction entry = (luahier_HostFunction)lua_touserdata(L, lua_upvalueindex(1));
-    int results = entry(L);
-    luahier_notewalkchange(L);
-    return luahier_endhostcall(L, results);
+    return luahier_endhostcall(L, entry(L));
 }
 
 int luahier_endhostcall(lua_State *L, int results) {

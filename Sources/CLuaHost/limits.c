@@ -280,12 +280,12 @@ int luahier_frameruns(lua_State *L, lua_Debug *ar, int ref) {
     return runs;
 }
 
-/* [-0, +0, -] Whether the function running at `ar`'s level is the fast path's plan walk. A
+/* [-0, +0, -] Whether the function running at `ar`'s level is the dispatch engine's walk. A
  * tripped limit is not raised there but at the first instruction of the next responder it
- * calls (the walk is short and bounded), so an error from a walk always names its responder,
- * as it did when the walk was C code the hook never ran in. */
+ * calls (the walk is short and bounded), so a limit error always names a responder's line;
+ * a walk that ends first leaves the trip to its driver. */
 static int luahier_inplanwalk(lua_State *L, lua_Debug *ar) {
-    return luahier_frameruns(L, ar, luahier_guard(L)->plan_ref);
+    return luahier_frameruns(L, ar, luahier_guard(L)->walk_ref);
 }
 
 void luahier_hook(lua_State *L, lua_Debug *ar) {

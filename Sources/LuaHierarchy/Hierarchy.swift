@@ -95,11 +95,11 @@ public final class Hierarchy {
         dispatcher.depthLimit = Self.depthLimits.clamped(options.depthLimit)
         dispatcher.presenter = { [unowned self] in self.presenter?($0) }
         dispatcher.isStopping = { [unowned host] in host.interruptTripped }
-        dispatcher.runner = host
         dispatcher.onSafetyWarning = { [unowned self] in self.onSafetyWarning($0) }
         let sandbox = try host.openLibraries(options.libraries)
         moduleFolderList = sandbox.folders
         bridge = try LuaBridge(host: host, hierarchy: self)
+        dispatcher.engine = bridge.engine
         if options.libraries == .sandboxed { try host.sealGlobals(sandbox.seal) }
         setModuleFolders(nil)
     }
@@ -177,7 +177,7 @@ public final class Hierarchy {
         // A closure cannot consume what it captures; it can take it out of an Optional.
         var pending = Optional(message)
         return try withDispatchBudget { () throws(DispatchDepthExceeded) in
-            endedByLimit(try dispatcher.dispatch(pending.take()!, at: node))
+            try dispatcher.dispatch(pending.take()!, at: node)
         }
     }
 
@@ -187,32 +187,10 @@ public final class Hierarchy {
         try host.withBudget(.dispatch, body)
     }
 
-    /// A dispatch whose budget tripped ends unhandled with the limit error as its value (the
-    /// error it was handling as `cause`), whatever it answered after the trip: a limit that a
-    /// script swallowed, or one host work tripped after the last responder ran.
     /// Names the input and line being answered, for the one message the process can still
     /// write if a rule gets stuck in one of Lua's own C calls (LuaHost.nameEntries).
     func nameEntries(_ name: String?, line: Int) {
         host.nameEntries(name, line: line)
-    }
-
-    func endedByLimit(_ result: consuming DispatchResult) -> DispatchResult {
-        guard host.limitTripped else { return result }
-        // Read from the budget, never from the value: an input or a script may raise an
-        // error of type "Interrupted" of its own.
-        let interrupted = host.interruptTripped
-        var error = host.limitError()
-        if result.status == .unhandled && (result.message.isLimitError || result.message.isSameObject(as: error)) {
-            result.interrupted = interrupted
-            return result
-        }
-        if result.message.domain == .error { error.setIfAbsent("cause", to: result.message) }
-        var ended = DispatchResult(
-            status: .unhandled, message: error, handledBy: nil, responder: nil, trace: result.trace,
-            origin: result.origin, hops: result.hops, chainCut: result.chainCut)
-        ended.interrupted = interrupted
-        dispatcher.present(error, reportedAt: result.origin, chainCut: result.chainCut)
-        return ended
     }
 
     /// Parses the JSON value at the parser's place as a message of `domain`, held by Lua
@@ -281,14 +259,11 @@ public final class Hierarchy {
         try host.jsonTexts(of: value, limit: limit)
     }
 
-    /// How many `triggerEvent` calls the fast path took, how many of those the dispatcher
-    /// finished, and how many plans are kept (LuaFastPath.swift).
-    var fastPath: (walks: Int, handovers: Int, plans: Int) {
-        (Int(bridge.fastState.pointee.walks), Int(bridge.fastState.pointee.handovers), bridge.planCount)
-    }
+    /// How many dispatches the engine ran, and how many plans it made (LuaEngine.swift).
+    var engineCounts: (dispatches: Int, plans: Int) { bridge.engine.counts }
 
-    /// How many dispatches went along a kept plan, and how many plans are kept (KeptPlans.swift).
-    var keptPlans: (walks: Int, plans: Int) { (dispatcher.plannedWalks, dispatcher.keptPlanCount) }
+    /// The engine, for tests.
+    var bridgeEngine: LuaEngine { bridge.engine }
 
     /// Bytes the Lua state holds now, and at most since it was created.
     public var luaMemory: (used: Int, peak: Int) { (host.memoryUsed, host.memoryPeak) }

@@ -179,8 +179,8 @@ struct DispatchFuzzTests {
             try Self.register(chain, in: f)
             let leaf = chain[0].path
             let value: Value = start.0 == .event ? .event(start.1) : .error(start.1, message: "start")
-            // Three times: the first builds the chain, the second makes a kept plan, the third
-            // walks along it (KeptPlans.swift). All three must match the model.
+            // Three times: the first makes the plan, the others go along it. All three must
+            // match the model.
             var actual: [ReferenceModel.Result] = []
             for _ in 1...3 {
                 let outcome = try start.0 == .event ? f.hierarchy.trigger(value, at: leaf) : f.hierarchy.report(value, at: leaf)
@@ -190,7 +190,7 @@ struct DispatchFuzzTests {
             }
             #expect(actual == [expected, expected, expected], "seed \(seed): \(chain.map { ($0.path, $0.responders.map { "\($0.kind.rawValue)\($0.filter ?? [])/\($0.behaviour)->\($0.produces)\($0.inSwift ? "(swift)" : "")" }) })")
             #expect(dispatches == 3, "seed \(seed): exactly one outcome per dispatch")
-            #expect(f.hierarchy.keptPlans.walks == 2, "seed \(seed): the last two went along the kept plan")
+            #expect(f.hierarchy.engineCounts.plans == 1, "seed \(seed): the last two went along the kept plan")
             #expect(f.hierarchy.luaStackTop == 0, "seed \(seed)")
             if actual != [expected, expected, expected] { break }
         }

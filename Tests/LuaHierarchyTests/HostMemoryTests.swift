@@ -111,17 +111,17 @@ struct HostMemoryTests {
     }
 
     @Test func fullTraceOfLargeReplacements() throws {
-        // Every replacing responder returns a new event with the same 500 KB string: Lua holds
-        // it once, a full trace would hold it twice a step.
+        // Every replacing responder returns a new event with a new 500 KB string: a full trace
+        // keeps each of them, before and after.
         try expectRefused("""
             hier.tracing = "full"
             local big = ("x"):rep(5e5)
             local n = hier.root:child("t")
-            for i = 1, 100 do n:receiveEvent(function(e) return {type = "Big", data = big, i = i} end) end
+            for i = 1, 100 do n:receiveEvent(function(e) return {type = "Big", data = big .. i, i = i} end) end
             local o = n:triggerEvent({type = "Big", data = big})
             assert(o.status == "unhandled" and o.value.type == "MemoryLimitExceeded", o.status)
             error(o.value)
-            """, line: 5)
+            """, line: 4)
     }
 
     @Test func pathTracesKeptByOutcomes() throws {
@@ -239,6 +239,30 @@ struct HostMemoryTests {
         responderNode = nil
     }
 
+    @Test func aFullTraceSharesTheStringsItCopies() throws {
+        // 100 replacements holding the same 500 KB string: the trace's copies share it, so the
+        // dispatch fits under the cap, and reading the trace from Lua copies nothing more. From
+        // Swift, its values become Swift copies within what the cap leaves, the rest left out.
+        let f = try Self.fixture()
+        try f.lua("""
+            hier.tracing = "full"
+            big = ("x"):rep(5e5)
+            local n = hier.root:child("t")
+            for i = 1, 100 do n:receiveEvent(function(e) return {type = "Big", data = big, i = i} end) end
+            local o = n:triggerEvent({type = "Big", data = big})
+            assert(o.status == "unhandled" and o.value.type == "Big", o.value.type)
+            assert(#o.trace == 100 and o.trace[100].after.data == big and o.trace[1].before.data == big)
+            """)
+        #expect(f.hierarchy.luaMemory.peak <= Self.cap + (1 << 20))
+        let outcome = try LargeStack.run { Result { try f.hierarchy.trigger("Big", at: "/t") } }.get()
+        #expect(outcome.value["type"] == "Big")
+        let steps = outcome.trace ?? []
+        #expect(steps.count == 100)
+        let withValues = steps.filter { $0.after != nil }.count
+        #expect(withValues > 0 && withValues < 100, "\(withValues) steps kept their values")
+        #expect(f.hierarchy.luaMemory.peak <= Self.cap + (1 << 20))
+    }
+
     @Test func aTraceRefusedInASwiftDispatchEndsItAtTheLimit() throws {
         var options = Hierarchy.Options()
         options.limits = Limits(instructions: 200_000_000, time: 20, memory: Self.cap)
@@ -247,7 +271,7 @@ struct HostMemoryTests {
         try f.lua("""
             local big = ("x"):rep(5e5)
             local n = hier.root:child("t")
-            for i = 1, 100 do n:receiveEvent(function(e) return {type = "Big", data = big, i = i} end) end
+            for i = 1, 100 do n:receiveEvent(function(e) return {type = "Big", data = big .. i, i = i} end) end
             """)
         let outcome = try LargeStack.run { Result { try f.hierarchy.trigger("Big", at: "/t") } }.get()
         #expect(outcome.status == .unhandled)

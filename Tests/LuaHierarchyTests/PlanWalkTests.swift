@@ -1,10 +1,10 @@
 import Testing
 @testable import LuaHierarchy
 
-/// The fast path's plan walk is a small Lua loop (fastpath.c, luahier_walksource), so unlike the C
-/// loop it replaced, the count hook can fire in its own instructions. These tests pin what
-/// that must not change, and that a host without instruction or time limits runs unhooked.
-@Suite("Plan walk in Lua, and the count hook")
+/// The engine's walk is Lua (walk.c), so the count hook can fire in its own instructions.
+/// These tests pin what that must not change, and that a host without instruction or time
+/// limits runs unhooked.
+@Suite("The walk in Lua, and the count hook")
 struct PlanWalkTests {
     /// A tripped limit is never raised in the walk's own instructions: the hook holds it to the
     /// first instruction of the next responder (or the walk ends and the script's next
@@ -35,10 +35,11 @@ struct PlanWalkTests {
                 #expect(["test.lua:3", "test.lua:5", "test.lua:7"].contains(presented.error["where"]?.stringValue ?? "none"), "pad \(pad): \(presented.error)")
                 presentedInResponders += 1
             }
-            // A new budget: the fast path takes the next dispatch as before.
-            let walks = f.hierarchy.fastPath.walks
+            // A new budget: the next dispatch goes along the kept plan as before.
+            let before = f.hierarchy.engineCounts
             #expect(try f.output("print(leaf:triggerEvent(ev).status)") == ["unhandled"], "pad \(pad)")
-            #expect(f.hierarchy.fastPath.walks == walks + 1, "pad \(pad)")
+            #expect(f.hierarchy.engineCounts.dispatches == before.dispatches + 1, "pad \(pad)")
+            #expect(f.hierarchy.engineCounts.plans == before.plans, "pad \(pad)")
         }
         // Some runs tripped inside a responder, so the sweep reached the walks.
         #expect(presentedInResponders > 0)

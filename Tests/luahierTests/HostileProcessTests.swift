@@ -89,7 +89,7 @@ struct HostMemoryProcessTests {
         hier.tracing = "full"
         local big = ("x"):rep(5e6)
         local n = hier.root:child("t")
-        for i = 1, 100 do n:receiveEvent(function(e) return {type = "Big", data = big, i = i} end) end
+        for i = 1, 100 do n:receiveEvent(function(e) return {type = "Big", data = big .. i, i = i} end) end
         local o = n:triggerEvent({type = "Big", data = big})
         error(o.value)
         """
@@ -129,7 +129,7 @@ struct HostMemoryProcessTests {
         let rules = try Luahier.script("""
             local big = ("x"):rep(5e6)
             local n = hier.root:child("t")
-            for i = 1, 100 do n:receiveEvent(function(e) return {type = "Big", data = big, i = i} end) end
+            for i = 1, 100 do n:receiveEvent(function(e) return {type = "Big", data = big .. i, i = i} end) end
             """, name: "rules.lua")
         let line = #"{"id": 1, "at": "/t", "event": {"type": "Small"}}"#
         let input = try Luahier.script(Array(repeating: line, count: 3).joined(separator: "\n") + "\n", name: "input.jsonl")

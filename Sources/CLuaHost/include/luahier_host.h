@@ -8,7 +8,8 @@
  * - Limits (luahier_limits.h, limits.c): the allocator, budgets, the hook.
  * - The sandbox's C functions (sandbox.c, pattern.c).
  * - Errors (errors.c): the message handler of every protected call, `where`, tracebacks.
- * - The fast path of `triggerEvent` and runs of responders (luahier_fastpath.h, fastpath.c).
+ * - The dispatch engine: the walk every dispatch runs and its driver (luahier_engine.h,
+ *   walk.c, engine.c).
  * - The watchdog and interrupts (luahier_watchdog.h, watchdog.c).
  *
  * Stack notes `[-o, +p, x]` follow the Lua manual: pops, pushes, and whether it can raise
@@ -165,7 +166,7 @@ int luahier_msgh(lua_State *L);
 
 #include "luahier_jsonwrite.h"
 #include "luahier_limits.h"
-#include "luahier_fastpath.h"
+#include "luahier_engine.h"
 #include "luahier_watchdog.h"
 
 #endif

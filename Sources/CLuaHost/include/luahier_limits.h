@@ -79,13 +79,9 @@ typedef struct luahier_Guard {
     lua_State *main;               /* the main thread */
     lua_State *running;            /* the thread running Lua: main, or the coroutine the
                                     * sandbox's resume entered (where a trip sets the hook) */
-    int run_ref;                   /* registry reference to the responder-run loop (0: none) */
-    int plan_ref;                  /* registry reference to the plan walk of the fast path */
-    /* While the fast path walks a plan: the tree's chain-change count and its value when the
-     * walk began (NULL otherwise). The trampoline marks the walk stale when a host call
-     * moved it, so the walk calls no responder of a chain that changed under it. */
-    const long *walk_changes;
-    long walk_changes_at_start;
+    int walk_ref;                  /* registry reference to the dispatch engine's walk (0: none
+                                    * yet): a frame of the host's that tracebacks leave out, and
+                                    * where a tripped limit waits for the next responder */
     luahier_WatchCell *watch;      /* the watchdog's cell for this state (NULL: not watched) */
     volatile int prompted;         /* set by the watchdog's signal: the next charge reads the
                                     * clock (C loops that never reach an instruction: sort,

@@ -1,88 +1,124 @@
-/// A chain snapshot made to be kept: what a runner that walks chains by itself (the Lua fast
-/// path, LuaFastPath.swift) needs to dispatch from one node again and again without asking
-/// the dispatcher, and what the dispatcher needs to take over where such a walk stopped.
+/// A dispatch's chain snapshot (SPEC §4: the chain is snapshotted when a dispatch starts), in
+/// the form the engine runs: each domain's responders in the order they are offered a value,
+/// and, where the safety check is on, an arrival at each declaring node (SPEC §6).
 ///
-/// It is valid while the tree's `chainChanges` counter equals `stamp`: any change that could
-/// make a new snapshot differ (a responder added or removed, a subtree moved or removed,
-/// declarations, dispatch settings) moves the counter. A plan in use stays what it was when
-/// the dispatch started, as a snapshot must (SPEC §4).
+/// A plan is kept per origin and reused while the tree's `chainChanges` counter equals
+/// `stamp`: any change that could make a new snapshot differ (a responder added or removed,
+/// a subtree moved or removed, declarations, dispatch settings) moves the counter. A plan in
+/// use stays what it was when its dispatch started. Paths are read when the plan is made, so
+/// an outcome names the nodes as they were when its dispatch started.
+///
+/// It knows nodes and responders, nothing of Lua: the engine lays it out for its walk
+/// (LuaEngine.swift). It holds no node: what a dispatch needs of them is their paths.
 final class ChainPlan {
-    /// The chain, origin first, with each node's responders as they were.
-    let links: [ChainLink]
+    /// The origin's path.
+    let origin: String
     /// Whether the chain ends below a detached top instead of at the root (SPEC §2).
     let detached: Bool
     /// The value of `chainChanges` the plan was made at.
     let stamp: Int
-    /// The event responders, in dispatch order: a walker counts in these.
-    let eventEntries: [PlanEntry]
-    /// The error responders, in dispatch order.
-    let errorEntries: [PlanEntry]
-    /// Whether dispatches along it record a path trace (the trace level when it was made:
-    /// changing the level makes the plan stale).
-    let traced: Bool
-
-    /// The longest chain, and the most responders of one domain, a plan is made for: a plan costs
-    /// memory in proportion, and chains past these are rare enough to walk each time.
-    static let maxLinks = 128
-    static let maxEntries = 64
+    /// How many nodes the chain has: the host's work per dispatch, which Lua hosts charge for.
+    let hops: Int
+    /// What dispatches along it record (the trace level when it was made).
+    let trace: TraceLevel
+    /// The entries a value of each domain is offered, in order. A value that changes domain at
+    /// an entry goes on at the other domain's first entry past it (`PlanEntry.cross`).
+    let events: [PlanEntry]
+    let errors: [PlanEntry]
 
     private init(
-        links: [ChainLink], detached: Bool, stamp: Int, eventEntries: [PlanEntry], errorEntries: [PlanEntry],
-        traced: Bool
+        origin: String, detached: Bool, stamp: Int, hops: Int, trace: TraceLevel, events: [PlanEntry],
+        errors: [PlanEntry]
     ) {
-        self.links = links
+        self.origin = origin
         self.detached = detached
         self.stamp = stamp
-        self.eventEntries = eventEntries
-        self.errorEntries = errorEntries
-        self.traced = traced
+        self.hops = hops
+        self.trace = trace
+        self.events = events
+        self.errors = errors
     }
 
-    /// The plan for dispatching from `origin` as the tree is now, or nil past the limits.
-    static func make(from origin: Node, root: Node, traced: Bool) -> ChainPlan? {
-        var links: [ChainLink] = []
+    /// The plan for dispatching from `origin` as the tree is now. With `checksSafety`, each
+    /// declaring node gets an arrival in both domains, before its responders.
+    static func make(from origin: Node, root: Node, trace: TraceLevel, checksSafety: Bool) -> ChainPlan {
+        var hops = 0
         var events: [PlanEntry] = []
         var errors: [PlanEntry] = []
+        var allowed = (events: Set<String>(), errors: Set<String>())
         var top = origin
         while true {
-            guard links.count < maxLinks else { return nil }
-            let responders = top.responders
-            for (offset, responder) in responders.enumerated() {
-                let position = RunPosition(node: Int32(links.count), offset: Int32(offset))
-                let entry = PlanEntry(responder: responder, position: position)
+            let link = Int32(hops)
+            let path = top.path
+            if checksSafety, let declarations = top.declarations {
+                // Nested declarations compose on the way up: what a value may be here is what
+                // every declaring node from the origin to this one declared.
+                allowed.events.formUnion(declarations.events.keys)
+                allowed.errors.formUnion(declarations.errors.keys)
+                let arrival = Arrival(node: path, declarations: declarations, allowed: allowed)
+                events.append(PlanEntry(role: .arrival(arrival), link: link, offset: -1, node: path))
+                errors.append(PlanEntry(role: .arrival(arrival), link: link, offset: -1, node: path))
+            }
+            for (offset, responder) in top.responders.enumerated() {
+                let entry = PlanEntry(role: .responder(responder), link: link, offset: Int32(offset), node: path)
                 if responder.kind.domain == .event { events.append(entry) } else { errors.append(entry) }
             }
-            guard events.count <= maxEntries && errors.count <= maxEntries else { return nil }
-            links.append(ChainLink(node: top, responders: responders))
+            hops += 1
             guard let parent = top.parent else { break }
             top = parent
         }
+        Self.linkAcross(&events, errors)
+        Self.linkAcross(&errors, events)
         return ChainPlan(
-            links: links, detached: top !== root, stamp: origin.tree.chainChanges.pointee, eventEntries: events,
-            errorEntries: errors, traced: traced)
+            origin: origin.path, detached: top !== root, stamp: origin.tree.chainChanges.pointee, hops: hops,
+            trace: trace, events: events, errors: errors)
     }
 
-    /// The responder at event entry `entry`.
-    func responder(atEntry entry: Int) -> Responder { eventEntries[entry].responder }
+    /// Sets each entry's `cross`: the index in `other` of the first entry past it.
+    private static func linkAcross(_ entries: inout [PlanEntry], _ other: [PlanEntry]) {
+        var next = 0
+        for index in entries.indices {
+            while next < other.count && other[next].comes(before: entries[index], orWith: true) { next += 1 }
+            entries[index].cross = next
+        }
+    }
+
+    /// The entries of `domain`.
+    func entries(_ domain: Domain) -> [PlanEntry] { domain == .event ? events : errors }
 }
 
-/// One responder of a plan, and where it sits in the plan's links.
-/// Valid while its plan lives: the plan's links hold the responder, so the entry does not,
-/// and a walk reads it without retaining it per call.
+/// One entry of a plan: a responder, or the safety check's arrival at a declaring node.
 struct PlanEntry {
-    private let reference: Unmanaged<Responder>
-    let position: RunPosition
+    enum Role {
+        case responder(Responder)
+        case arrival(Arrival)
+    }
+    let role: Role
+    /// Where it sits: the link (0 is the origin) and the responder's offset on its node
+    /// (-1: an arrival, which comes before the node's responders).
+    let link: Int32
+    let offset: Int32
+    /// The node's path.
+    let node: String
+    /// The index in the other domain's entries where a value that changes domain here goes on.
+    var cross = 0
 
-    init(responder: Responder, position: RunPosition) {
-        reference = .passUnretained(responder)
-        self.position = position
+    /// Whether this entry comes before `other` in the chain (or, with `orWith`, is at its place).
+    func comes(before other: PlanEntry, orWith: Bool) -> Bool {
+        if link != other.link { return link < other.link }
+        return orWith ? offset <= other.offset : offset < other.offset
     }
 
-    var responder: Responder { reference.takeUnretainedValue() }
-
-    /// Runs `body` with the responder, borrowed (no retain, no release).
-    @inline(__always)
-    func withResponder<Result>(_ body: (Responder) -> Result) -> Result {
-        reference._withUnsafeGuaranteedRef(body)
+    var responder: Responder? {
+        if case .responder(let responder) = role { return responder }
+        return nil
     }
+}
+
+/// The safety check's arrival at a declaring node (SPEC §6): what the value may be there.
+struct Arrival {
+    let node: String
+    let declarations: Declarations
+    /// What the declaring nodes from the origin up to this one declared, together.
+    let allowed: (events: Set<String>, errors: Set<String>)
 }

@@ -134,26 +134,24 @@ final class Responder: Registration {
     /// Unowned (not weak: a weak reference gives the node a side table and slows every
     /// retain of it); the node clears it when it goes away.
     unowned(unsafe) var node: Node?
-    /// Non-zero when the hierarchy's `ResponderRunner` can call this responder in a run
-    /// (a Lua `receive*`): what the runner knows it by.
-    let runToken: Int32
 
-    init(kind: ResponderKind, filter: TypeFilter, body: any ResponderBody, location: String, runToken: Int32 = 0) {
+    init(kind: ResponderKind, filter: TypeFilter, body: any ResponderBody, location: String) {
         self.kind = kind
         self.filter = filter
         matcher = TypeMatcher(filter)
         self.body = body
         self.location = location
-        self.runToken = kind == .receiveEvent || kind == .receiveError ? runToken : 0
     }
 
-    /// Takes the responder off its node. Idempotent.
+    /// Takes the responder off its node. Idempotent. Dispatches under way that have it in
+    /// their snapshot do not call it either (SPEC §4): the tree tells whoever runs them.
     func remove() {
         guard !isRemoved else { return }
         isRemoved = true
         if let node {
             node.tree.noteChainChange()
             node.detachResponder(self)
+            node.tree.responderRemoved?(self)
         }
     }
 

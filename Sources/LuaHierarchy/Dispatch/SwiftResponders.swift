@@ -16,6 +16,11 @@ final class SwiftResponderBody: ResponderBody {
         self.location = location
     }
 
+    /// The closure's own answer, for a dispatch engine that reads answers itself.
+    func receive(_ value: Value) throws -> ReceiveResult {
+        try closure(value)
+    }
+
     func call(with input: inout Message, returning domain: Domain) -> ResponderReply {
         do {
             let result: ReceiveResult

@@ -1,75 +1,54 @@
-/// A dispatch's trace as it is recorded, with what its steps cost against the memory cap
-/// (SPEC §7), held for as long as any copy of the trace is (an outcome a script has not read
-/// the trace of keeps it).
-///
-/// Nothing here can fail a dispatch: when the meter refuses a step's values (full tracing),
-/// the trace goes on without values; when it refuses a step, the trace ends there. Either
-/// refusal trips the running budget on memory, so the dispatch then ends as a tripped limit.
-struct TraceRecord {
-    private(set) var steps: [TraceStep] = []
-    let charge: MemoryCharge
-    /// Whether values before and after replacements are still recorded.
-    private(set) var recordsValues = true
-    /// Whether steps are still recorded.
-    private(set) var isCut = false
-    /// What the `before` value copied last costs, charged until a step takes it or not.
-    private var heldBefore = 0
+/// What an engine recorded of a dispatch's steps, read on demand (LuaEngine.swift keeps it
+/// in Lua: a full trace's copies there share the strings of the values they copy).
+protocol RecordedSteps: AnyObject {
+    var count: Int { get }
+    /// Step `index`, without its values.
+    func step(_ index: Int) -> TraceStep
+    /// With full tracing: a copy of the value before (or after) step `index`'s replacement, if
+    /// it recorded one, at most half of what the memory cap leaves (a longer one is cut).
+    func value(ofStep index: Int, after: Bool) -> Value?
+}
 
-    init(meter: (any MemoryMeter)?) {
+/// A dispatch's trace (SPEC §5), made Swift values when first read, within the memory cap
+/// (SPEC §7): each step and each value is charged as it is made, for as long as the trace is
+/// held. Once the cap refuses a value, the steps go on without values; once it refuses a step,
+/// the trace ends there. (A refusal trips the running budget on memory, if one is running.)
+final class DispatchTrace {
+    private let recorded: any RecordedSteps
+    let charge: MemoryCharge
+    private var made: [TraceStep]?
+
+    init(_ recorded: any RecordedSteps, meter: (any MemoryMeter)?) {
+        self.recorded = recorded
         charge = MemoryCharge(meter: meter)
     }
 
-    /// With full tracing: the value a responder is called with, copied and charged (so the
-    /// copies nested dispatches hold while their responders run count too), or nil once values
-    /// are no longer recorded.
-    mutating func copyBefore(_ message: borrowing Message) -> Value? {
-        dropHeldBefore()
-        guard recordsValues else { return nil }
-        let value = message.describedValue()
-        let cost = MemoryCost.value(value)
-        guard charge.add(cost) else {
-            recordsValues = false
-            return nil
-        }
-        heldBefore = cost
-        return value
-    }
+    var count: Int { made?.count ?? recorded.count }
 
-    /// Records `step`. Its `before` must come from the last `copyBefore`, which charged it.
-    mutating func append(_ step: TraceStep) {
-        var step = step
-        let held = heldBefore
-        heldBefore = 0
-        if step.before == nil { charge.remove(held) }
-        guard !isCut else {
-            if step.before != nil { charge.remove(held) }
-            return
+    var steps: [TraceStep] {
+        if let made { return made }
+        var steps: [TraceStep] = []
+        var recordsValues = true
+        for index in 0..<recorded.count {
+            var step = recorded.step(index)
+            let cost =
+                MemoryCost.traceStep + MemoryCost.string(step.node) + MemoryCost.string(step.responder.location)
+                + MemoryCost.string(step.input) + MemoryCost.string(step.resultType)
+            guard charge.add(cost) else { break }
+            for after in [false, true] where recordsValues {
+                guard let value = recorded.value(ofStep: index, after: after) else { continue }
+                guard charge.add(MemoryCost.value(value)) else {
+                    recordsValues = false
+                    step.before = nil
+                    step.after = nil
+                    break
+                }
+                if after { step.after = value } else { step.before = value }
+            }
+            steps.append(step)
         }
-        if let after = step.after, !charge.add(MemoryCost.value(after)) {
-            step.after = nil
-            recordsValues = false
-        }
-        if step.after == nil && step.before != nil && !recordsValues {
-            step.before = nil
-            charge.remove(held)
-        }
-        let cost =
-            MemoryCost.traceStep + MemoryCost.string(step.node) + MemoryCost.string(step.responder.location)
-            + MemoryCost.string(step.input) + MemoryCost.string(step.resultType)
-        guard charge.add(cost) else {
-            isCut = true
-            recordsValues = false
-            if step.before != nil { charge.remove(held) }
-            if let after = step.after { charge.remove(MemoryCost.value(after)) }
-            return
-        }
-        steps.append(step)
-    }
-
-    /// Gives back a `before` value no step took.
-    private mutating func dropHeldBefore() {
-        charge.remove(heldBefore)
-        heldBefore = 0
+        made = steps
+        return steps
     }
 }
 

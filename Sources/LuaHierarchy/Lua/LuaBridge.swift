@@ -19,28 +19,15 @@ final class LuaBridge {
     /// (SPEC §7: getmetatable on a host object returns a locked placeholder).
     private(set) var outcomeMetatable: Int32 = 0
     private var traceMetatable: Int32 = 0
-    private var traceStepsMetatable: Int32 = 0
     private(set) var pendingTraces: Int32 = 0
-    /// The fast path of `triggerEvent` (LuaFastPath.swift): what it shares with C, its plans
-    /// (node userdata -> plan table, weak keys), the metatable of the `ChainPlan` userdata in
-    /// them, and how many were made since the table was last emptied.
-    let fastState = UnsafeMutablePointer<luahier_Fast>.allocate(capacity: 1)
-    private(set) var plans: Int32 = 0
-    private(set) var planMetatable: Int32 = 0
-    var planCount = 0
-    /// The tree's chain-change count when the first of the plans kept was made, and how many
-    /// plans were refused since the table was last counted.
-    var plansEpoch = 0
-    var refusedPlans = 0
+    /// The dispatch engine: every dispatch of this hierarchy runs through it.
+    private(set) var engine: LuaEngine!
 
     init(host: LuaHost, hierarchy: Hierarchy) throws(HierarchyError) {
         self.host = host
         self.hierarchy = hierarchy
-        fastState.initialize(to: luahier_Fast())
         try install()
     }
-
-    deinit { fastState.deallocate() }
 
     // MARK: Nodes as Lua values
 
@@ -81,10 +68,8 @@ final class LuaBridge {
                 host.setRawField(of: -2, "__metatable")
             }
         }
-        traceStepsMetatable = host.makeTableRef()
         pendingTraces = host.makeTableRef(weakMode: "k")
-        plans = host.makeTableRef(weakMode: "k")
-        planMetatable = host.makeTableRef()
+        engine = try LuaEngine(host: host, dispatcher: hierarchy.dispatcher)
         withTable(nodeMetatable) {
             luahier_pushcfunction(L, luahier_finalize)
             host.setRawField(of: -2, "__gc")
@@ -93,12 +78,6 @@ final class LuaBridge {
                 return 1
             }
             host.setRawField(of: -2, "__tostring")
-        }
-        for metatable in [traceStepsMetatable, planMetatable] {
-            withTable(metatable) {
-                luahier_pushcfunction(L, luahier_finalize)
-                host.setRawField(of: -2, "__gc")
-            }
         }
         withTable(tracedOutcomeMetatable) {
             host.pushFunction { [unowned self] call in try materializeTrace(call) }
@@ -122,7 +101,7 @@ final class LuaBridge {
         lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(nodeMetatable))
         lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(handleMetatable))
         pushFunctionTable(nodeMethods())
-        installFastTrigger(inMethodsAt: -1)
+        installTriggers(inMethodsAt: -1)
         pushFunctionTable(nodeGetters())
         pushFunctionTable(["remove": { [unowned self] call in
             guard let registration = registration(at: 1) else { throw call.argumentError(1, "remove", "handle expected") }
@@ -225,17 +204,6 @@ final class LuaBridge {
                 do { try node.move(to: parent) } catch { throw LuaArgumentError("\(error)") }
                 return 0
             },
-            "reportError": { [unowned self] call in
-                let node = try requireNode(call, 1, "reportError")
-                var error: Message
-                // As for a raised table (the message handler): no message, its __tostring.
-                luahier_givetostringmessage(call.L, 2)
-                do { error = try host.message(at: 2, as: .error) } catch {
-                    throw call.argumentError(2, "reportError", "error expected, got \(error)")
-                }
-                if let location = call.callerLocation { error.setIfAbsent("where", to: location) }
-                return try dispatch(error, at: node, call)
-            },
         ]
         methods["subscribe"] = { [unowned self] call in try subscribe(call) }
         methods["triggers"] = { [unowned self] call in try declare(.event, call) }
@@ -337,7 +305,7 @@ final class LuaBridge {
         }
         let body = try luaBody(at: function, call, name)
         body.charge = try registrationCharge(MemoryCost.registration + MemoryCost.string(body.location) + MemoryCost.filter(filter))
-        let responder = Responder(kind: kind, filter: filter, body: body, location: body.location, runToken: body.ref)
+        let responder = Responder(kind: kind, filter: filter, body: body, location: body.location)
         node.appendResponder(responder)
         host.pushRetainingUserdata(responder, metatableRef: handleMetatable)
         return 1
@@ -495,82 +463,39 @@ final class LuaBridge {
     /// instructions its responders run: the host's own work.
     static let dispatchCharge: Int64 = 200
 
-    func dispatch(_ message: Message, at node: Node, _ call: HostCall) throws -> Int32 {
-        host.charge(instructions: Self.dispatchCharge)
-        return try hierarchy.withDispatchBudget {
-            try pushOutcome(of: call) { () throws(DispatchDepthExceeded) in
-                try hierarchy.dispatcher.dispatch(message, at: node)
-            }
-        }
-    }
-
-    /// Runs a dispatch for a host function, charges its hops and pushes its outcome; a refused
-    /// one (too deep) is raised at the caller's line.
-    func pushOutcome(
-        of call: HostCall, _ dispatch: () throws(DispatchDepthExceeded) -> DispatchResult
-    ) throws -> Int32 {
-        let result: DispatchResult
-        do {
-            // Inside the dispatch's budget (the caller's, or the fast path's in C).
-            result = hierarchy.endedByLimit(try dispatch())
-        } catch {
-            throw RaisedMessage(message: Message(swiftError: error, where: call.callerLocation ?? "?"))
-        }
-        host.charge(instructions: Int64(result.hops))
-        pushOutcome(result)
-        return 1
-    }
-
-    /// [-0, +1, m] An outcome table: status, kind, value, by, responder, trace, at. Keys and
-    /// the status and kind words are interned strings: this runs once per dispatch.
-    func pushOutcome(_ result: DispatchResult) {
+    /// Sets `triggerEvent` and `reportError` in the node methods table at `index`: the
+    /// engine's entry in C (luahier_trigger), which hands what is not a dispatch to the host
+    /// function here to word the error, as every host function words its own.
+    private func installTriggers(inMethodsAt index: Int32) {
         let L = host.thread
-        lua_checkstack(L, 6)
-        // Sized exactly: an unhandled outcome has four fields, and a table of four hash slots
-        // is half the size of one of eight (less memory, less collector work per dispatch).
-        var fields: Int32 = 4
-        if result.handledBy != nil { fields += 1 }
-        if result.responder != nil { fields += 1 }
-        if result.choice != nil { fields += 1 }
-        lua_createtable(L, 0, fields)
-        switch result.status {
-        case .handled: host.push(InternedString.handled)
-        case .unhandled: host.push(InternedString.unhandled)
-        case .detached: host.push(InternedString.detached)
+        let methods = lua_absindex(L, index)
+        for domain in [Domain.event, .error] {
+            let name = domain == .event ? "triggerEvent" : "reportError"
+            host.pushFunction({ [unowned self] call in try refuse(call, name, domain) }, via: luahier_trigger) {
+                // The upvalues after the trampoline's two, as luahier_engine.h's LUAHIER_TRIGGER_* say.
+                lua_pushlightuserdata(L, engine.state)
+                lua_pushboolean(L, domain == .error ? 1 : 0)
+                lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(nodeMetatable))
+                lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(outcomeMetatable))
+                lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(tracedOutcomeMetatable))
+                lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(pendingTraces))
+                return Int32(LUAHIER_TRIGGER_COUNT)
+            }
+            host.setRawField(of: methods, name)
         }
-        host.setRawField(of: -2, InternedString.status)
-        host.push(result.message.domain == .event ? InternedString.event : InternedString.error)
-        host.setRawField(of: -2, InternedString.kind)
-        var message = result.message
-        host.pushPayload(of: &message)
-        host.setRawField(of: -2, InternedString.value)
-        host.push(result.origin.path)
-        host.setRawField(of: -2, InternedString.at)
-        if let by = result.handledBy {
-            host.push(by.path)
-            host.setRawField(of: -2, InternedString.by)
+    }
+
+    /// `triggerEvent` or `reportError` called with what is not a node and a value of the
+    /// domain: the argument error, in Lua's words.
+    private func refuse(_ call: HostCall, _ name: String, _ domain: Domain) throws -> Int32 {
+        _ = try requireNode(call, 1, name)
+        let expected = domain == .event ? "event expected" : "error expected"
+        guard call.top >= 2 else { throw call.argumentError(2, name, "\(expected), got a no value") }
+        lua_settop(call.L, 2)
+        if luahier_asvalue(call.L, engine.state, 2, domain == .error ? 1 : 0) == 0 {
+            throw call.argumentError(2, name, "\(expected), got \(host.string(at: -1) ?? "?")")
         }
-        if let responder = result.responder {
-            pushResponderInfo(responder)
-            host.setRawField(of: -2, InternedString.responder)
-        }
-        if let choice = result.choice {
-            host.push(choice)
-            host.setRawField(of: -2, "choice")
-        }
-        if let trace = result.trace {
-            // pendingTraces[outcome] = the steps; the outcome's metatable builds the table.
-            lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(pendingTraces))
-            lua_pushvalue(L, -2)
-            host.pushRetainingUserdata(TraceSteps(trace), metatableRef: traceStepsMetatable)
-            lua_rawset(L, -3)
-            luahier_pop(L, 1)
-            lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(tracedOutcomeMetatable))
-            lua_setmetatable(L, -2)
-        } else {
-            lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(outcomeMetatable))
-            lua_setmetatable(L, -2)
-        }
+        throw LuaArgumentError("\(name): the node has no plan (a host error)")
     }
 
     /// `__index` of a traced outcome: `outcome.trace`, built on first read and then stored
@@ -584,27 +509,21 @@ final class LuaBridge {
         lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(pendingTraces))
         let pending = lua_gettop(L)
         lua_pushvalue(L, 1)
-        let kept = lua_rawget(L, pending)
-        let steps = (host.retainedObject(at: -1, metatableRef: traceStepsMetatable) as? TraceSteps)?.steps
-        guard steps != nil || kept == LUA_TTABLE else {
+        // What the engine left for it: {plan, record} (luahier_pushoutcome).
+        guard lua_rawget(L, pending) == LUA_TTABLE, lua_rawgeti(L, pending + 1, 1) == LUA_TTABLE,
+            lua_rawgeti(L, pending + 1, 2) == LUA_TTABLE
+        else {
             lua_settop(L, pending - 1)
             lua_pushnil(L)
             return 1
         }
-        // [pending, kept]: forget it, then build the trace from it.
+        engine.pushTrace(ofRecordAt: -1, planAt: -2)
+        luahier_replace(L, pending + 1)
+        lua_settop(L, pending + 1)
+        // Forgotten, then kept in the outcome.
         lua_pushvalue(L, 1)
         lua_pushnil(L)
         lua_rawset(L, pending)
-        if let steps {
-            lua_createtable(L, Int32(clamping: steps.count), 0)
-            for (offset, step) in steps.enumerated() {
-                pushTraceStep(step)
-                lua_rawseti(L, -2, lua_Integer(offset + 1))
-            }
-        } else {
-            // A trace the fast path kept as a record of its walk.
-            pushWalkTrace(recordAt: -1)
-        }
         lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(traceMetatable))
         lua_setmetatable(L, -2)
         luahier_replace(L, pending)
@@ -613,51 +532,6 @@ final class LuaBridge {
         host.setRawField(of: 1, InternedString.trace)
         return 1
     }
-
-    /// [-0, +1, m] `{index, where, kind}`, with room for `extra` more fields.
-    private func pushResponderInfo(_ info: ResponderInfo, extra: Int32 = 0) {
-        lua_createtable(host.thread, 0, 3 + extra)
-        lua_pushinteger(host.thread, lua_Integer(info.index))
-        host.setRawField(of: -2, InternedString.index)
-        host.push(info.location)
-        host.setRawField(of: -2, InternedString.whereKey)
-        host.push(info.kind.rawValue)
-        host.setRawField(of: -2, InternedString.kind)
-    }
-
-    /// [-0, +1, m] One trace step: the responder's fields plus node, input and result (and
-    /// before/after with full tracing), in a table sized for them, with interned keys: a
-    /// traced dispatch makes one of these per responder call.
-    private func pushTraceStep(_ step: TraceStep) {
-        let values = (step.before == nil ? 0 : 1) + (step.after == nil ? 0 : 1)
-        pushResponderInfo(step.responder, extra: 3 + Int32(values))
-        host.push(step.node)
-        host.setRawField(of: -2, InternedString.node)
-        host.push(step.input)
-        host.setRawField(of: -2, InternedString.input)
-        switch step.result {
-        case .handled: host.push(InternedString.handled)
-        case .notHandled: host.push(InternedString.notHandled)
-        default: host.push(step.resultDescription)
-        }
-        host.setRawField(of: -2, InternedString.result)
-        if let before = step.before { pushTraceValue(before, as: InternedString.before) }
-        if let after = step.after { pushTraceValue(after, as: InternedString.after) }
-    }
-
-    /// [-0, +0, m] Sets `key` of the table on top to `value` (described if it cannot be made).
-    private func pushTraceValue(_ value: Value, as key: InternedString) {
-        do { try host.push(value) } catch { host.push("<\(error)>") }
-        host.setRawField(of: -2, key)
-    }
-}
-
-/// A dispatch's trace steps, held for the outcome until a script reads `outcome.trace`, with
-/// their charge against the memory cap (given back when this goes).
-private final class TraceSteps {
-    let record: TraceRecord
-    var steps: [TraceStep] { record.steps }
-    init(_ record: TraceRecord) { self.record = record }
 }
 
 /// Lua-side glue: method lookup stays out of Swift (a C `__index`, luahier_nodeindex), `print`

@@ -85,14 +85,6 @@ final class LuaHost {
             push(word.text)
             internedRefs.append(ref())
         }
-        luahier_pushcfunction(state, luahier_runresponders)
-        guardState.pointee.run_ref = ref()
-        guard luahier_pushplanwalk(state) == LUA_OK else {
-            // Every stored property is set by now, so deinit runs and closes the state.
-            let message = lua_tolstring(state, -1, nil).map { String(cString: $0) } ?? "the plan walk did not load"
-            throw .preludeFailed(message)
-        }
-        guardState.pointee.plan_ref = ref()
         push(InternedString.handled)
         handledAddress = lua_topointer(state, -1)
         push(InternedString.notHandled)
@@ -221,7 +213,7 @@ final class LuaHost {
     }
 
     /// Out of memory with no cap set: malloc itself failed.
-    private var unlimitedMemoryError: Message {
+    var unlimitedMemoryError: Message {
         let state = guardState.pointee
         let source = withUnsafeBytes(of: state.last_source) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         return .hostError("MemoryError", "out of memory (no memory limit was set)", where: state.last_line > 0 ? "\(source):\(state.last_line)" : nil)
@@ -236,9 +228,39 @@ final class LuaHost {
 
     /// [-0, +1, -] Pushes `body` as a Lua function.
     func pushFunction(_ body: @escaping HostFunction) {
+        pushFunction(registered: register(body), upvalues: 0)
+    }
+
+    /// Keeps `body` as a host function for the host's life; returns what `pushFunction(registered:)`
+    /// knows it by. For a function pushed as many closures (one per upvalue set).
+    func register(_ body: @escaping HostFunction) -> Int {
         functions.append(body)
-        lua_pushinteger(thread, lua_Integer(functions.count - 1))
-        luahier_pushhostfunction(thread, hostEntry, 1)
+        return functions.count - 1
+    }
+
+    /// [-upvalues, +1, -] Pushes the host function `registered` as a closure over the `upvalues`
+    /// values on top of the stack (they follow the trampoline's two: its call reads them at
+    /// `luahier_upvalueindex(3)` on).
+    func pushFunction(registered index: Int, upvalues: Int32) {
+        lua_pushinteger(thread, lua_Integer(index))
+        luahier_insert(thread, -(upvalues + 1))
+        luahier_pushhostfunction(thread, hostEntry, 1 + upvalues)
+    }
+
+    /// Runs `body` as host code on `L`, for C that calls into the host in the middle of Lua's
+    /// work (the dispatch engine's driver): pushes go to `L`, and allocations are the host's,
+    /// which never fail, as for a host function.
+    @inline(__always)
+    func asHost<T>(on L: LuaState, _ body: () -> T) -> T {
+        let caller = thread
+        let callerMode = guardState.pointee.in_host
+        thread = L
+        guardState.pointee.in_host = 1
+        defer {
+            thread = caller
+            guardState.pointee.in_host = callerMode
+        }
+        return body()
     }
 
     /// [-0, +1, m] Pushes `function`, a C function that may hand its call to `body` through

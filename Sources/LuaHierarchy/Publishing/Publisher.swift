@@ -90,7 +90,7 @@ extension Dispatcher {
                 // A host limit tripped: nothing more may run in this entry.
                 result.failed += 1
                 error.setIfAbsent("where", to: subscription.location)
-                present(error, reportedAt: node)
+                present(error, reportedAt: node.path, chainCut: !node.isAttached(to: root))
                 return result
             case .handled, .notHandled, .value, .unusable, .choice:
                 break

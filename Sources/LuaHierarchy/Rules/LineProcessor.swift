@@ -220,9 +220,9 @@ struct LineProcessor {
         }
         output.append(constant: Self.statusAndKind(outcome.status, outcome.message.domain))
         outcome.message.writeJSON(into: &output)
-        if let by = outcome.handledBy {
+        if let by = outcome.by {
             output.writeKey("by")
-            output.writeString(by.path)
+            output.writeString(by)
         }
         if let responder = outcome.responder {
             output.writeKey("responder")

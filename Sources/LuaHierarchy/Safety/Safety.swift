@@ -115,49 +115,38 @@ extension Node {
     }
 }
 
-/// The run-time check, kept apart from the dispatch loop: the loop calls `arrive(at:with:)`
-/// on each node only when the tree has declarations and safety is not disabled.
-struct SafetyCheck {
-    let level: SafetyLevel
-    let origin: Node
-    /// Types declared by the declaring nodes the value has passed so far, this one included:
-    /// nested declarations compose along the way up.
-    private var allowedEvents: Set<String> = []
-    private var allowedErrors: Set<String> = []
-
-    init(level: SafetyLevel, origin: Node) {
-        self.level = level
-        self.origin = origin
-    }
-
+/// The run-time check (SPEC §6), kept apart from the dispatch loop: a plan made while
+/// declarations are checked has an arrival at each declaring node (ChainPlan.swift), and the
+/// engine asks this what a value arriving there does.
+enum SafetyCheck {
     enum Verdict {
         case pass
         case warn(SafetyWarning)
         case replace(Message)
     }
 
-    /// Judges `current` as it reaches `node`, whose declarations are `declarations`.
-    mutating func arrive(at node: Node, declarations: Declarations, with current: Message) -> Verdict {
-        allowedEvents.formUnion(declarations.events.keys)
-        allowedErrors.formUnion(declarations.errors.keys)
-        let domain = current.domain
-        guard declarations.location(domain) != nil, current.type != SafetyCheck.violationType else { return .pass }
-        let allowed = domain == .event ? allowedEvents : allowedErrors
-        guard !allowed.contains(current.type) else { return .pass }
+    /// Judges a value of `domain` and `type`, dispatched from `origin`, as it reaches the
+    /// declaring node of `arrival`; `value` describes it, for a violation.
+    static func verdict(
+        level: SafetyLevel, at arrival: Arrival, from origin: String, domain: Domain, type: String, value: () -> Value
+    ) -> Verdict {
+        guard level != .disabled, arrival.declarations.location(domain) != nil, type != violationType else { return .pass }
+        let allowed = domain == .event ? arrival.allowed.events : arrival.allowed.errors
+        guard !allowed.contains(type) else { return .pass }
         let warning = SafetyWarning(
-            domain: domain, type: current.type, node: node.path, declared: allowed.sorted(),
-            declaredAt: declarations.location(domain)!, reportedAt: origin.path)
+            domain: domain, type: type, node: arrival.node, declared: allowed.sorted(),
+            declaredAt: arrival.declarations.location(domain)!, reportedAt: origin)
         guard level == .strict else { return .warn(warning) }
         var fields: [String: Value] = [
             "node": .string(warning.node), "undeclared": .string(warning.type),
             "domain": .string(domain.rawValue), "declared": .array(warning.declared.map(Value.string)),
         ]
         // An error it replaces is its cause, as for any replaced error; an event is kept too.
-        fields[domain == .error ? "cause" : "event"] = current.describedValue(bounded: true)
+        fields[domain == .error ? "cause" : "event"] = value()
         let verb = domain == .event ? "triggers" : "reports"
         return .replace(
             .hostError(
-                SafetyCheck.violationType,
+                violationType,
                 "\(domain.rawValue) '\(warning.type)' passed \(warning.node), which \(verb) only {\(warning.declared.joined(separator: ", "))}",
                 where: warning.declaredAt, fields))
     }

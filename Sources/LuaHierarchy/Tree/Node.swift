@@ -14,14 +14,16 @@ final class TreeToken {
     var declaringNodes = 0
     /// Counts every change that can make a chain snapshot differ from the tree: responders
     /// added or removed, subtrees removed or moved, types declared, dispatch settings changed.
-    /// At a fixed address, so code in C can read it: a run of responders stops as soon as it
-    /// moves (ResponderRun.swift), and a cached chain plan is valid only while it stands still
-    /// (ChainPlan.swift).
+    /// At a fixed address, so code in C can read it: a kept chain plan is valid only while it
+    /// stands still (ChainPlan.swift).
     let chainChanges: UnsafeMutablePointer<Int> = {
         let counter = UnsafeMutablePointer<Int>.allocate(capacity: 1)
         counter.initialize(to: 0)
         return counter
     }()
+
+    /// Told when a responder is removed, so dispatches under way skip it (the engine).
+    var responderRemoved: ((Responder) -> Void)?
 
     deinit { chainChanges.deallocate() }
 

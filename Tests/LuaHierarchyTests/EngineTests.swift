@@ -1,12 +1,12 @@
 import Testing
 @testable import LuaHierarchy
 
-/// `node:triggerEvent(event)` walked along a kept plan (LuaFastPath.swift). The first
-/// top-level dispatch of an event table from a node makes the plan; later ones take the fast
-/// path. Every rule must hold exactly as on the dispatcher's own path: each test checks that
-/// the fast path was really taken (`fastPath.walks`).
-@Suite("Fast path of triggerEvent")
-struct FastPathTests {
+/// The dispatch engine (Sources/CLuaHost/include/luahier_engine.h, LuaEngine.swift): every
+/// dispatch runs one walk along a plan, made at the first dispatch from a node and kept while
+/// the tree's chains stand still. These tests hold each rule on the walk from Lua, and check
+/// that later dispatches really went along the kept plan (`engineCounts.plans`).
+@Suite("The dispatch engine, from Lua")
+struct EngineTests {
     /// `twice(node, make)`: triggers `make()` at `node` twice (the first makes the plan) and
     /// returns the second outcome; `show(o)` prints its fields on one line.
     private let helpers = """
@@ -18,7 +18,7 @@ struct FastPathTests {
 
         """
 
-    @Test func unhandledAndHandledOutcomesAreTheDispatchersOwn() throws {
+    @Test func outcomesAreTheSameWhetherTheDispatchMadeItsPlanOrKeptOne() throws {
         let f = try Fixture(helpers + """
             local a = hier.root:child("a")
             local b = a:child("b")
@@ -27,9 +27,8 @@ struct FastPathTests {
             a:receiveEvent({"Tap", "Press"}, function(e) if e.stop then return "handled" end return "notHandled" end)
             leaf = b
             """)
-        let walksBefore = f.hierarchy.fastPath.walks
-        // The first of each pair goes the dispatcher's way, the second the fast way: the two
-        // lines of each pair must be equal.
+        let before = f.hierarchy.engineCounts
+        // The first dispatch makes the plan, the others go along it: each pair's lines are equal.
         let lines = try f.output("""
             for _, stop in ipairs({false, true}) do
                 show(leaf:triggerEvent({type = "Tap", stop = stop}))
@@ -47,9 +46,8 @@ struct FastPathTests {
             "handled\tevent\tTap\t/a\t2 receiveEvent test.lua:10\t/a/b",
             "true\tnil\tnil", "at,kind,status,value",
         ])
-        // The first dispatch made the plan; the other four took the fast path.
-        #expect(f.hierarchy.fastPath.walks - walksBefore == 4)
-        #expect(f.hierarchy.fastPath.handovers == 0)
+        #expect(f.hierarchy.engineCounts.dispatches - before.dispatches == 5)
+        #expect(f.hierarchy.engineCounts.plans - before.plans == 1)
     }
 
     @Test func aDetachedChainEndsDetached() throws {
@@ -61,10 +59,10 @@ struct FastPathTests {
             show(twice(leaf, function() return {type = "Tap"} end))
             """)
         #expect(f.printed == ["detached\tevent\tTap\t-\t-\ttop/leaf"])
-        #expect(f.hierarchy.fastPath.walks == 1)
+        #expect(f.hierarchy.engineCounts == (2, 1))
     }
 
-    @Test func everyOtherAnswerIsFinishedByTheDispatcherFromWhereTheWalkStopped() throws {
+    @Test func everyAnswerFollowsTheRulesAlongAKeptPlan() throws {
         let f = try Fixture(helpers + """
             local a = hier.root:child("a")
             local b = a:child("b")
@@ -84,10 +82,10 @@ struct FastPathTests {
             "6 catches Oops", "7 returns 42", "8 handles ResponderContractError",
         ]
         #expect(lines == once + once + ["handled\terror\tResponderContractError\t/a\t3 handleError test.lua:15\t/a/b"])
-        #expect(f.hierarchy.fastPath == (1, 1, 1))
+        #expect(f.hierarchy.engineCounts == (2, 1))
     }
 
-    @Test func respondersOfOtherKindsAndSwiftClosuresAreCalledByTheDispatcher() throws {
+    @Test func respondersOfEveryKindAndSwiftClosuresAreOneWalk() throws {
         let f = try Fixture(helpers + """
             local a = hier.root:child("a")
             local b = a:child("b")
@@ -105,9 +103,9 @@ struct FastPathTests {
         let once = ["lua 1", "transform", "lua 2 sees Moved"]
         #expect(Array(lines.dropLast()) == once + once)
         // The Swift closure is responder 2 of /a, named by its Swift call site.
-        #expect(lines.last?.hasPrefix("handled\tevent\tMoved\t/a\t2 receiveEvent LuaHierarchyTests/FastPathTests.swift:") == true)
+        #expect(lines.last?.hasPrefix("handled\tevent\tMoved\t/a\t2 receiveEvent LuaHierarchyTests/EngineTests.swift:") == true)
         #expect(swiftSaw == ["Moved", "Moved"])
-        #expect(f.hierarchy.fastPath == (1, 1, 1))
+        #expect(f.hierarchy.engineCounts == (2, 1))
     }
 
     @Test func theChainIsTheOneSnapshottedAtTheStart() throws {
@@ -137,14 +135,12 @@ struct FastPathTests {
             """)
         #expect(lines == [
             "b2", "a1 (removed)", "a2",
-            // `at` is where the origin is when the dispatch ends, on either path.
-            "b1 adds to a, removes a1, moves b away", "b2", "a2", "unhandled\tevent\tTap\t-\t-\t/elsewhere/b",
+            // An outcome names the nodes as they were when its dispatch began.
+            "b1 adds to a, removes a1, moves b away", "b2", "a2", "unhandled\tevent\tTap\t-\t-\t/a/b",
             "b2", "unhandled\tevent\tTap\t-\t-\t/elsewhere/b",
         ])
-        // The change stopped the walk after b1, and the dispatcher went on from there; the
-        // plan was stale for the third dispatch, which made a new one.
-        #expect(f.hierarchy.fastPath.walks == 1)
-        #expect(f.hierarchy.fastPath.handovers == 1)
+        // The plan was stale for the third dispatch, which made a new one.
+        #expect(f.hierarchy.engineCounts == (3, 2))
     }
 
     @Test func limitsInsideTheWalkEndTheDispatchAndTheStateStaysUsable() throws {
@@ -182,13 +178,12 @@ struct FastPathTests {
             "unhandled\tResponderContractError\ttest.lua:10",
             "unhandled\tevent\tTap\t-\t-\t/a",
         ])
-        #expect(f.hierarchy.fastPath.walks == 4)
-        #expect(f.hierarchy.fastPath.handovers == 3)
+        #expect(f.hierarchy.engineCounts == (5, 1))
         #expect(f.presented.map(\.error.typeName) == ["InstructionLimitExceeded", "MemoryLimitExceeded", "ResponderContractError"])
         #expect(f.presented.first?.error["where"] == "test.lua:8")
     }
 
-    @Test func nestedDispatchesGoTheDispatchersWayAndTheDepthLimitHolds() throws {
+    @Test func nestedDispatchesRunTheSameWalkAndTheDepthLimitHolds() throws {
         let f = try Fixture(helpers + """
             local a = hier.root:child("a")
             local depth = 0
@@ -206,7 +201,7 @@ struct FastPathTests {
         #expect(f.presented.map(\.error.typeName) == ["DispatchDepthExceeded", "DispatchDepthExceeded"])
         #expect(f.presented.last?.error["where"] == "test.lua:10")
         #expect(f.hierarchy.dispatcher.depth == 0)
-        #expect(f.hierarchy.fastPath.walks == 1)
+        #expect(f.hierarchy.engineCounts == (200, 1))
     }
 
     @Test func aRaisedLuaErrorKeepsItsPlaceAndATracebackWithoutTheWalk() throws {
@@ -220,10 +215,10 @@ struct FastPathTests {
         #expect(f.printed[2] == "test.lua:7\tattempt to index a nil value (local 'x')")
         #expect(f.printed[3] == f.printed[1])
         #expect(!f.printed[3].contains("[C]: in ?"))
-        #expect(f.hierarchy.fastPath.handovers == 1)
+        #expect(!f.printed[3].contains("luahier"))
     }
 
-    @Test func whatThePlanDoesNotCoverGoesTheDispatchersWay() throws {
+    @Test func whatIsNotADispatchIsRefusedInLuasWords() throws {
         let f = try Fixture(helpers + """
             local a = hier.root:child("a")
             a:receiveEvent(function(e) return "notHandled" end)
@@ -236,6 +231,8 @@ struct FastPathTests {
             print(pcall(function() return a:triggerEvent() end))
             print(a:triggerEvent({type = "Tap"}, "extra").status)
             print(pcall(function() return a.triggerEvent({}, {type = "Tap"}) end))
+            print(pcall(function() return a:reportError(42) end))
+            print(pcall(function() return a.reportError(hier.root:receiveEvent(function() end), "x") end))
             """)
         #expect(f.printed == [
             "unhandled",
@@ -244,10 +241,9 @@ struct FastPathTests {
             "false\ttest.lua:14: bad argument #1 to 'triggerEvent' (event expected, got a no value)",
             "unhandled",
             "false\ttest.lua:16: bad argument #1 to 'triggerEvent' (node expected, got table)",
+            "false\ttest.lua:17: bad argument #1 to 'reportError' (error expected, got a number)",
+            "false\ttest.lua:18: calling 'reportError' on bad self (node expected)",
         ])
-        // The plan made by the table event at line 10 went unused: every call after it was
-        // one the fast path does not take.
-        #expect(f.hierarchy.fastPath.walks == 0)
     }
 
     @Test func changingTheTraceLevelOrDeclaringTypesMakesThePlansStale() throws {
@@ -267,12 +263,13 @@ struct FastPathTests {
             hier.root:triggers{"Tap"}
             leaf:triggerEvent({type = "Tap"})
             """)
-        // The tracing switched on during the fast walk does not trace that dispatch.
+        // The tracing switched on during a dispatch does not trace that dispatch.
         #expect(lines == ["nil", "1"])
-        #expect(f.hierarchy.fastPath.walks == 2)
+        // Made: at the start, for tracing, for tracing off, for the declaration.
+        #expect(f.hierarchy.engineCounts == (6, 4))
     }
 
-    @Test func pathTracesAreTheDispatchersOwn() throws {
+    @Test func pathTracesNameEveryStep() throws {
         let f = try Fixture(helpers + """
             hier.tracing = "path"
             local a = hier.root:child("a")
@@ -301,9 +298,7 @@ struct FastPathTests {
         let stopped = "handled: /a/b#1 Tap -> notHandled, /a#1 Tap -> handled (receiveEvent at test.lua:11)"
         let swapped = "unhandled: /a/b#1 Tap -> notHandled, /a#1 Tap -> event Swapped, /a#2 Swapped -> notHandled (receiveEvent at test.lua:16)"
         #expect(f.printed == [unhandled, unhandled, stopped, stopped, swapped, swapped])
-        // The first dispatch made the plan; of the fast walks after it, the dispatcher finished
-        // the two that swapped the event.
-        #expect(f.hierarchy.fastPath == (5, 2, 1))
+        #expect(f.hierarchy.engineCounts == (6, 1))
     }
 
     @Test func thePlansKeptAreBoundedAndKeptWhileTheTreeStandsStill() throws {
@@ -318,9 +313,9 @@ struct FastPathTests {
             print(count)
             """)
         #expect(f.printed == ["3000"])
-        // The first 1,024 nodes got plans and kept them; the others were refused one.
-        #expect(f.hierarchy.fastPath.plans == LuaBridge.maxPlans)
-        #expect(f.hierarchy.fastPath.walks == LuaBridge.maxPlans)
+        // The first 1,024 nodes got plans and kept them; the others made one per dispatch.
+        #expect(f.hierarchy.bridgeEngine.keptPlans == LuaEngine.maxPlans)
+        #expect(f.hierarchy.engineCounts.plans == 1500 + (1500 - LuaEngine.maxPlans))
         // A tree change makes them all stale: they go, and new ones are made as needed.
         #expect(try f.output("""
             hier.root:child("new")
@@ -328,8 +323,7 @@ struct FastPathTests {
             nodes[1500]:triggerEvent({type = "Tap"})
             print(nodes[1500]:triggerEvent({type = "Tap"}).status, count)
             """) == ["handled\t3004"])
-        #expect(f.hierarchy.fastPath.plans == 1)
-        #expect(f.hierarchy.fastPath.walks == LuaBridge.maxPlans + 1)
+        #expect(f.hierarchy.bridgeEngine.keptPlans == 1)
     }
 
     @Test func eachDispatchIsChargedToTheInstructionBudget() throws {
@@ -343,14 +337,14 @@ struct FastPathTests {
             for i = 1, 1e6 do a:triggerEvent(ev) end
             """)
         #expect(error?.type == "InstructionLimitExceeded")
-        #expect(f.hierarchy.fastPath.walks > 100)
+        #expect(f.hierarchy.engineCounts.dispatches > 100)
+        // Each costs the host's work (200), not only its Lua instructions (a few dozen).
+        #expect(f.hierarchy.engineCounts.dispatches < 1_000)
     }
 
-    /// The generated chains of DispatchFuzzTests, started with an event from Lua: the first
-    /// dispatch goes the dispatcher's way and makes the plan, the second goes the fast way.
-    /// Both must match the reference model.
-    @Test func randomChainsMatchTheReferenceModelOnTheFastPath() throws {
-        var fastWalks = 0
+    /// The generated chains of DispatchFuzzTests, started with an event from Lua, twice: the
+    /// first makes the plan, the second goes along it. Both must match the reference model.
+    @Test func randomChainsFromLuaMatchTheReferenceModel() throws {
         for seed in DispatchFuzzTests.firstSeed..<(DispatchFuzzTests.firstSeed + UInt64(DispatchFuzzTests.caseCount)) {
             var random = SplitMix64(state: seed)
             let chain = DispatchFuzzTests.generateChain(&random)
@@ -359,7 +353,6 @@ struct FastPathTests {
             let f = try Fixture()
             try DispatchFuzzTests.register(chain, in: f)
             let lines = try f.output("""
-                -- Held: a plan lives as long as its node's userdata.
                 local node = hier.node('\(chain[0].path)')
                 for round = 1, 2 do
                     local o = node:triggerEvent({type = '\(type)'})
@@ -369,9 +362,8 @@ struct FastPathTests {
                 """)
             let line = "\(expected.status)\t\(expected.kind)\t\(expected.type)\t\(expected.by ?? "-")\t\(expected.index.map(String.init) ?? "-")"
             #expect(lines == [line, line], "seed \(seed)")
-            fastWalks += f.hierarchy.fastPath.walks
+            #expect(f.hierarchy.engineCounts.plans == 1, "seed \(seed): the second went along the kept plan")
             if lines != [line, line] { break }
         }
-        #expect(fastWalks == DispatchFuzzTests.caseCount, "every second dispatch took the fast path")
     }
 }

@@ -1,12 +1,12 @@
 import Testing
 @testable import LuaHierarchy
 
-/// Dispatches along plans the dispatcher keeps per origin (KeptPlans.swift): from the second
-/// dispatch from a node since the tree last changed, no chain is built. Every rule must hold
-/// as on the path that builds it; each test checks the plan was really used
-/// (`keptPlans.walks`).
-@Suite("Kept chain plans")
-struct KeptPlanTests {
+/// Dispatches started from Swift, along the plans the engine keeps per origin (ChainPlan.swift,
+/// LuaEngine.swift): the first dispatch from a node makes its plan, and later ones go along it
+/// until the tree's chains change. Every rule must hold either way; each test checks how many
+/// plans were made (`engineCounts.plans`).
+@Suite("Kept chain plans, from Swift")
+struct PlanTests {
     /// `count` dispatches of `event` at `node`, with what each returned.
     private func trigger(_ f: Fixture, _ event: Value, at node: Node, times count: Int) throws -> [Outcome] {
         try (0..<count).map { _ in try f.hierarchy.trigger(event, at: node) }
@@ -17,7 +17,7 @@ struct KeptPlanTests {
         return "\(outcome.status) \(outcome.kind) \(outcome.value.typeName ?? "?") by \(outcome.by ?? "-") #\(index) at \(outcome.at)"
     }
 
-    @Test func thePlanIsMadeAtTheSecondDispatchAndUsedFromThen() throws {
+    @Test func thePlanIsMadeAtTheFirstDispatchAndUsedFromThen() throws {
         let f = try Fixture()
         let leaf = try f.hierarchy.makeNode(at: "/a/b")
         var calls: [String] = []
@@ -26,8 +26,8 @@ struct KeptPlanTests {
         let outcomes = try trigger(f, .event("Tap"), at: leaf, times: 4)
         #expect(outcomes.map(summary) == Array(repeating: "handled event Tap by /a #1 at /a/b", count: 4))
         #expect(calls == Array(repeating: ["b", "a"], count: 4).flatMap { $0 })
-        #expect(f.hierarchy.keptPlans.walks == 3)
-        #expect(f.hierarchy.keptPlans.plans == 1)
+        #expect(f.hierarchy.engineCounts == (4, 1))
+        #expect(f.hierarchy.bridgeEngine.keptPlans == 1)
     }
 
     @Test func everyChangeToTheChainIsSeenByTheNextDispatch() throws {
@@ -37,7 +37,7 @@ struct KeptPlanTests {
         let other = try f.hierarchy.makeNode(at: "/other")
         other.receiveEvent { _ in .handled }
         _ = try trigger(f, .event("Tap"), at: leaf, times: 2)
-        #expect(f.hierarchy.keptPlans.walks == 1)
+        #expect(f.hierarchy.engineCounts.plans == 1)
 
         // Added: the next dispatch sees it.
         let handle = a.receiveEvent { _ in .handled }
@@ -53,8 +53,8 @@ struct KeptPlanTests {
         a.remove()
         let detached = try trigger(f, .event("Tap"), at: leaf, times: 3)
         #expect(detached.map(\.status) == [.detached, .detached, .detached])
-        // Each change made the plan stale: two dispatches after each to plan again.
-        #expect(f.hierarchy.keptPlans.walks == 1 + 2 + 2)
+        // Each change made the plan stale: the next dispatch made a new one.
+        #expect(f.hierarchy.engineCounts.plans == 1 + 4)
     }
 
     @Test func aWalkKeepsItsSnapshotWhateverItsRespondersChange() throws {
@@ -83,7 +83,7 @@ struct KeptPlanTests {
         }
         // Round 3 went along the plan: the added responder waits for the next dispatch, the
         // removed one is skipped, and the cut chain is still walked to its snapshot's end.
-        #expect(f.hierarchy.keptPlans.walks == 2)
+        #expect(f.hierarchy.engineCounts == (3, 1))
         #expect(calls.suffix(2) == ["leaf", "top"])
         #expect(calls.count == 3 + 3 + 2)
         let after = try f.hierarchy.trigger(.event("Tap"), at: leaf)
@@ -122,9 +122,9 @@ struct KeptPlanTests {
         // The error reached the presenter each time, with where it was made.
         #expect(f.presented.count == 3)
         let places = f.presented.map { $0.error["where"]?.stringValue ?? "" }
-        #expect(places.allSatisfy { $0.hasPrefix("LuaHierarchyTests/KeptPlanTests.swift:") }, "\(places)")
-        // One plan serves every event from the leaf: all but the first two dispatches used it.
-        #expect(f.hierarchy.keptPlans.walks == 4 * 3 - 1)
+        #expect(places.allSatisfy { $0.hasPrefix("LuaHierarchyTests/PlanTests.swift:") }, "\(places)")
+        // One plan serves every event from the leaf.
+        #expect(f.hierarchy.engineCounts.plans == 1)
     }
 
     @Test func errorsGoAlongThePlanToo() throws {
@@ -137,7 +137,7 @@ struct KeptPlanTests {
         #expect(outcomes.map(summary) == Array(repeating: "unhandled error Disk by - #0 at /x/y", count: 3))
         #expect(seen == ["Disk", "Disk", "Disk"])
         #expect(f.presented.map(\.reportedAt) == ["/x/y", "/x/y", "/x/y"])
-        #expect(f.hierarchy.keptPlans.walks == 2)
+        #expect(f.hierarchy.engineCounts == (3, 1))
     }
 
     @Test func pathTracesAreTheSameAlongThePlan() throws {
@@ -150,11 +150,12 @@ struct KeptPlanTests {
         let traces = outcomes.map { $0.trace?.map { "\($0.node) #\($0.responder.index) \($0.result)" } }
         #expect(traces[0]?.count == 2)
         #expect(traces[1] == traces[0] && traces[2] == traces[0])
-        #expect(f.hierarchy.keptPlans.walks == 2)
-        // Full tracing records values around each call: never along a plan.
+        #expect(f.hierarchy.engineCounts.plans == 1)
+        // Full tracing records the values around replacements, along its own plan.
         f.hierarchy.traceLevel = .full
-        _ = try trigger(f, .event("Tap"), at: leaf, times: 3)
-        #expect(f.hierarchy.keptPlans.walks == 2)
+        let full = try trigger(f, .event("Tap"), at: leaf, times: 3)
+        #expect(full.map { $0.trace?.count } == [2, 2, 2])
+        #expect(f.hierarchy.engineCounts.plans == 2)
     }
 
     @Test func nestedDispatchesAndTheDepthLimitHoldAlongPlans() throws {
@@ -177,26 +178,25 @@ struct KeptPlanTests {
             // which its responder reported as an error.
             #expect(depths == [1, 2, 3, 4, 5])
         }
-        #expect(f.hierarchy.keptPlans.walks > 0)
+        #expect(f.hierarchy.engineCounts.plans == 1)
     }
 
-    @Test func chainsPastThePlanLimitsAreBuiltEachTime() throws {
+    @Test func longChainsGetPlansToo() throws {
         let f = try Fixture()
         var node = f.hierarchy.root
-        for level in 1...(ChainPlan.maxLinks + 10) { node = try node.child("n\(level)") }
+        for level in 1...1_000 { node = try node.child("n\(level)") }
         var calls = 0
         f.hierarchy.root.receiveEvent { _ in calls += 1; return .handled }
         let outcomes = try trigger(f, .event("Tap"), at: node, times: 3)
         #expect(outcomes.allSatisfy { $0.status == .handled && $0.by == "/" })
         #expect(calls == 3)
-        #expect(f.hierarchy.keptPlans.walks == 0)
-        #expect(f.hierarchy.keptPlans.plans == 0)
+        #expect(f.hierarchy.engineCounts == (3, 1))
     }
 
-    @Test func manyOriginsSharingSlotsEachGetTheirOwnChain() throws {
+    @Test func manyOriginsEachGetTheirOwnChain() throws {
         let f = try Fixture()
         let parent = try f.hierarchy.makeNode(at: "/many")
-        let nodes = try (0..<(KeptPlans.slotCount * 3)).map { index in
+        let nodes = try (0..<(LuaEngine.maxPlans + 300)).map { index in
             let node = try parent.child("n\(index)")
             node.receiveEvent { _ in .handled }
             return node
@@ -207,8 +207,7 @@ struct KeptPlanTests {
                 #expect(outcome.by == node.path, "a plan of another node was used")
             }
         }
-        #expect(f.hierarchy.keptPlans.walks > 0)
-        #expect(f.hierarchy.keptPlans.plans <= KeptPlans.slotCount)
+        #expect(f.hierarchy.bridgeEngine.keptPlans == LuaEngine.maxPlans)
     }
 
     @Test func aRemovedSubtreeIsNotKeptAliveByItsPlan() throws {
@@ -218,17 +217,18 @@ struct KeptPlanTests {
             let node = try f.hierarchy.makeNode(at: "/gone/leaf")
             node.receiveEvent { _ in .notHandled }
             _ = try trigger(f, .event("Tap"), at: node, times: 2)
-            #expect(f.hierarchy.keptPlans.plans == 1)
+            #expect(f.hierarchy.bridgeEngine.keptPlans == 1)
             removed = node
             try f.hierarchy.node(at: "/gone")?.remove()
         }
-        // The next dispatch, from anywhere, lets go of plans the change made stale.
-        _ = try f.hierarchy.trigger(.event("Tap"), at: f.hierarchy.root)
-        #expect(f.hierarchy.keptPlans.plans == 0)
+        // A plan holds no node (paths are strings): nothing holds the removed subtree.
         #expect(removed == nil)
+        // The next dispatch, from anywhere, lets go of the plans the change made stale.
+        _ = try f.hierarchy.trigger(.event("Tap"), at: f.hierarchy.root)
+        #expect(f.hierarchy.bridgeEngine.keptPlans == 1)
     }
 
-    @Test func declaredTypesAreCheckedOnTheBuiltChainNotAlongPlans() throws {
+    @Test func declaredTypesAreCheckedAlongPlans() throws {
         var warnings: [SafetyWarning] = []
         let f = try Fixture()
         _ = try f.hierarchy.makeNode(at: "/app")
@@ -239,6 +239,6 @@ struct KeptPlanTests {
         leaf.receiveEvent { _ in .notHandled }
         _ = try trigger(f, .event("Unknown"), at: leaf, times: 3)
         #expect(warnings.count == 1)
-        #expect(f.hierarchy.keptPlans.walks == 0)
+        #expect(f.hierarchy.engineCounts == (3, 1))
     }
 }

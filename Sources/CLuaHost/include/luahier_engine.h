@@ -1,0 +1,212 @@
+/* The dispatch engine (SPEC §4–5): the one place every dispatch runs, from Lua, from Swift,
+ * from `luahier dispatch`, nested or not. The README's "How a dispatch runs" follows it.
+ *
+ * - A *plan* is a chain snapshot, made by the Swift side's ChainPlan (Sources/LuaHierarchy/
+ *   Dispatch/ChainPlan.swift) and laid out as a Lua table (LuaEngine.swift): each domain's
+ *   responders in dispatch order, with their filters and kinds.
+ * - The *walk* (walk.c) is a Lua function that offers the value to each entry of the plan in
+ *   order and applies what each answers: SPEC §4's table, all of it. Responders are Lua-to-
+ *   Lua calls (a nested dispatch costs Lua one C-stack level, no more); Swift closures, alert
+ *   responders and safety checks are host closures it calls the same way.
+ * - The *driver* (engine.c) runs the walk in protected calls: a responder's raised error goes
+ *   back into the walk at the next responder (the position rule), a tripped limit ends the
+ *   dispatch, and the end is the outcome.
+ */
+#ifndef LUAHIER_ENGINE_H
+#define LUAHIER_ENGINE_H
+
+#include <lua.h>
+
+/* A plan: a table, all in its array part. It holds what its dispatches need and nothing
+ * that keeps a node alive (paths are strings). */
+enum {
+    LUAHIER_PLAN_STAMP = 1,    /* the tree's chain-change count when it was made */
+    LUAHIER_PLAN_AT = 2,       /* the origin's path */
+    LUAHIER_PLAN_END = 3,      /* how a value that passes every entry ends: "unhandled" or
+                                * "detached" (the chain's top is not the root) */
+    LUAHIER_PLAN_HOPS = 4,     /* nodes in the chain: host work, charged per dispatch */
+    LUAHIER_PLAN_TRACE = 5,    /* false, "path" or "full": what dispatches along it record */
+    LUAHIER_PLAN_EVENTS = 6,   /* the first slot of the event entries, */
+    LUAHIER_PLAN_ERRORS = 7,   /* of the error entries (where the event entries end), */
+    LUAHIER_PLAN_LAST = 8,     /* and the slot after them */
+    LUAHIER_PLAN_ENTRIES = 9
+};
+
+/* One entry: its fields at these offsets from its first slot. */
+enum {
+    LUAHIER_ENTRY_CALL = 0,    /* what the walk calls with the value: a Lua function, or a host
+                                * closure (a Swift closure, an alert responder, a safety check) */
+    LUAHIER_ENTRY_FILTER = 1,  /* false (any type) or a set of type names; a removed responder's
+                                * is the empty set (LuaEngine.swift) */
+    LUAHIER_ENTRY_CLASS = 2,   /* LUAHIER_CLASS_*: what its answers mean */
+    LUAHIER_ENTRY_CROSS = 3,   /* the slot in the other domain's entries where the walk goes on
+                                * when this entry changes the value's domain */
+    LUAHIER_ENTRY_NODE = 4,    /* its node's path */
+    LUAHIER_ENTRY_INDEX = 5,   /* its 1-based position on its node */
+    LUAHIER_ENTRY_WHERE = 6,   /* where its code is, file:line */
+    LUAHIER_ENTRY_KIND = 7,    /* the responder kind's name ("receiveEvent", ...) */
+    LUAHIER_ENTRY_OBJECT = 8,  /* the host's object: for a host closure's entry, a userdata that
+                                * holds it (the Swift responder, the arrival); for a Lua
+                                * function's, the responder's address (a light userdata), which
+                                * only tells it from others */
+    LUAHIER_ENTRY_STRIDE = 9
+};
+
+/* What an entry's answer means (the walk's reading of SPEC §4's table). */
+enum {
+    LUAHIER_CLASS_RECEIVE = 1,   /* "handled", "notHandled" or a replacement of its domain */
+    LUAHIER_CLASS_HANDLE = 2,    /* anything: handled */
+    LUAHIER_CLASS_TRANSFORM = 3, /* a replacement of its domain */
+    LUAHIER_CLASS_CATCH = 4,     /* an event in place of the error */
+    LUAHIER_CLASS_ALERT = 5,     /* host: nil when the error is not alertable (it was not
+                                  * offered), else "handled" and the recovery option chosen */
+    LUAHIER_CLASS_ARRIVE = 6     /* host, the safety check as the value arrives at a declaring
+                                  * node (not a responder): nil passes, else the violation error
+                                  * that replaces the value */
+};
+
+/* A dispatch's state: a table per nesting depth, reused, that the walk keeps up to date so
+ * the driver knows where things stood when a responder raised an error. */
+enum {
+    LUAHIER_STATE_REACHED = 1, /* the slot of the entry being called */
+    LUAHIER_STATE_VALUE = 2,   /* the value, */
+    LUAHIER_STATE_TYPE = 3,    /* its type, */
+    LUAHIER_STATE_DOMAIN = 4,  /* and its domain ("event" or "error") */
+    LUAHIER_STATE_TRACE = 5,   /* false, or the trace record (below) */
+    LUAHIER_STATE_BEFORE = 6,  /* full tracing: a copy of the value the entry was called with */
+    LUAHIER_STATE_PLAN = 7,    /* the plan (so a removal can reach the plans under way) */
+    LUAHIER_STATE_SIZE = 7
+};
+
+/* A trace record: slot 1 counts the slots used, then per step: */
+enum {
+    LUAHIER_TRACE_COUNT = 1,
+    LUAHIER_TRACE_STEPS = 2,
+    LUAHIER_STEP_ENTRY = 0,    /* the entry's slot */
+    LUAHIER_STEP_INPUT = 1,    /* the type it was called with */
+    LUAHIER_STEP_RESULT = 2,   /* "handled", "notHandled", "event" or "error" (replaced by a
+                                * value of that domain), "raised" */
+    LUAHIER_STEP_TYPE = 3,     /* the type of the replacement or raised error (false if none) */
+    LUAHIER_STEP_BEFORE = 4,   /* full tracing: copies of the value before and after a */
+    LUAHIER_STEP_AFTER = 5,    /* replacement (false otherwise) */
+    LUAHIER_STEP_STRIDE = 6
+};
+
+/* What the walk returns: how it stopped, and the slot it stopped at. */
+enum {
+    LUAHIER_WALK_END = 0,      /* past the last entry of the value's domain */
+    LUAHIER_WALK_HANDLED = 1   /* the entry handled it (an alert also returns the choice) */
+};
+
+/* How a dispatch ended. */
+enum {
+    LUAHIER_STATUS_HANDLED = 0,
+    LUAHIER_STATUS_UNHANDLED = 1,
+    LUAHIER_STATUS_DETACHED = 2
+};
+
+/* Interned words (the table at luahier_Engine.words_ref), so C pushes them without hashing. */
+enum {
+    LUAHIER_WORD_TYPE = 1, LUAHIER_WORD_MESSAGE, LUAHIER_WORD_WHERE, LUAHIER_WORD_CAUSE,
+    LUAHIER_WORD_EVENT, LUAHIER_WORD_ERROR, LUAHIER_WORD_HANDLED, LUAHIER_WORD_NOTHANDLED,
+    LUAHIER_WORD_UNHANDLED, LUAHIER_WORD_DETACHED, LUAHIER_WORD_STATUS, LUAHIER_WORD_KIND,
+    LUAHIER_WORD_VALUE, LUAHIER_WORD_AT, LUAHIER_WORD_BY, LUAHIER_WORD_RESPONDER,
+    LUAHIER_WORD_INDEX, LUAHIER_WORD_CHOICE, LUAHIER_WORD_ERRORTYPE, LUAHIER_WORD_LUAERROR,
+    LUAHIER_WORD_COUNT = LUAHIER_WORD_LUAERROR
+};
+
+struct luahier_Engine;
+
+/* How a dispatch ended, for whoever started it. The stack indices stay valid until the caller
+ * pops them: the driver leaves the final value, the choice and the trace record on the stack. */
+typedef struct luahier_Result {
+    int status;                /* LUAHIER_STATUS_* */
+    int is_error;              /* the final value's domain */
+    int slot;                  /* handled: the entry's slot in the plan; else 0 */
+    int value;                 /* stack index of the final value, */
+    int type;                  /* of its type, */
+    int choice;                /* of the recovery option an alert handler chose (or nil), */
+    int trace;                 /* of the trace record (or nil) */
+    int tripped;               /* LUAHIER_TRIPPED_* of the limit that ended it (0: none) */
+    int chain_cut;             /* the chain's top was not the root (SPEC §2) */
+} luahier_Result;
+
+/* One hierarchy's engine: what C shares with the host (LuaEngine.swift). */
+typedef struct luahier_Engine {
+    void *host;                /* the Swift engine, unretained */
+    const long *changes;       /* the tree's chain-change count */
+    long *depth;               /* dispatches and publishes under way, nested */
+    long depth_limit;
+    /* registry references */
+    int walk_ref;              /* the walk (walk.c) */
+    int plans_ref;             /* a node's address (light userdata) -> its plan */
+    int tags_ref;              /* table -> true (travelled as an event) / false (as an error),
+                                * weak keys: a table never comes back as the other domain */
+    int states_ref;            /* depth -> the dispatch's state table */
+    int words_ref;             /* LUAHIER_WORD_* -> the word */
+    int expected_ref;          /* kind name -> what it must return, for contract errors */
+    const void *handled;       /* the interned verdicts */
+    const void *not_handled;
+    long long dispatch_charge; /* charged to the instruction budget per dispatch, and */
+    long long dispatch_instructions; /* a dispatch's own limits (0: none) */
+    double dispatch_seconds;
+    int presents;              /* the host presents errors that end unhandled, */
+    int observes;              /* and sees every end (an observer) */
+    /* Into the host. None of them raises; each runs as a host function does (host mode). */
+    /* [-0, +1] The current plan for the node at address `node`, made if need be. */
+    void (*plan_for)(void *host, lua_State *L, void *node);
+    /* [-0, +0] A dispatch along the plan at `plan` ended as `r` says: present an unhandled error
+     * (as the policy says), let an observer see it. */
+    void (*ended)(void *host, lua_State *L, int plan, const luahier_Result *r);
+    /* [-0, +1] A host-made error: LUAHIER_FAIL_*. */
+    void (*push_failure)(void *host, lua_State *L, int failure);
+    /* Counters, for tests: dispatches run, and plans made. */
+    long long dispatches, plans_made;
+} luahier_Engine;
+
+/* What push_failure makes. */
+enum {
+    LUAHIER_FAIL_DEPTH = 1,    /* DispatchDepthExceeded at the depth limit */
+    LUAHIER_FAIL_NOMEMORY = 2  /* malloc failed with no memory cap set */
+};
+
+/* [-0, +1, -] Pushes the walk, its helpers bound; returns LUA_OK, or an error status with the
+ * error pushed instead. Made once per state. `engine` must outlive the state's use of it. */
+int luahier_pushwalk(lua_State *L, luahier_Engine *engine);
+
+/* [-0, +0, m] Normalizes the value at `index` as a value of the domain `is_error` says (SPEC
+ * §3): a string is shorthand (a fresh table), an error table without `type` gets "Error", and a
+ * table that travelled as the other domain is refused. The value is replaced in place and its
+ * type pushed. Returns 1, or 0 with a description of what it is instead pushed ("nil", "a
+ * number", "an event (Tap)", ...) and the value left as it was. */
+int luahier_asvalue(lua_State *L, luahier_Engine *engine, int index, int is_error);
+
+/* [-0, +(0|4), -] Runs a dispatch of the value at `value` (normalized and tagged, with its type
+ * at `type`) along the plan at `plan`, inside the caller's budget: the driver's pcalls catch
+ * every error of the responders, so it raises nothing (every allocation of its own is the
+ * host's). Returns 0 with the final value, its type, the choice and the trace record pushed
+ * and `r` filled; or LUAHIER_FAIL_DEPTH when it would nest past the limit (nothing pushed). */
+int luahier_rundispatch(lua_State *L, luahier_Engine *engine, int plan, int value, int type, int is_error,
+                        luahier_Result *r);
+
+/* [-0, +1, m] The outcome table of a dispatch `r` describes, along the plan at `plan`, as Lua
+ * sees it (SPEC §5): status, kind, value, at, by, responder, choice; a traced one's trace is
+ * made on first read (LuaEngine.swift). `meta` and `traced_meta` are the outcome metatables,
+ * `pending` the table of records waiting to become traces. */
+void luahier_pushoutcome(lua_State *L, luahier_Engine *engine, int plan, const luahier_Result *r,
+                         int meta, int traced_meta, int pending);
+
+/* `node:triggerEvent(event)` and `node:reportError(err)`: upvalue LUAHIER_TRIGGER_DOMAIN says
+ * which. The closure's upvalues: */
+enum {
+    LUAHIER_TRIGGER_ENGINE = 1,   /* the luahier_Engine (light userdata) */
+    LUAHIER_TRIGGER_DOMAIN,       /* false: events, true: errors */
+    LUAHIER_TRIGGER_NODEMETA,     /* the node metatable, to know a node */
+    LUAHIER_TRIGGER_OUTCOMEMETA,  /* the metatables of outcomes, untraced and traced, */
+    LUAHIER_TRIGGER_TRACEDMETA,
+    LUAHIER_TRIGGER_PENDING,      /* outcome -> its trace record (weak keys) */
+    LUAHIER_TRIGGER_COUNT = LUAHIER_TRIGGER_PENDING
+};
+int luahier_trigger(lua_State *L);
+
+#endif

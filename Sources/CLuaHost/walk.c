@@ -1,0 +1,403 @@
+/* The walk: the one loop every dispatch runs (luahier_engine.h), and the value rules it calls
+ * in C (SPEC §3: what a value of a domain is; SPEC §4: `where` and `cause`, contract errors). */
+#include "luahier_host.h"
+
+#include <lauxlib.h>
+#include <string.h>
+
+/* The walk, in Lua so that each responder is a Lua-to-Lua call: a nested dispatch then costs
+ * Lua one C-stack level (the driver's pcall), which is what lets nesting reach 180 before Lua's
+ * C stack (200 levels) ends. It is loaded once, stripped of debug information, so no message,
+ * `where` or traceback names a line of it (luahier_ishostcode).
+ *
+ * Called protected by the driver as walk(plan, state, slot, raised): it offers the value (kept
+ * in `state`, LUAHIER_STATE_*) to the entries of its domain from `slot` on, and applies what
+ * each answers. `raised`, when given, is an error the entry at `slot` raised: it replaces the
+ * value there, and the walk goes on after it. It returns (LUAHIER_WALK_END, the slot after the
+ * last entry) or (LUAHIER_WALK_HANDLED, the entry's slot, an alert's choice); an error a
+ * responder raises leaves the walk through the driver's pcall, with the entry it was calling
+ * in state[REACHED], and comes back as `raised`.
+ *
+ * Every value it goes on with is written to `state` first, so the driver knows the value a
+ * responder was called with (for `cause`) whatever happens in the call. */
+static const char luahier_walk_source[] =
+    "local accept, copy = ...\n"
+    "local STRIDE <const>, FILTER <const>, CLASS <const>, CROSS <const> = %d, %d, %d, %d\n"
+    "local ERRORS <const>, LAST <const>, TRACE <const> = %d, %d, %d\n"
+    "local RECEIVE <const>, HANDLE <const>, CATCH <const>, ALERT <const>, ARRIVE <const> = %d, %d, %d, %d, %d\n"
+    "local REACHED <const>, VALUE <const>, TYPE <const>, DOMAIN <const>, RECORD <const>, BEFORE <const> = %d, %d, %d, %d, %d, %d\n"
+    "local END <const>, HANDLED <const>, STEP <const> = %d, %d, %d\n"
+    /* A trace step: the entry, the type it was called with, what came of it. */
+    "local function step(record, slot, input, result, rtype, before, after)\n"
+    "  local n = record[1]\n"
+    "  record[n + 1], record[n + 2], record[n + 3] = slot, input, result\n"
+    "  record[n + 4], record[n + 5], record[n + 6] = rtype, before, after\n"
+    "  record[1] = n + STEP\n"
+    "end\n"
+    "return function(plan, state, slot, raised)\n"
+    "  local value, vtype, domain, record = state[VALUE], state[TYPE], state[DOMAIN], state[RECORD]\n"
+    "  local full = record and plan[TRACE] == 'full'\n"
+    "  if raised ~= nil then\n"
+    /*  The position rule: the raised error replaces the value at the entry that raised it. */
+    "    local input = vtype\n"
+    "    value, vtype = accept(plan, slot, raised, true, value, domain, true)\n"
+    "    if record then step(record, slot, input, 'raised', vtype, full and state[BEFORE], full and copy(value)) end\n"
+    "    if slot < plan[ERRORS] then slot = plan[slot + CROSS] else slot = slot + STRIDE end\n"
+    "    domain = 'error'\n"
+    "    state[VALUE], state[TYPE], state[DOMAIN] = value, vtype, domain\n"
+    "  end\n"
+    "  while true do\n"
+    "    local last = (domain == 'event' and plan[ERRORS] or plan[LAST]) - 1\n"
+    "    local from = slot\n"
+    "    slot = nil\n"
+    "    for i = from, last, STRIDE do\n"
+    "      local filter = plan[i + FILTER]\n"
+    "      if not filter or filter[vtype] then\n"
+    "        state[REACHED] = i\n"
+    "        if full then state[BEFORE] = copy(value) end\n"
+    "        local answer, extra = plan[i](value)\n"
+    "        local class = plan[i + CLASS]\n"
+    "        if class == RECEIVE and answer == 'notHandled' then\n"
+    "          if record then step(record, i, vtype, 'notHandled', false, false, false) end\n"
+    "        elseif class == HANDLE or (class == RECEIVE and answer == 'handled') or (class == ALERT and answer ~= nil) then\n"
+    "          if record then step(record, i, vtype, 'handled', false, false, false) end\n"
+    "          return HANDLED, i, class == ALERT and extra or nil\n"
+    "        elseif class == ARRIVE then\n"
+    /*        The safety check at a declaring node: nil passes; a violation replaces the value. */
+    "          if answer ~= nil then\n"
+    "            value, vtype = answer, extra\n"
+    "            state[VALUE], state[TYPE], state[DOMAIN] = value, vtype, 'error'\n"
+    "            if domain ~= 'error' then domain = 'error' slot = plan[i + CROSS] break end\n"
+    "          end\n"
+    "        elseif class ~= ALERT then\n"
+    /*        A replacement: receive and transform keep the domain; catch makes it an event.
+     *        Whatever a kind may not return is a contract error, which accept raises. */
+    "          local input, target = vtype, class == CATCH and 'event' or domain\n"
+    "          value, vtype = accept(plan, i, answer, target == 'error', value, domain, false)\n"
+    "          if record then step(record, i, input, target, vtype, full and state[BEFORE], full and copy(value)) end\n"
+    "          state[VALUE], state[TYPE] = value, vtype\n"
+    "          if target ~= domain then\n"
+    "            domain = target\n"
+    "            state[DOMAIN] = domain\n"
+    "            slot = plan[i + CROSS]\n"
+    "            break\n"
+    "          end\n"
+    "        end\n"
+    "      end\n"
+    "    end\n"
+    "    if not slot then return END, last + 1 end\n"
+    "  end\n"
+    "end\n";
+
+/* ---- Values of a domain (SPEC §3) ------------------------------------------------------ */
+
+/* [-0, +1, -] Pushes interned word `word` of `e`. */
+static void luahier_pushword(lua_State *L, const luahier_Engine *e, int word) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->words_ref);
+    lua_rawgeti(L, -1, word);
+    lua_remove(L, -2);
+}
+
+/* [-0, +0, m] Notes (weakly) that the table at `index` travels as an error or an event. */
+static void luahier_tag(lua_State *L, const luahier_Engine *e, int index, int is_error) {
+    index = lua_absindex(L, index);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->tags_ref);
+    lua_pushvalue(L, index);
+    lua_pushboolean(L, !is_error);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+}
+
+int luahier_asvalue(lua_State *L, luahier_Engine *e, int index, int is_error) {
+    index = lua_absindex(L, index);
+    switch (lua_type(L, index)) {
+    case LUA_TSTRING:
+        /* Shorthand: "Tap" is {type = "Tap"}; "boom" as an error is {type = "Error", message = "boom"}. */
+        lua_createtable(L, 0, is_error ? 2 : 1);
+        luahier_pushword(L, e, LUAHIER_WORD_TYPE);
+        if (is_error) {
+            luahier_pushword(L, e, LUAHIER_WORD_ERRORTYPE);
+            lua_rawset(L, -3);
+            luahier_pushword(L, e, LUAHIER_WORD_MESSAGE);
+            lua_pushvalue(L, index);
+            lua_rawset(L, -3);
+            luahier_pushword(L, e, LUAHIER_WORD_ERRORTYPE);
+        } else {
+            lua_pushvalue(L, index);
+            lua_rawset(L, -3);
+            lua_pushvalue(L, index);
+        }
+        luahier_tag(L, e, -2, is_error);
+        lua_insert(L, -2);
+        lua_replace(L, index);
+        return 1;
+    case LUA_TTABLE: {
+        luahier_pushword(L, e, LUAHIER_WORD_TYPE);
+        int kind = lua_rawget(L, index);
+        int untyped = kind == LUA_TNIL && is_error;
+        if (untyped) {
+            lua_pop(L, 1);
+            luahier_pushword(L, e, LUAHIER_WORD_ERRORTYPE);
+        } else if (kind != LUA_TSTRING) {
+            lua_pop(L, 1);
+            if (kind == LUA_TNIL) lua_pushliteral(L, "a table without a string 'type'");
+            else lua_pushfstring(L, "a table whose 'type' is a %s (it must be a string)", lua_typename(L, kind));
+            return 0;
+        }
+        /* [type] A table that travelled as the other domain is refused. */
+        lua_rawgeti(L, LUA_REGISTRYINDEX, e->tags_ref);
+        lua_pushvalue(L, index);
+        int tag = lua_rawget(L, -2);
+        if (tag == LUA_TBOOLEAN && lua_toboolean(L, -1) == is_error) {
+            lua_pop(L, 2);
+            const char *type = lua_tostring(L, -1);
+            lua_pushfstring(L, "%s (%s)", is_error ? "an event" : "an error", type);
+            lua_remove(L, -2);
+            return 0;
+        }
+        lua_pop(L, 1);
+        if (tag == LUA_TNIL) {
+            lua_pushvalue(L, index);
+            lua_pushboolean(L, !is_error);
+            lua_rawset(L, -3);
+        }
+        lua_pop(L, 1);
+        /* An error without a type is an "Error" (the sandbox's read-only tables stay as they are). */
+        if (untyped && !luahier_isfrozen(L, index)) {
+            luahier_pushword(L, e, LUAHIER_WORD_TYPE);
+            lua_pushvalue(L, -2);
+            lua_rawset(L, index);
+        }
+        return 1;
+    }
+    case LUA_TNIL:
+        lua_pushliteral(L, "nil");
+        return 0;
+    default:
+        lua_pushfstring(L, "a %s", lua_typename(L, lua_type(L, index)));
+        return 0;
+    }
+}
+
+/* [-0, +0, m] table[word] = the value at `value`, unless the table has that field. */
+static void luahier_setifabsent(lua_State *L, const luahier_Engine *e, int table, int word, int value) {
+    table = lua_absindex(L, table);
+    value = lua_absindex(L, value);
+    luahier_pushword(L, e, word);
+    if (lua_rawget(L, table) == LUA_TNIL) {
+        luahier_pushword(L, e, word);
+        lua_pushvalue(L, value);
+        lua_rawset(L, table);
+    }
+    lua_pop(L, 1);
+}
+
+/* [-0, +0, e] Raises the ResponderContractError of the entry at `slot` of the plan at index 1,
+ * which returned what `got` describes. */
+static int luahier_contracterror(lua_State *L, const luahier_Engine *e, int slot, const char *got) {
+    lua_createtable(L, 0, 4);
+    int error = lua_gettop(L);
+    luahier_pushword(L, e, LUAHIER_WORD_TYPE);
+    lua_pushliteral(L, "ResponderContractError");
+    lua_rawset(L, error);
+    lua_rawgeti(L, 1, slot + LUAHIER_ENTRY_KIND);
+    lua_rawgeti(L, 1, slot + LUAHIER_ENTRY_WHERE);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->expected_ref);
+    lua_pushvalue(L, error + 1);
+    lua_rawget(L, -2);
+    lua_pushfstring(L, "%s responder at %s returned %s; expected %s", lua_tostring(L, error + 1),
+                    lua_tostring(L, error + 2), got, lua_tostring(L, -1));
+    luahier_pushword(L, e, LUAHIER_WORD_MESSAGE);
+    lua_insert(L, -2);
+    lua_rawset(L, error);
+    luahier_pushword(L, e, LUAHIER_WORD_WHERE);
+    lua_pushvalue(L, error + 2);
+    lua_rawset(L, error);
+    luahier_pushword(L, e, LUAHIER_WORD_RESPONDER);
+    lua_pushvalue(L, error + 1);
+    lua_rawset(L, error);
+    lua_settop(L, error);
+    luahier_tag(L, e, error, 1);
+    return lua_error(L);
+}
+
+/* Whether the error at `index` is Lua's own for a coroutine.yield inside a responder. */
+static int luahier_isyieldacrosshost(lua_State *L, const luahier_Engine *e, int index) {
+    if (lua_type(L, index) != LUA_TTABLE) return 0;
+    luahier_pushword(L, e, LUAHIER_WORD_TYPE);
+    lua_rawget(L, index);
+    luahier_pushword(L, e, LUAHIER_WORD_LUAERROR);
+    int lua_error_type = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    if (!lua_error_type) return 0;
+    luahier_pushword(L, e, LUAHIER_WORD_MESSAGE);
+    lua_rawget(L, index);
+    size_t length = 0;
+    const char *message = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &length) : NULL;
+    static const char yield[] = "attempt to yield across a C-call boundary";
+    int yielded = message && length == sizeof yield - 1 && memcmp(message, yield, length) == 0;
+    lua_pop(L, 1);
+    return yielded;
+}
+
+/* lua_CFunction accept(plan, slot, answer, as_error, value, domain, raised) -> value, type:
+ * what the entry at `slot` produced, as the value that goes on (SPEC §4).
+ * - A replacement must be a value of the domain `as_error` says (the verdict words are not
+ *   values): anything else raises the entry's ResponderContractError.
+ * - A raised error (`raised`) is always an error: one that is not a value of that domain
+ *   becomes a LuaError saying what it was; Lua's own error for a yield inside a responder
+ *   becomes the responder's ResponderContractError.
+ * - An error that goes on gets the entry's `where` if it has none, and the error it replaces
+ *   as `cause` (unless it is that very error); the sandbox's read-only tables stay as they are.
+ * upvalue 1: the engine. */
+static int luahier_accept(lua_State *L) {
+    luahier_Engine *e = (luahier_Engine *)lua_touserdata(L, lua_upvalueindex(1));
+    int slot = (int)lua_tointeger(L, 2);
+    int is_error = lua_toboolean(L, 4);
+    int raised = lua_toboolean(L, 7);
+    lua_settop(L, 7);
+    if (raised) {
+        if (luahier_isyieldacrosshost(L, e, 3)) {
+            lua_rawgeti(L, 1, slot + LUAHIER_ENTRY_WHERE);
+            lua_pushfstring(L, "responder at %s yielded: responders run inside the host and cannot yield "
+                               "(use a coroutine of your own inside the responder)", lua_tostring(L, -1));
+            lua_createtable(L, 0, 3);
+            luahier_pushword(L, e, LUAHIER_WORD_TYPE);
+            lua_pushliteral(L, "ResponderContractError");
+            lua_rawset(L, -3);
+            luahier_pushword(L, e, LUAHIER_WORD_MESSAGE);
+            lua_pushvalue(L, -3);
+            lua_rawset(L, -3);
+            /* where it yielded, else the responder */
+            luahier_pushword(L, e, LUAHIER_WORD_WHERE);
+            luahier_pushword(L, e, LUAHIER_WORD_WHERE);
+            if (lua_rawget(L, 3) != LUA_TSTRING) {
+                lua_pop(L, 1);
+                lua_pushvalue(L, 8);
+            }
+            lua_rawset(L, -3);
+            lua_replace(L, 3);
+            lua_settop(L, 7);
+        }
+        if (!luahier_asvalue(L, e, 3, 1)) {
+            /* [description] Not an error value: a LuaError that says what it was. */
+            lua_createtable(L, 0, 3);
+            luahier_pushword(L, e, LUAHIER_WORD_TYPE);
+            luahier_pushword(L, e, LUAHIER_WORD_LUAERROR);
+            lua_rawset(L, -3);
+            luahier_pushword(L, e, LUAHIER_WORD_MESSAGE);
+            lua_pushfstring(L, "(error object is %s)", lua_tostring(L, 8));
+            lua_rawset(L, -3);
+            if (lua_type(L, 3) == LUA_TTABLE) {
+                luahier_pushword(L, e, LUAHIER_WORD_WHERE);
+                luahier_pushword(L, e, LUAHIER_WORD_WHERE);
+                if (lua_rawget(L, 3) == LUA_TSTRING) lua_rawset(L, -3);
+                else lua_pop(L, 2);
+            }
+            luahier_tag(L, e, -1, 1);
+            lua_replace(L, 3);
+            lua_settop(L, 7);
+            luahier_pushword(L, e, LUAHIER_WORD_LUAERROR);
+        }
+        is_error = 1;
+    } else {
+        if (lua_type(L, 3) == LUA_TSTRING) {
+            const void *word = lua_topointer(L, 3);
+            if (word == e->handled) return luahier_contracterror(L, e, slot, "\"handled\"");
+            if (word == e->not_handled) return luahier_contracterror(L, e, slot, "\"notHandled\"");
+        }
+        if (!luahier_asvalue(L, e, 3, is_error)) return luahier_contracterror(L, e, slot, lua_tostring(L, 8));
+    }
+    /* [.. 7 args, 8 type] */
+    if (is_error && lua_type(L, 3) == LUA_TTABLE && !luahier_isfrozen(L, 3)) {
+        lua_rawgeti(L, 1, slot + LUAHIER_ENTRY_WHERE);
+        luahier_setifabsent(L, e, 3, LUAHIER_WORD_WHERE, -1);
+        lua_pop(L, 1);
+        luahier_pushword(L, e, LUAHIER_WORD_ERROR);
+        int replaces_error = lua_rawequal(L, 6, -1);
+        lua_pop(L, 1);
+        if (replaces_error && !lua_rawequal(L, 3, 5)) luahier_setifabsent(L, e, 3, LUAHIER_WORD_CAUSE, 5);
+    }
+    lua_pushvalue(L, 3);
+    lua_insert(L, -2);
+    return 2;
+}
+
+/* ---- Full tracing: copies of values ----------------------------------------------------- */
+
+enum { LUAHIER_COPY_DEPTH = 200 };
+
+/* [-0, +1, m] A copy of the value at `index` made of plain tables, read raw: functions and
+ * other values plain data cannot hold are described ("<function>"), a table inside itself is
+ * "<cycle>", nesting past LUAHIER_COPY_DEPTH "<too deep>"; keys other than strings and
+ * integers are left out. `ancestors` (a table) holds the tables being copied. Copying charges
+ * its work, so a large value meets the limits like any other. */
+static void luahier_copyvalue(lua_State *L, int index, int ancestors, int depth) {
+    index = lua_absindex(L, index);
+    int type = lua_type(L, index);
+    if (type != LUA_TTABLE) {
+        if (type == LUA_TNIL || type == LUA_TBOOLEAN || type == LUA_TNUMBER || type == LUA_TSTRING) lua_pushvalue(L, index);
+        else lua_pushfstring(L, "<%s>", lua_typename(L, type));
+        return;
+    }
+    lua_pushvalue(L, index);
+    if (lua_rawget(L, ancestors) != LUA_TNIL) {
+        lua_pop(L, 1);
+        lua_pushliteral(L, "<cycle>");
+        return;
+    }
+    lua_pop(L, 1);
+    if (depth >= LUAHIER_COPY_DEPTH || !lua_checkstack(L, 6)) {
+        lua_pushliteral(L, "<too deep>");
+        return;
+    }
+    lua_pushvalue(L, index);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, ancestors);
+    lua_newtable(L);
+    int copy = lua_gettop(L);
+    lua_pushnil(L);
+    while (lua_next(L, index) != 0) {
+        luahier_charge(L, 1);
+        int key = lua_type(L, -2);
+        if (key == LUA_TSTRING || (key == LUA_TNUMBER && lua_isinteger(L, -2))) {
+            lua_pushvalue(L, -2);
+            luahier_copyvalue(L, -2, ancestors, depth + 1);
+            lua_rawset(L, copy);
+        }
+        lua_pop(L, 1);
+    }
+    lua_pushvalue(L, index);
+    lua_pushnil(L);
+    lua_rawset(L, ancestors);
+}
+
+/* lua_CFunction copy(value) -> a copy of it (luahier_copyvalue). */
+static int luahier_copy(lua_State *L) {
+    lua_settop(L, 1);
+    lua_newtable(L);
+    luahier_copyvalue(L, 1, 2, 0);
+    return 1;
+}
+
+/* ---- Loading ---------------------------------------------------------------------------- */
+
+int luahier_pushwalk(lua_State *L, luahier_Engine *engine) {
+    const char *source = lua_pushfstring(L, luahier_walk_source,
+        (int)LUAHIER_ENTRY_STRIDE, (int)LUAHIER_ENTRY_FILTER, (int)LUAHIER_ENTRY_CLASS, (int)LUAHIER_ENTRY_CROSS,
+        (int)LUAHIER_PLAN_ERRORS, (int)LUAHIER_PLAN_LAST, (int)LUAHIER_PLAN_TRACE,
+        (int)LUAHIER_CLASS_RECEIVE, (int)LUAHIER_CLASS_HANDLE, (int)LUAHIER_CLASS_CATCH, (int)LUAHIER_CLASS_ALERT,
+        (int)LUAHIER_CLASS_ARRIVE,
+        (int)LUAHIER_STATE_REACHED, (int)LUAHIER_STATE_VALUE, (int)LUAHIER_STATE_TYPE, (int)LUAHIER_STATE_DOMAIN,
+        (int)LUAHIER_STATE_TRACE, (int)LUAHIER_STATE_BEFORE,
+        (int)LUAHIER_WALK_END, (int)LUAHIER_WALK_HANDLED, (int)LUAHIER_STEP_STRIDE);
+    int status = luaL_loadbuffer(L, source, strlen(source), "=[luahier walk]");
+    lua_remove(L, -2);
+    if (status != LUA_OK) return status;
+    status = luahier_strip(L, "=[luahier walk]");
+    if (status != LUA_OK) return status;
+    lua_pushlightuserdata(L, engine);
+    lua_pushcclosure(L, luahier_accept, 1);
+    lua_pushcfunction(L, luahier_copy);
+    return lua_pcall(L, 2, 1, 0);
+}

@@ -1,0 +1,619 @@
+import CLua
+import CLuaHost
+
+/// The dispatch engine of a hierarchy (Sources/CLuaHost/include/luahier_engine.h): every
+/// dispatch, from Lua, from Swift or from `luahier dispatch`, nested or not, runs the one walk
+/// (walk.c) along a plan the dispatcher makes, driven by C (engine.c). This side:
+/// - lays a `ChainPlan` out as the Lua table the walk reads, and keeps one per origin node
+///   (by its address: a plan holds no node), current while the tree's chains stand still;
+/// - is what the walk calls for entries that are not Lua functions: Swift closures, alert
+///   responders, the safety check's arrivals (host closures over the plan and the entry);
+/// - starts dispatches from Swift and reads how they ended;
+/// - makes removals reach the dispatches under way (the empty filter).
+final class LuaEngine: DispatchEngine {
+    unowned let host: LuaHost
+    unowned let dispatcher: Dispatcher
+    /// What C shares with this side.
+    let state = UnsafeMutablePointer<luahier_Engine>.allocate(capacity: 1)
+    /// The metatable of the userdata that holds an entry's Swift object (LUAHIER_ENTRY_OBJECT).
+    private var objectMetatable: Int32 = 0
+    /// The filter of a responder removed during a dispatch: it matches nothing.
+    private var never: Int32 = 0
+    /// The host function behind every entry that is not a Lua function.
+    private var entryFunction = 0
+    /// How many plans the plans table holds at most, and how it is kept (`cache(_:)`).
+    static let maxPlans = 1024
+    private var planCount = 0
+    private var plansEpoch = 0
+    private var refusedPlans = 0
+
+    init(host: LuaHost, dispatcher: Dispatcher) throws(HierarchyError) {
+        self.host = host
+        self.dispatcher = dispatcher
+        state.initialize(to: luahier_Engine())
+        let L = host.thread
+        state.pointee.host = Unmanaged.passUnretained(self).toOpaque()
+        state.pointee.changes = UnsafePointer(OpaquePointer(dispatcher.root.tree.chainChanges))
+        state.pointee.depth = UnsafeMutablePointer(OpaquePointer(dispatcher.depthCounter))
+        state.pointee.handled = host.handledAddress
+        state.pointee.not_handled = host.notHandledAddress
+        state.pointee.dispatch_charge = LuaBridge.dispatchCharge
+        state.pointee.dispatch_instructions = Int64(host.limits.dispatchInstructions ?? 0)
+        state.pointee.dispatch_seconds = host.limits.dispatchTime ?? 0
+        state.pointee.tags_ref = host.domainTags
+        state.pointee.plans_ref = host.makeTableRef()
+        state.pointee.states_ref = host.makeTableRef()
+        // The words C pushes, by LUAHIER_WORD_*.
+        let words = [
+            "type", "message", "where", "cause", "event", "error", "handled", "notHandled", "unhandled", "detached",
+            "status", "kind", "value", "at", "by", "responder", "index", "choice", "Error", "LuaError",
+        ]
+        precondition(words.count == Int(LUAHIER_WORD_COUNT))
+        lua_createtable(L, Int32(words.count), 0)
+        for (offset, word) in words.enumerated() {
+            host.push(word)
+            lua_rawseti(L, -2, lua_Integer(offset + 1))
+        }
+        state.pointee.words_ref = host.ref()
+        // What each kind must return, for contract errors (worded once, by ResponderKind).
+        lua_createtable(L, 0, Int32(ResponderKind.allCases.count))
+        for kind in ResponderKind.allCases {
+            host.push(kind.expectedReturn)
+            host.setRawField(of: -2, kind.rawValue)
+        }
+        state.pointee.expected_ref = host.ref()
+        objectMetatable = host.makeTableRef()
+        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(objectMetatable))
+        luahier_pushcfunction(L, luahier_finalize)
+        host.setRawField(of: -2, "__gc")
+        luahier_pop(L, 1)
+        never = host.makeTableRef()
+        guard luahier_pushwalk(L, state) == LUA_OK else {
+            let message = lua_tolstring(L, -1, nil).map { String(cString: $0) } ?? "the dispatch walk did not load"
+            luahier_pop(L, 1)
+            throw .preludeFailed(message)
+        }
+        state.pointee.walk_ref = host.ref()
+        host.guardState.pointee.walk_ref = state.pointee.walk_ref
+        entryFunction = host.register { [unowned self] call in try callEntry(call) }
+        state.pointee.plan_for = { engine, L, node in
+            LuaEngine.from(engine).planFor(L!, Unmanaged<Node>.fromOpaque(node!).takeUnretainedValue())
+        }
+        state.pointee.ended = { engine, L, plan, result in LuaEngine.from(engine).ended(L!, plan, result!.pointee) }
+        state.pointee.push_failure = { engine, L, failure in LuaEngine.from(engine).pushFailure(L!, failure) }
+        settingsChanged()
+        dispatcher.root.tree.responderRemoved = { [unowned self] responder in removedDuringDispatch(responder) }
+    }
+
+    deinit { state.deallocate() }
+
+    private static func from(_ pointer: UnsafeMutableRawPointer?) -> LuaEngine {
+        Unmanaged<LuaEngine>.fromOpaque(pointer!).takeUnretainedValue()
+    }
+
+    /// Copies what C reads of the dispatcher's settings.
+    func settingsChanged() {
+        state.pointee.depth_limit = dispatcher.depthLimit
+        state.pointee.presents = dispatcher.presenter != nil ? 1 : 0
+        state.pointee.observes = dispatcher.observer != nil ? 1 : 0
+    }
+
+    /// How many dispatches ran, and how many plans were made (for tests).
+    var counts: (dispatches: Int, plans: Int) { (Int(state.pointee.dispatches), Int(state.pointee.plans_made)) }
+
+    // MARK: Dispatches from Swift
+
+    func dispatch(_ message: consuming Message, at origin: Node) throws(DispatchDepthExceeded) -> DispatchResult {
+        let L = host.thread
+        let top = lua_gettop(L)
+        defer { lua_settop(L, top) }
+        lua_checkstack(L, 8)
+        pushPlan(for: origin)
+        var message = message
+        host.pushPayload(of: &message)
+        host.push(message.type)
+        var result = luahier_Result()
+        let failure = luahier_rundispatch(L, state, top + 1, top + 2, top + 3, message.domain == .error ? 1 : 0, &result)
+        guard failure == 0 else { throw DispatchDepthExceeded(limit: dispatcher.depthLimit) }
+        return dispatchResult(result, planAt: top + 1)
+    }
+
+    /// How the dispatch `r` describes ended, its final value held from Swift.
+    private func dispatchResult(_ r: luahier_Result, planAt plan: Int32) -> DispatchResult {
+        let L = host.thread
+        lua_pushvalue(L, r.value)
+        let message = Message(
+            domain: r.is_error != 0 ? .error : .event, type: host.string(at: r.type) ?? "",
+            payload: .foreign(LuaPayload(host: host, ref: host.ref(), identity: lua_topointer(L, r.value))))
+        var result = DispatchResult(
+            status: r.status == LUAHIER_STATUS_HANDLED ? .handled : r.status == LUAHIER_STATUS_DETACHED ? .detached : .unhandled,
+            message: message, by: nil, responder: nil, trace: nil, at: field(LUAHIER_PLAN_AT, of: plan) ?? "",
+            hops: Int(integer(LUAHIER_PLAN_HOPS, of: plan)), chainCut: r.chain_cut != 0)
+        if r.status == LUAHIER_STATUS_HANDLED {
+            result.by = field(Int(r.slot) + LUAHIER_ENTRY_NODE, of: plan)
+            result.responder = info(ofSlot: Int(r.slot), in: plan)
+        }
+        result.choice = host.string(at: r.choice)
+        result.interrupted = r.tripped == LUAHIER_TRIPPED_INTERRUPTED
+        if lua_type(L, r.trace) == LUA_TTABLE {
+            result.trace = DispatchTrace(
+                LuaTrace(engine: self, planAt: plan, recordAt: r.trace), meter: dispatcher.root.tree.meter)
+        }
+        return result
+    }
+
+    // MARK: Plans
+
+    /// [-0, +1, m] The current plan of `origin`, made if need be.
+    func pushPlan(for origin: Node) {
+        let L = host.thread
+        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(state.pointee.plans_ref))
+        let plans = lua_gettop(L)
+        lua_pushlightuserdata(L, Unmanaged.passUnretained(origin).toOpaque())
+        if lua_rawget(L, plans) == LUA_TTABLE, integer(LUAHIER_PLAN_STAMP, of: -1) == dispatcher.root.tree.chainChanges.pointee {
+            luahier_remove(L, plans)
+            return
+        }
+        lua_settop(L, plans)
+        let plan = dispatcher.plan(from: origin)
+        state.pointee.plans_made += 1
+        push(plan)
+        keep(planAt: plans + 1, for: origin, in: plans)
+        luahier_remove(L, plans)
+    }
+
+    /// Keeps the plan at `plan` for `origin`, unless `maxPlans` are kept already (those kept
+    /// stay: a script cycling through more nodes would otherwise make a plan per dispatch and
+    /// use none). Once the tree has changed since the table was begun, every plan in it is
+    /// stale: the table is replaced.
+    private func keep(planAt plan: Int32, for origin: Node, in plans: Int32) {
+        let L = host.thread
+        let changes = dispatcher.root.tree.chainChanges.pointee
+        if changes != plansEpoch {
+            if planCount > 0 {
+                host.unref(state.pointee.plans_ref)
+                state.pointee.plans_ref = host.makeTableRef()
+                lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(state.pointee.plans_ref))
+                luahier_replace(L, plans)
+            }
+            planCount = 0
+            plansEpoch = changes
+        }
+        guard planCount < Self.maxPlans else { return }
+        lua_pushlightuserdata(L, Unmanaged.passUnretained(origin).toOpaque())
+        lua_pushvalue(L, plan)
+        lua_rawset(L, plans)
+        planCount += 1
+    }
+
+    /// How many plans are kept now (for tests).
+    var keptPlans: Int { planCount }
+
+    /// [-0, +1, m] The Lua table of `plan`, laid out as luahier_engine.h's LUAHIER_PLAN_* say.
+    private func push(_ plan: ChainPlan) {
+        let L = host.thread
+        let stride = Int(LUAHIER_ENTRY_STRIDE)
+        let first = Int(LUAHIER_PLAN_ENTRIES)
+        let errorsFirst = first + stride * plan.events.count
+        let last = errorsFirst + stride * plan.errors.count
+        lua_createtable(L, Int32(last - 1), 0)
+        let table = lua_gettop(L)
+        func set(_ slot: Int) { lua_rawseti(L, table, lua_Integer(slot)) }
+        lua_pushinteger(L, lua_Integer(plan.stamp))
+        set(Int(LUAHIER_PLAN_STAMP))
+        host.push(plan.origin)
+        set(Int(LUAHIER_PLAN_AT))
+        host.push(plan.detached ? InternedString.detached : InternedString.unhandled)
+        set(Int(LUAHIER_PLAN_END))
+        lua_pushinteger(L, lua_Integer(plan.hops))
+        set(Int(LUAHIER_PLAN_HOPS))
+        if plan.trace == .off { lua_pushboolean(L, 0) } else { host.push(plan.trace.rawValue) }
+        set(Int(LUAHIER_PLAN_TRACE))
+        for (slot, value) in [(LUAHIER_PLAN_EVENTS, first), (LUAHIER_PLAN_ERRORS, errorsFirst), (LUAHIER_PLAN_LAST, last)] {
+            lua_pushinteger(L, lua_Integer(value))
+            set(Int(slot))
+        }
+        for (entries, base, otherBase) in [(plan.events, first, errorsFirst), (plan.errors, errorsFirst, first)] {
+            for (index, entry) in entries.enumerated() {
+                let slot = base + stride * index
+                pushCall(of: entry, slot: slot, planAt: table)
+                set(slot + Int(LUAHIER_ENTRY_CALL))
+                pushFilter(of: entry)
+                set(slot + Int(LUAHIER_ENTRY_FILTER))
+                lua_pushinteger(L, lua_Integer(Self.entryClass(of: entry)))
+                set(slot + Int(LUAHIER_ENTRY_CLASS))
+                lua_pushinteger(L, lua_Integer(otherBase + stride * entry.cross))
+                set(slot + Int(LUAHIER_ENTRY_CROSS))
+                host.push(entry.node)
+                set(slot + Int(LUAHIER_ENTRY_NODE))
+                lua_pushinteger(L, lua_Integer(entry.offset + 1))
+                set(slot + Int(LUAHIER_ENTRY_INDEX))
+                host.push(entry.responder?.location ?? "")
+                set(slot + Int(LUAHIER_ENTRY_WHERE))
+                host.push(entry.responder?.kind.rawValue ?? "arrive")
+                set(slot + Int(LUAHIER_ENTRY_KIND))
+                pushObject(of: entry)
+                set(slot + Int(LUAHIER_ENTRY_OBJECT))
+            }
+        }
+    }
+
+    /// [-0, +1, m] What the walk calls for `entry`: a Lua responder's own function, else a
+    /// host closure over the plan (at `table`) and the entry's slot.
+    private func pushCall(of entry: PlanEntry, slot: Int, planAt table: Int32) {
+        let L = host.thread
+        if let responder = entry.responder, callsLua(responder), let body = responder.body as? LuaResponderBody {
+            lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(body.ref))
+            return
+        }
+        lua_pushvalue(L, table)
+        lua_pushinteger(L, lua_Integer(slot))
+        host.pushFunction(registered: entryFunction, upvalues: 2)
+    }
+
+    /// Whether the walk calls `responder`'s own Lua function.
+    private func callsLua(_ responder: Responder) -> Bool {
+        guard responder.kind != .handleAlertErrors, let body = responder.body as? LuaResponderBody else { return false }
+        return body.host === host
+    }
+
+    /// [-0, +1, m] The host's object of an entry: what a host closure needs, held; else only
+    /// the responder's address.
+    private func pushObject(of entry: PlanEntry) {
+        switch entry.role {
+        case .responder(let responder) where callsLua(responder):
+            lua_pushlightuserdata(host.thread, Unmanaged.passUnretained(responder).toOpaque())
+        case .responder(let responder):
+            host.pushRetainingUserdata(responder, metatableRef: objectMetatable)
+        case .arrival(let arrival):
+            host.pushRetainingUserdata(ArrivalBox(arrival), metatableRef: objectMetatable)
+        }
+    }
+
+    /// [-0, +1, m] An entry's filter as the walk reads it: false (any type) or a set of names.
+    private func pushFilter(of entry: PlanEntry) {
+        let L = host.thread
+        guard let responder = entry.responder, case .types(let names) = responder.filter else {
+            lua_pushboolean(L, 0)
+            return
+        }
+        lua_createtable(L, 0, Int32(names.count))
+        for name in names {
+            host.push(name)
+            lua_pushboolean(L, 1)
+            lua_rawset(L, -3)
+        }
+    }
+
+    /// What an entry's answers mean to the walk (LUAHIER_CLASS_*).
+    private static func entryClass(of entry: PlanEntry) -> Int32 {
+        guard let responder = entry.responder else { return Int32(LUAHIER_CLASS_ARRIVE) }
+        switch responder.kind {
+        case .receiveEvent, .receiveError: return Int32(LUAHIER_CLASS_RECEIVE)
+        case .handleEvent, .handleError: return Int32(LUAHIER_CLASS_HANDLE)
+        case .transformEvent, .transformError: return Int32(LUAHIER_CLASS_TRANSFORM)
+        case .catchError: return Int32(LUAHIER_CLASS_CATCH)
+        case .handleAlertErrors: return Int32(LUAHIER_CLASS_ALERT)
+        }
+    }
+
+    /// [-0, +0, -] The string at slot `slot` of the plan table at `plan`.
+    private func field(_ slot: Int, of plan: Int32) -> String? {
+        lua_rawgeti(host.thread, plan, lua_Integer(slot))
+        defer { luahier_pop(host.thread, 1) }
+        return host.string(at: -1)
+    }
+
+    /// [-0, +0, -] The integer at slot `slot` of the plan table at `plan`.
+    private func integer(_ slot: Int, of plan: Int32) -> Int {
+        lua_rawgeti(host.thread, plan, lua_Integer(slot))
+        defer { luahier_pop(host.thread, 1) }
+        return Int(luahier_tointeger(host.thread, -1))
+    }
+
+    /// The responder at entry `slot` of the plan table at `plan`, as outcomes and traces name it.
+    private func info(ofSlot slot: Int, in plan: Int32) -> ResponderInfo? {
+        guard let kind = field(slot + LUAHIER_ENTRY_KIND, of: plan).flatMap(ResponderKind.init(rawValue:)) else { return nil }
+        return ResponderInfo(
+            index: integer(slot + LUAHIER_ENTRY_INDEX, of: plan), location: field(slot + LUAHIER_ENTRY_WHERE, of: plan) ?? "",
+            kind: kind)
+    }
+
+    /// [-0, +0, -] The Swift object an entry's userdata at `index` holds (LUAHIER_ENTRY_OBJECT).
+    private func object(at index: Int32) -> AnyObject? {
+        host.retainedObject(at: index, metatableRef: objectMetatable)
+    }
+
+    // MARK: Calls from C
+
+    /// `plan_for`: [-0, +1] the current plan of `node`.
+    private func planFor(_ L: LuaState, _ node: Node) {
+        host.asHost(on: L) { pushPlan(for: node) }
+    }
+
+    /// `ended`: a dispatch ended; an unhandled error goes to the presenter (the policy decides),
+    /// and an observer sees the end.
+    private func ended(_ L: LuaState, _ planIndex: Int32, _ r: luahier_Result) {
+        host.asHost(on: L) {
+            if r.is_error != 0 && r.status != LUAHIER_STATUS_HANDLED && dispatcher.presenter != nil {
+                lua_pushvalue(L, r.value)
+                let error = Message(
+                    domain: .error, type: host.string(at: r.type) ?? "Error",
+                    payload: .foreign(LuaPayload(host: host, ref: host.ref(), identity: lua_topointer(L, r.value))))
+                dispatcher.present(error, reportedAt: field(LUAHIER_PLAN_AT, of: planIndex) ?? "", chainCut: r.chain_cut != 0)
+            }
+            if let observer = dispatcher.observer { observer(dispatchResult(r, planAt: planIndex), dispatcher.depth) }
+        }
+    }
+
+    /// `push_failure`: [-0, +1] a host-made error.
+    private func pushFailure(_ L: LuaState, _ failure: Int32) {
+        host.asHost(on: L) {
+            // Where a refused dispatch was started is the caller's line, which the raiser sets.
+            var error = failure == LUAHIER_FAIL_DEPTH
+                ? Message(swiftError: DispatchDepthExceeded(limit: dispatcher.depthLimit), where: "?")
+                : host.unlimitedMemoryError
+            host.pushPayload(of: &error)
+        }
+    }
+
+    // MARK: Entries the host calls
+
+    /// The walk's call of an entry that is not a Lua function, with the value: upvalue 3 is
+    /// the plan, 4 the entry's slot. Answers as a responder would.
+    private func callEntry(_ call: HostCall) throws -> Int32 {
+        let L = call.L
+        let plan = luahier_upvalueindex(3)
+        let slot = Int(luahier_tointeger(L, luahier_upvalueindex(4)))
+        lua_settop(L, 1)
+        lua_rawgeti(L, plan, lua_Integer(slot + LUAHIER_ENTRY_OBJECT))
+        let held = object(at: -1)
+        luahier_pop(L, 1)
+        let domain: Domain = slot < integer(LUAHIER_PLAN_ERRORS, of: plan) ? .event : .error
+        let origin = field(LUAHIER_PLAN_AT, of: plan) ?? ""
+        if let arrival = (held as? ArrivalBox)?.arrival {
+            let type = host.stringField(ofTableAt: 1, "type") ?? ""
+            let violation = dispatcher.arrive(at: arrival, from: origin, domain: domain, type: type) {
+                (try? host.value(at: 1, strict: false, bounded: true)) ?? .null
+            }
+            guard var violation else {
+                lua_pushnil(L)
+                return 1
+            }
+            host.pushPayload(of: &violation)
+            host.push(violation.type)
+            return 2
+        }
+        guard let responder = held as? Responder else { throw LuaArgumentError("not a responder of this hierarchy") }
+        if responder.kind == .handleAlertErrors {
+            return try alert(responder, handledBy: field(slot + LUAHIER_ENTRY_NODE, of: plan) ?? "", reportedAt: origin, call)
+        }
+        guard let body = responder.body as? SwiftResponderBody else {
+            throw LuaArgumentError("responder at \(responder.location) cannot be called")
+        }
+        let answer: ReceiveResult
+        do {
+            answer = try body.receive(try host.value(at: 1, strict: true))
+        } catch {
+            throw RaisedMessage(message: Message(swiftError: error, where: responder.location))
+        }
+        switch answer {
+        case .handled: host.push(InternedString.handled)
+        case .notHandled: host.push(InternedString.notHandled)
+        // A value goes to the walk as it is: the walk reads it as Lua's answers are read.
+        case .replace(let value):
+            do { try host.push(value) } catch {
+                throw RaisedMessage(message: Message(swiftError: error, where: responder.location))
+            }
+        }
+        return 1
+    }
+
+    /// An alert responder (SPEC §6): offered alertable errors only (nil otherwise); its body
+    /// may choose one of the error's recovery options, the host's presenter shows the alert,
+    /// and it is handled, with the choice settled (`Dispatcher.resolve`).
+    private func alert(_ responder: Responder, handledBy node: String, reportedAt origin: String, _ call: HostCall) throws -> Int32 {
+        let L = call.L
+        guard host.stringField(ofTableAt: 1, "title") != nil else {
+            lua_pushnil(L)
+            return 1
+        }
+        lua_pushvalue(L, 1)
+        var input = Message(
+            domain: .error, type: host.stringField(ofTableAt: 1, "type") ?? "Error",
+            payload: .foreign(LuaPayload(host: host, ref: host.ref(), identity: lua_topointer(L, 1))))
+        let reply = responder.body.callForChoice(with: &input)
+        let choice: String?
+        switch reply {
+        case .choice(let chosen): choice = chosen
+        case .raised(let error), .aborted(let error): throw RaisedMessage(message: error)
+        default:
+            let got: String
+            if case .unusable(let description) = reply { got = description } else { got = "a value" }
+            throw RaisedMessage(message: .contractError(responder.kind, at: responder.location, returned: got))
+        }
+        // The title was read raw; a value that cannot be read as plain data after all is left
+        // to the responders after this one.
+        guard var alert = Alert(input.describedValue(bounded: true), handledBy: node, reportedAt: origin) else {
+            lua_pushnil(L)
+            return 1
+        }
+        if let choice, !alert.recovery.contains(choice) {
+            throw RaisedMessage(
+                message: .contractError(responder.kind, at: responder.location, returned: "\"\(choice)\"", options: alert.recovery))
+        }
+        alert.scriptChoice = choice
+        let settled = dispatcher.resolve(alert)
+        host.push(InternedString.handled)
+        host.push(optional: settled)
+        return 2
+    }
+
+    // MARK: Traces
+
+    /// A step of the trace record at `record`, of a dispatch along the plan at `plan`.
+    fileprivate func step(_ index: Int, ofRecordAt record: Int32, planAt plan: Int32) -> TraceStep? {
+        let L = host.thread
+        let first = lua_Integer(Int(LUAHIER_TRACE_STEPS) + index * Int(LUAHIER_STEP_STRIDE))
+        lua_rawgeti(L, record, first + lua_Integer(LUAHIER_STEP_ENTRY))
+        let slot = Int(luahier_tointeger(L, -1))
+        lua_rawgeti(L, record, first + lua_Integer(LUAHIER_STEP_INPUT))
+        lua_rawgeti(L, record, first + lua_Integer(LUAHIER_STEP_RESULT))
+        lua_rawgeti(L, record, first + lua_Integer(LUAHIER_STEP_TYPE))
+        defer { luahier_pop(L, 4) }
+        guard let responder = info(ofSlot: slot, in: plan) else { return nil }
+        let type = host.string(at: -1) ?? ""
+        let result: TraceStep.Result
+        switch host.string(at: -2) {
+        case "handled": result = .handled
+        case "notHandled": result = .notHandled
+        case "event": result = .replaced(.event, type: type)
+        case "error": result = .replaced(.error, type: type)
+        default: result = .raised(type: type)
+        }
+        return TraceStep(
+            node: field(slot + LUAHIER_ENTRY_NODE, of: plan) ?? "", responder: responder, input: host.string(at: -3) ?? "",
+            result: result, before: nil, after: nil)
+    }
+
+    /// How many steps the trace record at `record` holds.
+    fileprivate func stepCount(ofRecordAt record: Int32) -> Int {
+        max(0, (integer(LUAHIER_TRACE_COUNT, of: record) - Int(LUAHIER_TRACE_COUNT)) / Int(LUAHIER_STEP_STRIDE))
+    }
+
+    /// [-0, +1, m] The trace of the record at `record`, as Lua reads `outcome.trace`: a step
+    /// table each ({index, where, kind, node, input, result, before, after}), its values the
+    /// copies the walk made (no copy more).
+    func pushTrace(ofRecordAt record: Int32, planAt plan: Int32) {
+        let L = host.thread
+        let record = lua_absindex(L, record)
+        let plan = lua_absindex(L, plan)
+        let count = stepCount(ofRecordAt: record)
+        lua_createtable(L, Int32(count), 0)
+        for index in 0..<count {
+            guard let step = step(index, ofRecordAt: record, planAt: plan) else { continue }
+            lua_createtable(L, 0, 8)
+            lua_pushinteger(L, lua_Integer(step.responder.index))
+            host.setRawField(of: -2, InternedString.index)
+            host.push(step.responder.location)
+            host.setRawField(of: -2, InternedString.whereKey)
+            host.push(step.responder.kind.rawValue)
+            host.setRawField(of: -2, InternedString.kind)
+            host.push(step.node)
+            host.setRawField(of: -2, InternedString.node)
+            host.push(step.input)
+            host.setRawField(of: -2, InternedString.input)
+            switch step.result {
+            case .handled: host.push(InternedString.handled)
+            case .notHandled: host.push(InternedString.notHandled)
+            default: host.push(step.resultDescription)
+            }
+            host.setRawField(of: -2, InternedString.result)
+            let first = lua_Integer(Int(LUAHIER_TRACE_STEPS) + index * Int(LUAHIER_STEP_STRIDE))
+            for (field, key) in [(LUAHIER_STEP_BEFORE, InternedString.before), (LUAHIER_STEP_AFTER, .after)] {
+                if lua_rawgeti(L, record, first + lua_Integer(field)) == LUA_TTABLE || lua_type(L, -1) == LUA_TSTRING {
+                    host.setRawField(of: -2, key)
+                } else {
+                    luahier_pop(L, 1)
+                }
+            }
+            lua_rawseti(L, -2, lua_Integer(index + 1))
+        }
+    }
+
+    /// A trace record and its plan, held for a Swift reader (DispatchTrace).
+    fileprivate final class LuaTrace: RecordedSteps {
+        unowned let engine: LuaEngine
+        let plan: Int32
+        let record: Int32
+
+        init(engine: LuaEngine, planAt plan: Int32, recordAt record: Int32) {
+            self.engine = engine
+            let L = engine.host.thread
+            lua_pushvalue(L, plan)
+            self.plan = engine.host.ref()
+            lua_pushvalue(L, record)
+            self.record = engine.host.ref()
+        }
+
+        deinit {
+            engine.host.unref(plan)
+            engine.host.unref(record)
+        }
+
+        private func withPushed<T>(_ body: (_ record: Int32, _ plan: Int32) -> T) -> T {
+            let L = engine.host.thread
+            lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(record))
+            lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(plan))
+            defer { luahier_pop(L, 2) }
+            return body(lua_gettop(L) - 1, lua_gettop(L))
+        }
+
+        var count: Int {
+            guard !engine.host.isClosed else { return 0 }
+            return withPushed { record, _ in engine.stepCount(ofRecordAt: record) }
+        }
+
+        func step(_ index: Int) -> TraceStep {
+            withPushed { record, plan in
+                engine.step(index, ofRecordAt: record, planAt: plan)
+                    ?? TraceStep(
+                        node: "?", responder: ResponderInfo(index: 0, location: "?", kind: .receiveEvent), input: "?",
+                        result: .notHandled)
+            }
+        }
+
+        func value(ofStep index: Int, after: Bool) -> Value? {
+            guard !engine.host.isClosed else { return nil }
+            return withPushed { record, _ in
+                let L = engine.host.thread
+                let field = after ? LUAHIER_STEP_AFTER : LUAHIER_STEP_BEFORE
+                lua_rawgeti(L, record, lua_Integer(Int(LUAHIER_TRACE_STEPS) + index * Int(LUAHIER_STEP_STRIDE) + field))
+                defer { luahier_pop(L, 1) }
+                guard lua_type(L, -1) == LUA_TTABLE || lua_type(L, -1) == LUA_TSTRING else { return nil }
+                return (try? engine.host.value(at: -1, strict: false, bounded: true)) ?? .null
+            }
+        }
+    }
+
+    // MARK: Removals
+
+    /// A responder removed while dispatches are under way is not called by them either (SPEC
+    /// §4): its entries in their plans get the filter that matches nothing. (Those plans are
+    /// stale from now on, so no later dispatch uses them.)
+    private func removedDuringDispatch(_ responder: Responder) {
+        let depth = dispatcher.depth
+        guard depth > 0, !host.isClosed else { return }
+        let L = host.thread
+        let top = lua_gettop(L)
+        defer { lua_settop(L, top) }
+        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(state.pointee.states_ref))
+        let states = top + 1
+        for level in 1...depth {
+            lua_settop(L, states)
+            guard lua_rawgeti(L, states, lua_Integer(level)) == LUA_TTABLE,
+                lua_rawgeti(L, -1, lua_Integer(LUAHIER_STATE_PLAN)) == LUA_TTABLE
+            else { continue }
+            let plan = lua_gettop(L)
+            let entries = stride(
+                from: integer(LUAHIER_PLAN_EVENTS, of: plan), to: integer(LUAHIER_PLAN_LAST, of: plan), by: LUAHIER_ENTRY_STRIDE)
+            for slot in entries {
+                lua_rawgeti(L, plan, lua_Integer(slot + LUAHIER_ENTRY_OBJECT))
+                let address: UnsafeRawPointer? =
+                    lua_type(L, -1) == LUA_TLIGHTUSERDATA
+                    ? UnsafeRawPointer(lua_touserdata(L, -1))
+                    : lua_touserdata(L, -1)?.load(as: UnsafeRawPointer?.self)
+                luahier_pop(L, 1)
+                guard address == UnsafeRawPointer(Unmanaged.passUnretained(responder).toOpaque()) else { continue }
+                lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(never))
+                lua_rawseti(L, plan, lua_Integer(slot + LUAHIER_ENTRY_FILTER))
+            }
+        }
+    }
+}
+
+/// An arrival, held by its plan entry for the host closure that checks it.
+private final class ArrivalBox {
+    let arrival: Arrival
+    init(_ arrival: Arrival) { self.arrival = arrival }
+}
