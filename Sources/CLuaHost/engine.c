@@ -1,22 +1,20 @@
 /* The driver of every dispatch (luahier_engine.h): runs the walk in protected calls, sends a
  * responder's raised error back into it at the next responder, ends a dispatch a limit
- * tripped in, and makes the outcome. Also `node:triggerEvent` and `node:reportError`. */
+ * tripped in, and makes the outcome. Also `node:triggerEvent` and `node:reportError`.
+ *
+ * This runs once per dispatch, so it keeps to few calls of Lua's API: words come from the
+ * trigger's upvalues, the state table of each depth is one registry reference. */
 #include "luahier_host.h"
 
 #include <lauxlib.h>
 #include <string.h>
 
-/* [-0, +1, -] Pushes interned word `word` from the words table at `words`. */
-static void luahier_word(lua_State *L, int words, int word) {
-    lua_rawgeti(L, words, word);
-}
-
-/* [-0, +0, m] t[word] = the value on top (popped), raw. */
-static void luahier_setword(lua_State *L, int t, int words, int word) {
-    t = lua_absindex(L, t);
-    luahier_word(L, words, word);
-    lua_insert(L, -2);
-    lua_rawset(L, t);
+/* [-0, +1, -] Pushes interned word `word` (the words table through the registry: off the hot path). */
+static void luahier_word(lua_State *L, const luahier_Engine *e, int word) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->words_ref);
+    lua_rawgeti(L, -1, word);
+    lua_copy(L, -1, -2);
+    lua_pop(L, 1);
 }
 
 /* [-0, +0, -] The integer at slot `n` of the table at `t`. */
@@ -28,238 +26,280 @@ static lua_Integer luahier_slot(lua_State *L, int t, lua_Integer n) {
 }
 
 /* [-0, +1, m] The state table of nesting depth `depth`, made on first use. */
-static int luahier_pushstate(lua_State *L, const luahier_Engine *e, long depth) {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, e->states_ref);
-    if (lua_rawgeti(L, -1, (lua_Integer)depth) != LUA_TTABLE) {
-        lua_pop(L, 1);
-        lua_createtable(L, LUAHIER_STATE_SIZE, 0);
-        lua_pushvalue(L, -1);
-        lua_rawseti(L, -3, (lua_Integer)depth);
+static void luahier_pushstate(lua_State *L, luahier_Engine *e, long depth) {
+    if (e->state_refs[depth] != 0) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, e->state_refs[depth]);
+        return;
     }
-    lua_remove(L, -2);
-    return lua_gettop(L);
+    lua_createtable(L, LUAHIER_STATE_SIZE, 0);
+    for (int field = 1; field <= LUAHIER_STATE_SIZE; field++) {
+        lua_pushboolean(L, 0);
+        lua_rawseti(L, -2, field);
+    }
+    lua_pushvalue(L, -1);
+    e->state_refs[depth] = luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+/* [-0, +0, m] t[word] = the value at `value` unless t has that field. */
+static void luahier_setifabsent(lua_State *L, const luahier_Engine *e, int t, int word, int value) {
+    luahier_word(L, e, word);
+    if (lua_rawget(L, t) == LUA_TNIL) {
+        luahier_word(L, e, word);
+        lua_pushvalue(L, value);
+        lua_rawset(L, t);
+    }
+    lua_pop(L, 1);
+}
+
+/* [-0, +1, m] The error a limit ended the dispatch with: the limit's own, with the entry it
+ * tripped in as `where` if it names none, and the error being handled (the value at `value`,
+ * if `is_error`) as its cause. */
+static void luahier_pushlimitend(lua_State *L, luahier_Engine *e, int out_of_memory, int plan, int state, int value,
+                                 int is_error) {
+    if (out_of_memory) e->push_failure(e->host, L, LUAHIER_FAIL_NOMEMORY);
+    else luahier_pushlimiterror(L, luahier_guard(L));
+    int error = lua_gettop(L);
+    lua_Integer reached = luahier_slot(L, state, LUAHIER_STATE_REACHED);
+    if (reached > 0) {
+        lua_rawgeti(L, plan, reached + LUAHIER_ENTRY_WHERE);
+        luahier_setifabsent(L, e, error, LUAHIER_WORD_WHERE, -1);
+        lua_pop(L, 1);
+    }
+    if (is_error && !lua_rawequal(L, value, error)) luahier_setifabsent(L, e, error, LUAHIER_WORD_CAUSE, value);
 }
 
 int luahier_rundispatch(lua_State *L, luahier_Engine *e, int plan, int value, int type, int is_error,
                         luahier_Result *r) {
     plan = lua_absindex(L, plan);
-    value = lua_absindex(L, value);
-    type = lua_absindex(L, type);
-    if (*e->depth >= e->depth_limit) return LUAHIER_FAIL_DEPTH;
-    if (!lua_checkstack(L, 16)) return LUAHIER_FAIL_DEPTH;
+    if (*e->depth >= e->depth_limit || *e->depth >= LUAHIER_MAX_DEPTH || !lua_checkstack(L, 24))
+        return LUAHIER_FAIL_DEPTH;
     long depth = ++*e->depth;
+    e->threads[depth] = L;
     e->dispatches++;
     luahier_Guard *g = luahier_guard(L);
     int caller_in_host = g->in_host, caller_refused = g->memory_refused;
     g->in_host = 1;
+    /* [base + 1: the message handler, + 2: the state, + 3: the walk] */
     int base = lua_gettop(L);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, e->words_ref);
-    int words = base + 1;
-    int state = luahier_pushstate(L, e, depth);
-
-    /* The state the walk starts from and keeps up to date. */
-    lua_pushvalue(L, value);
-    lua_rawseti(L, state, LUAHIER_STATE_VALUE);
-    lua_pushvalue(L, type);
-    lua_rawseti(L, state, LUAHIER_STATE_TYPE);
-    luahier_word(L, words, is_error ? LUAHIER_WORD_ERROR : LUAHIER_WORD_EVENT);
-    lua_rawseti(L, state, LUAHIER_STATE_DOMAIN);
-    lua_pushinteger(L, 0);
-    lua_rawseti(L, state, LUAHIER_STATE_REACHED);
-    lua_pushvalue(L, plan);
-    lua_rawseti(L, state, LUAHIER_STATE_PLAN);
+    lua_pushcfunction(L, luahier_msgh);
+    luahier_pushstate(L, e, depth);
+    int state = base + 2;
     lua_rawgeti(L, plan, LUAHIER_PLAN_TRACE);
     int traced = lua_toboolean(L, -1);
-    lua_pop(L, 1);
     if (traced) {
         lua_createtable(L, 64, 0);
         lua_pushinteger(L, LUAHIER_TRACE_COUNT);
         lua_rawseti(L, -2, LUAHIER_TRACE_COUNT);
-    } else {
-        lua_pushboolean(L, 0);
+        lua_rawseti(L, state, LUAHIER_STATE_RECORD);
     }
-    lua_rawseti(L, state, LUAHIER_STATE_TRACE);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, traced ? e->traced_walk_ref : e->walk_ref);
+    lua_replace(L, base + 3);
 
     /* Walk, and walk again after each error a responder raises, from the next responder. */
-    lua_Integer slot = luahier_slot(L, plan, is_error ? LUAHIER_PLAN_ERRORS : LUAHIER_PLAN_EVENTS);
-    int raised = 0;          /* stack index of the error to walk on with, 0: none */
-    int code = LUAHIER_WALK_END;
-    int tripped = 0, out_of_memory = 0;
-    lua_pushnil(L);          /* the choice */
-    int choice = lua_gettop(L);
+    int code = LUAHIER_WALK_END, tripped = 0, out_of_memory = 0;
+    lua_Integer slot = 0;
+    lua_pushvalue(L, base + 3);
+    lua_pushvalue(L, plan);
+    lua_pushvalue(L, state);
+    lua_pushvalue(L, value);
+    lua_pushvalue(L, type);
+    lua_pushboolean(L, is_error);
+    int args = 5;
     for (;;) {
-        int top = lua_gettop(L);
-        lua_pushcfunction(L, luahier_msgh);
-        lua_rawgeti(L, LUA_REGISTRYINDEX, e->walk_ref);
-        lua_pushvalue(L, plan);
-        lua_pushvalue(L, state);
-        lua_pushinteger(L, slot);
-        if (raised) lua_pushvalue(L, raised);
-        else lua_pushnil(L);
+        /* [walk, args...] above base + 3 */
         g->in_host = 0;
         g->memory_refused = 0;
-        int status = lua_pcall(L, 4, 3, top + 1);
+        int status = lua_pcall(L, args, 6, base + 1);
         g->in_host = 1;
         int memory_refused = g->memory_refused;
         /* A limit tripped, even one a script's own pcall swallowed, ends the dispatch. */
         tripped = luahier_tripped(L);
-        if (tripped) {
-            lua_settop(L, top);
+        if (status == LUA_OK && !tripped) {
+            /* [+ 4 value, + 5 type, + 6 choice, + 7 code, + 8 slot, + 9 is error] */
+            code = (int)lua_tointegerx(L, base + 7, NULL);
+            slot = lua_tointegerx(L, base + 8, NULL);
+            is_error = lua_toboolean(L, base + 9);
+            lua_settop(L, base + 7);
             break;
         }
-        if (status == LUA_OK) {
-            code = (int)lua_tointegerx(L, top + 2, NULL);
-            slot = lua_tointegerx(L, top + 3, NULL);
-            lua_copy(L, top + 4, choice);
-            lua_settop(L, top);
-            break;
+        /* [+ 4 error] Where things stood: the value the walk last went on with, if it replaced
+         * the first, and the entry it was calling. */
+        lua_rawgeti(L, state, LUAHIER_STATE_VALUE);
+        if (lua_toboolean(L, -1)) {
+            lua_rawgeti(L, state, LUAHIER_STATE_TYPE);
+            lua_rawgeti(L, state, LUAHIER_STATE_ERROR);
+            is_error = lua_toboolean(L, -1);
+            lua_pop(L, 1);
+        } else {
+            lua_pop(L, 1);
+            lua_pushvalue(L, value);
+            lua_pushvalue(L, type);
         }
-        /* [top + 1 msgh, top + 2 error] */
-        if (status == LUA_ERRMEM || (status == LUA_ERRERR && memory_refused)) {
-            lua_settop(L, top);
-            out_of_memory = 1;
+        /* [+ 4 error, + 5 value, + 6 type] */
+        slot = luahier_slot(L, state, LUAHIER_STATE_REACHED);
+        if (tripped || status == LUA_ERRMEM || (status == LUA_ERRERR && memory_refused)) {
+            /* Ended by a limit: unhandled, the limit's error the value. */
+            out_of_memory = !tripped;
+            luahier_pushlimitend(L, e, out_of_memory, plan, state, base + 5, is_error);
+            lua_replace(L, base + 4);
+            luahier_asvalue(L, e, base + 4, 1);
+            lua_replace(L, base + 5);
+            lua_pushnil(L);
+            lua_replace(L, base + 6);
+            lua_pushboolean(L, 0);
+            lua_rawseti(L, state, LUAHIER_STATE_VALUE);
+            lua_pushboolean(L, 0);
+            lua_rawseti(L, state, LUAHIER_STATE_BEFORE);
+            lua_settop(L, base + 7);
+            is_error = 1;
             break;
         }
         if (status == LUA_ERRERR) {
             /* The message handler itself failed: the error says so. */
             lua_createtable(L, 0, 2);
-            luahier_word(L, words, LUAHIER_WORD_LUAERROR);
-            luahier_setword(L, -2, words, LUAHIER_WORD_TYPE);
+            luahier_word(L, e, LUAHIER_WORD_TYPE);
+            luahier_word(L, e, LUAHIER_WORD_LUAERROR);
+            lua_rawset(L, -3);
+            luahier_word(L, e, LUAHIER_WORD_MESSAGE);
             lua_pushfstring(L, "error while handling an error: %s",
-                            lua_type(L, top + 2) == LUA_TSTRING ? lua_tostring(L, top + 2) : "?");
-            luahier_setword(L, -2, words, LUAHIER_WORD_MESSAGE);
-            lua_replace(L, top + 2);
+                            lua_type(L, base + 4) == LUA_TSTRING ? lua_tostring(L, base + 4) : "?");
+            lua_rawset(L, -3);
+            lua_replace(L, base + 4);
         }
-        lua_replace(L, top + 1);
-        lua_settop(L, top + 1);
-        if (raised) lua_remove(L, raised);
-        raised = lua_gettop(L);
-        slot = luahier_slot(L, state, LUAHIER_STATE_REACHED);
+        /* The error walks on from the entry that raised it: walk(plan, state, value, type,
+         * is error, slot, error). */
+        lua_pushvalue(L, base + 3);
+        lua_pushvalue(L, plan);
+        lua_pushvalue(L, state);
+        lua_pushvalue(L, base + 5);
+        lua_pushvalue(L, base + 6);
+        lua_pushboolean(L, is_error);
+        lua_pushinteger(L, slot);
+        lua_pushvalue(L, base + 4);
+        lua_rotate(L, base + 4, -3);
+        lua_settop(L, base + 3 + 8);
+        args = 7;
     }
-    if (raised) lua_remove(L, raised);
     g->memory_refused = caller_refused;
-
-    /* [base + 1 words, state, choice] */
-    r->chain_cut = 0;
-    lua_rawgeti(L, plan, LUAHIER_PLAN_END);
-    luahier_word(L, words, LUAHIER_WORD_DETACHED);
-    r->chain_cut = lua_rawequal(L, -1, -2);
-    lua_pop(L, 2);
-    r->tripped = tripped;
-    r->slot = 0;
-    if (tripped || out_of_memory) {
-        /* Ended by a limit: unhandled, the limit's error as the value, the error it was
-         * handling (if any) as its cause, the responder it tripped in as its `where`. */
-        if (out_of_memory) e->push_failure(e->host, L, LUAHIER_FAIL_NOMEMORY);
-        else luahier_pushlimiterror(L, g);
-        int error = lua_gettop(L);
-        luahier_word(L, words, LUAHIER_WORD_WHERE);
-        lua_Integer reached = luahier_slot(L, state, LUAHIER_STATE_REACHED);
-        if (lua_rawget(L, error) == LUA_TNIL && reached > 0) {
-            luahier_word(L, words, LUAHIER_WORD_WHERE);
-            lua_rawgeti(L, plan, reached + LUAHIER_ENTRY_WHERE);
-            lua_rawset(L, error);
-        }
-        lua_pop(L, 1);
-        lua_rawgeti(L, state, LUAHIER_STATE_DOMAIN);
-        luahier_word(L, words, LUAHIER_WORD_ERROR);
-        int handling_error = lua_rawequal(L, -1, -2);
-        lua_pop(L, 2);
-        lua_rawgeti(L, state, LUAHIER_STATE_VALUE);
-        if (handling_error && !lua_rawequal(L, -1, error)) {
-            luahier_word(L, words, LUAHIER_WORD_CAUSE);
-            if (lua_rawget(L, error) == LUA_TNIL) {
-                luahier_word(L, words, LUAHIER_WORD_CAUSE);
-                lua_pushvalue(L, -3);
-                lua_rawset(L, error);
-            }
-            lua_pop(L, 1);
-        }
-        lua_pop(L, 1);
-        luahier_asvalue(L, e, error, 1);
-        r->status = LUAHIER_STATUS_UNHANDLED;
-        r->is_error = 1;
-        lua_pushnil(L);
-        lua_replace(L, choice);
+    /* [msgh, state, walk, value, type, choice, code slot] -> [msgh, value, type, choice, trace] */
+    if (traced) {
+        lua_rawgeti(L, state, LUAHIER_STATE_RECORD);
+        lua_pushboolean(L, 0);
+        lua_rawseti(L, state, LUAHIER_STATE_RECORD);
     } else {
-        lua_rawgeti(L, state, LUAHIER_STATE_VALUE);
-        lua_rawgeti(L, state, LUAHIER_STATE_TYPE);
-        lua_rawgeti(L, state, LUAHIER_STATE_DOMAIN);
-        luahier_word(L, words, LUAHIER_WORD_ERROR);
-        r->is_error = lua_rawequal(L, -1, -2);
-        lua_pop(L, 2);
-        if (code == LUAHIER_WALK_HANDLED) {
-            r->status = LUAHIER_STATUS_HANDLED;
-            r->slot = (int)slot;
-        } else {
-            r->status = r->chain_cut ? LUAHIER_STATUS_DETACHED : LUAHIER_STATUS_UNHANDLED;
-        }
-    }
-    /* [words, state, choice, value, type] -> [value, type, choice, trace] */
-    lua_pushvalue(L, choice);
-    lua_rawgeti(L, state, LUAHIER_STATE_TRACE);
-    if (!lua_toboolean(L, -1)) {
-        lua_pop(L, 1);
         lua_pushnil(L);
     }
-    /* The state lets go of what it held: nothing stays alive between dispatches. */
-    lua_pushboolean(L, 0);
-    lua_rawseti(L, state, LUAHIER_STATE_VALUE);
-    lua_pushboolean(L, 0);
-    lua_rawseti(L, state, LUAHIER_STATE_TRACE);
-    lua_pushboolean(L, 0);
-    lua_rawseti(L, state, LUAHIER_STATE_BEFORE);
-    lua_pushboolean(L, 0);
-    lua_rawseti(L, state, LUAHIER_STATE_PLAN);
-    lua_rotate(L, base + 1, -3);
-    lua_settop(L, base + 4);
-    r->value = base + 1;
-    r->type = base + 2;
-    r->choice = base + 3;
-    r->trace = base + 4;
+    lua_replace(L, base + 7);
+    lua_rotate(L, base + 2, -2);
+    lua_settop(L, base + 5);
+    r->chain_cut = luahier_slot(L, plan, LUAHIER_PLAN_END) == LUAHIER_STATUS_DETACHED;
+    r->tripped = tripped;
+    r->is_error = is_error;
+    if (tripped || out_of_memory) {
+        r->status = LUAHIER_STATUS_UNHANDLED;
+        r->slot = 0;
+    } else if (code == LUAHIER_WALK_HANDLED) {
+        r->status = LUAHIER_STATUS_HANDLED;
+        r->slot = (int)slot;
+    } else {
+        r->status = r->chain_cut ? LUAHIER_STATUS_DETACHED : LUAHIER_STATUS_UNHANDLED;
+        r->slot = 0;
+    }
+    r->value = base + 2;
+    r->type = base + 3;
+    r->choice = base + 4;
+    r->trace = base + 5;
     if (e->observes || (e->presents && r->is_error && r->status != LUAHIER_STATUS_HANDLED)) e->ended(e->host, L, plan, r);
+    e->threads[depth] = NULL;
     --*e->depth;
     g->in_host = caller_in_host;
     return 0;
 }
 
-void luahier_pushoutcome(lua_State *L, luahier_Engine *e, int plan, const luahier_Result *r, int meta,
-                         int traced_meta, int pending) {
-    plan = lua_absindex(L, plan);
-    meta = lua_absindex(L, meta);
-    traced_meta = lua_absindex(L, traced_meta);
-    pending = lua_absindex(L, pending);
+/* [-0, +0, -] In each walk under way on `T` (its frames' first argument is the plan), the
+ * entries of `object` call the skipper. */
+static void luahier_skipin(lua_State *T, const luahier_Engine *e, const void *object) {
+    lua_Debug ar;
+    for (int level = 0; lua_getstack(T, level, &ar); level++) {
+        if (!lua_checkstack(T, 4)) return;
+        lua_getinfo(T, "f", &ar);
+        lua_rawgeti(T, LUA_REGISTRYINDEX, e->walk_ref);
+        lua_rawgeti(T, LUA_REGISTRYINDEX, e->traced_walk_ref);
+        int walk = lua_rawequal(T, -1, -3) || lua_rawequal(T, -2, -3);
+        lua_pop(T, 3);
+        if (!walk || lua_getlocal(T, &ar, 1) == NULL) continue;
+        if (lua_type(T, -1) == LUA_TTABLE) {
+            int plan = lua_gettop(T);
+            lua_Integer last = luahier_slot(T, plan, LUAHIER_PLAN_LAST);
+            for (lua_Integer slot = luahier_slot(T, plan, LUAHIER_PLAN_EVENTS); slot < last; slot += LUAHIER_ENTRY_STRIDE) {
+                lua_rawgeti(T, plan, slot + LUAHIER_ENTRY_OBJECT);
+                const void *held = lua_type(T, -1) == LUA_TLIGHTUSERDATA ? lua_touserdata(T, -1)
+                                 : lua_type(T, -1) == LUA_TUSERDATA ? *(void **)lua_touserdata(T, -1) : NULL;
+                lua_pop(T, 1);
+                if (held != object) continue;
+                luahier_pushskipper(T);
+                lua_rawseti(T, plan, slot + LUAHIER_ENTRY_CALL);
+            }
+        }
+        lua_pop(T, 1);
+    }
+}
+
+void luahier_skipremoved(lua_State *L, const luahier_Engine *e, const void *object) {
+    (void)L;
+    for (long depth = 1; depth <= *e->depth && depth <= LUAHIER_MAX_DEPTH; depth++) {
+        lua_State *T = e->threads[depth];
+        int seen = 0;
+        for (long earlier = 1; earlier < depth; earlier++) seen |= e->threads[earlier] == T;
+        if (T != NULL && !seen) luahier_skipin(T, e, object);
+    }
+}
+
+/* ---- node:triggerEvent, node:reportError ------------------------------------------------ */
+
+/* The upvalues after the trampoline's two (its Swift entry and function index). */
+#define LUAHIER_UP(n) lua_upvalueindex((n) + 2)
+#define LUAHIER_UPWORD(w) LUAHIER_UP(LUAHIER_TRIGGER_WORDS + (w))
+
+/* [-0, +0, m] t[key] = value, raw: a word key from the upvalues, the value on top (popped). */
+static void luahier_setup(lua_State *L, int t, int word) {
+    lua_pushvalue(L, LUAHIER_UPWORD(word));
+    lua_insert(L, -2);
+    lua_rawset(L, t);
+}
+
+/* [-0, +1, m] The outcome table of the dispatch `r` describes, along the plan at `plan`. */
+static void luahier_pushoutcome(lua_State *L, int plan, const luahier_Result *r) {
     int handled = r->status == LUAHIER_STATUS_HANDLED;
     int chosen = handled && !lua_isnil(L, r->choice);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, e->words_ref);
-    int words = lua_gettop(L);
     /* Sized exactly: four fields, six when handled (a table of four hash slots is half one of eight). */
     lua_createtable(L, 0, 4 + (handled ? 2 : 0) + (chosen ? 1 : 0));
     int outcome = lua_gettop(L);
-    luahier_word(L, words, r->status == LUAHIER_STATUS_HANDLED ? LUAHIER_WORD_HANDLED
-                         : r->status == LUAHIER_STATUS_DETACHED ? LUAHIER_WORD_DETACHED : LUAHIER_WORD_UNHANDLED);
-    luahier_setword(L, outcome, words, LUAHIER_WORD_STATUS);
-    luahier_word(L, words, r->is_error ? LUAHIER_WORD_ERROR : LUAHIER_WORD_EVENT);
-    luahier_setword(L, outcome, words, LUAHIER_WORD_KIND);
+    lua_pushvalue(L, LUAHIER_UPWORD(handled ? LUAHIER_WORD_HANDLED
+                                    : r->status == LUAHIER_STATUS_DETACHED ? LUAHIER_WORD_DETACHED
+                                                                           : LUAHIER_WORD_UNHANDLED));
+    luahier_setup(L, outcome, LUAHIER_WORD_STATUS);
+    lua_pushvalue(L, LUAHIER_UPWORD(r->is_error ? LUAHIER_WORD_ERROR : LUAHIER_WORD_EVENT));
+    luahier_setup(L, outcome, LUAHIER_WORD_KIND);
     lua_pushvalue(L, r->value);
-    luahier_setword(L, outcome, words, LUAHIER_WORD_VALUE);
+    luahier_setup(L, outcome, LUAHIER_WORD_VALUE);
     lua_rawgeti(L, plan, LUAHIER_PLAN_AT);
-    luahier_setword(L, outcome, words, LUAHIER_WORD_AT);
+    luahier_setup(L, outcome, LUAHIER_WORD_AT);
     if (handled) {
         lua_rawgeti(L, plan, r->slot + LUAHIER_ENTRY_NODE);
-        luahier_setword(L, outcome, words, LUAHIER_WORD_BY);
+        luahier_setup(L, outcome, LUAHIER_WORD_BY);
         lua_createtable(L, 0, 3);
         lua_rawgeti(L, plan, r->slot + LUAHIER_ENTRY_INDEX);
-        luahier_setword(L, -2, words, LUAHIER_WORD_INDEX);
+        luahier_setup(L, outcome + 1, LUAHIER_WORD_INDEX);
         lua_rawgeti(L, plan, r->slot + LUAHIER_ENTRY_WHERE);
-        luahier_setword(L, -2, words, LUAHIER_WORD_WHERE);
+        luahier_setup(L, outcome + 1, LUAHIER_WORD_WHERE);
         lua_rawgeti(L, plan, r->slot + LUAHIER_ENTRY_KIND);
-        luahier_setword(L, -2, words, LUAHIER_WORD_KIND);
-        luahier_setword(L, outcome, words, LUAHIER_WORD_RESPONDER);
+        luahier_setup(L, outcome + 1, LUAHIER_WORD_KIND);
+        luahier_setup(L, outcome, LUAHIER_WORD_RESPONDER);
     }
     if (chosen) {
         lua_pushvalue(L, r->choice);
-        luahier_setword(L, outcome, words, LUAHIER_WORD_CHOICE);
+        luahier_setup(L, outcome, LUAHIER_WORD_CHOICE);
     }
     if (!lua_isnil(L, r->trace)) {
         /* pending[outcome] = {plan, record}: the trace is made when first read. */
@@ -269,69 +309,53 @@ void luahier_pushoutcome(lua_State *L, luahier_Engine *e, int plan, const luahie
         lua_rawseti(L, -2, 1);
         lua_pushvalue(L, r->trace);
         lua_rawseti(L, -2, 2);
-        lua_rawset(L, pending);
-        lua_pushvalue(L, traced_meta);
+        lua_rawset(L, LUAHIER_UP(LUAHIER_TRIGGER_PENDING));
+        lua_pushvalue(L, LUAHIER_UP(LUAHIER_TRIGGER_TRACEDMETA));
     } else {
-        lua_pushvalue(L, meta);
+        lua_pushvalue(L, LUAHIER_UP(LUAHIER_TRIGGER_OUTCOMEMETA));
     }
     lua_setmetatable(L, outcome);
-    lua_remove(L, words);
 }
-
-/* [-0, +0, -] Whether the value at `index` is a node of this hierarchy. */
-static int luahier_isnode(lua_State *L, int index) {
-    if (lua_type(L, index) != LUA_TUSERDATA || !lua_getmetatable(L, index)) return 0;
-    int node = lua_rawequal(L, -1, lua_upvalueindex(LUAHIER_TRIGGER_NODEMETA + 2));
-    lua_pop(L, 1);
-    return node;
-}
-
-/* The upvalues after the trampoline's two (its Swift entry and function index). */
-#define LUAHIER_UP(n) lua_upvalueindex((n) + 2)
 
 int luahier_trigger(lua_State *L) {
     luahier_Engine *e = (luahier_Engine *)lua_touserdata(L, LUAHIER_UP(LUAHIER_TRIGGER_ENGINE));
     int is_error = lua_toboolean(L, LUAHIER_UP(LUAHIER_TRIGGER_DOMAIN));
     /* Anything but (node, value of the domain) goes to the host, which words the error. */
-    if (lua_gettop(L) < 2 || !luahier_isnode(L, 1) || *(void **)lua_touserdata(L, 1) == NULL) return luahier_trampoline(L);
+    if (lua_gettop(L) < 2 || lua_type(L, 1) != LUA_TUSERDATA || !lua_getmetatable(L, 1)) return luahier_trampoline(L);
+    int node_userdata = lua_rawequal(L, -1, LUAHIER_UP(LUAHIER_TRIGGER_NODEMETA));
+    lua_pop(L, 1);
+    void *node = node_userdata ? *(void **)lua_touserdata(L, 1) : NULL;
+    if (node == NULL) return luahier_trampoline(L);
     lua_settop(L, 2);
     luahier_Guard *g = luahier_guard(L);
     int caller_in_host = g->in_host;
-    if (is_error) {
-        /* As for a raised table: an error without a message reads as its __tostring. */
-        luahier_givetostringmessage(L, 2);
-    }
+    /* As for a raised table: an error without a message reads as its __tostring. */
+    if (is_error) luahier_givetostringmessage(L, 2);
     g->in_host = 1;
-    if (!luahier_asvalue(L, e, 2, is_error)) {
+    luahier_Keys keys = {LUAHIER_UPWORD(LUAHIER_WORD_TYPE), LUAHIER_UP(LUAHIER_TRIGGER_TAGS)};
+    if (!luahier_asvaluewith(L, e, 2, is_error, &keys)) {
         g->in_host = caller_in_host;
         lua_settop(L, 2);
         return luahier_trampoline(L);
     }
-    /* [node, value, type] */
+    /* [node, value, type] A reported error is `where` it was reported, unless it says otherwise. */
     if (is_error && !luahier_isfrozen(L, 2)) {
-        /* A reported error is `where` it was reported, unless it says otherwise. */
-        lua_pushliteral(L, "where");
+        lua_pushvalue(L, LUAHIER_UPWORD(LUAHIER_WORD_WHERE));
         if (lua_rawget(L, 2) == LUA_TNIL && luahier_pushwhere(L, 1)) {
-            lua_pushliteral(L, "where");
+            lua_pushvalue(L, LUAHIER_UPWORD(LUAHIER_WORD_WHERE));
             lua_insert(L, -2);
             lua_rawset(L, 2);
         }
         lua_settop(L, 3);
     }
     /* The node's plan, kept by its address, current while the tree's chains stand still. */
-    void *node = *(void **)lua_touserdata(L, 1);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, e->plans_ref);
     lua_pushlightuserdata(L, node);
-    if (lua_rawget(L, -2) != LUA_TTABLE || luahier_slot(L, -1, LUAHIER_PLAN_STAMP) != *e->changes) {
+    if (lua_rawget(L, LUAHIER_UP(LUAHIER_TRIGGER_PLANS)) != LUA_TTABLE
+        || luahier_slot(L, 4, LUAHIER_PLAN_STAMP) != *e->changes) {
         lua_pop(L, 1);
         e->plan_for(e->host, L, node);
     }
-    lua_remove(L, -2);
     g->in_host = caller_in_host;
-    if (lua_type(L, 4) != LUA_TTABLE) {
-        lua_settop(L, 2);
-        return luahier_trampoline(L);
-    }
     /* [node, value, type, plan] A dispatch's own budget, inside what is left of the running one:
      * a trip ends the dispatch, and the caller goes on if its own budget is not spent. */
     luahier_charge(L, e->dispatch_charge);
@@ -340,20 +364,20 @@ int luahier_trigger(lua_State *L) {
     luahier_Result r;
     int failed = luahier_rundispatch(L, e, 4, 2, 3, is_error, &r);
     luahier_popbudget(L, &enclosing);
+    g->in_host = 1;
     if (failed) {
         /* Nested past the limit: raised at the caller's line. */
-        g->in_host = 1;
         e->push_failure(e->host, L, failed);
-        lua_pushliteral(L, "where");
+        lua_pushvalue(L, LUAHIER_UPWORD(LUAHIER_WORD_WHERE));
         if (luahier_pushwhere(L, 1)) lua_rawset(L, -3);
         else lua_pop(L, 1);
         g->in_host = caller_in_host;
         return lua_error(L);
     }
-    luahier_charge(L, luahier_slot(L, 4, LUAHIER_PLAN_HOPS));
-    g->in_host = 1;
-    luahier_pushoutcome(L, e, 4, &r, LUAHIER_UP(LUAHIER_TRIGGER_OUTCOMEMETA), LUAHIER_UP(LUAHIER_TRIGGER_TRACEDMETA),
-                        LUAHIER_UP(LUAHIER_TRIGGER_PENDING));
+    luahier_pushoutcome(L, 4, &r);
+    lua_replace(L, 5);
+    lua_settop(L, 5);
     g->in_host = caller_in_host;
+    luahier_charge(L, luahier_slot(L, 4, LUAHIER_PLAN_HOPS));
     return 1;
 }

@@ -39,7 +39,8 @@ static void luahier_rawsetfield(lua_State *L, int t, const char *k) {
 /* [-0, +0, -] Whether the function running at `ar`'s level is the dispatch engine's walk, a
  * frame of the host's own that tracebacks leave out. */
 static int luahier_isrunframe(lua_State *L, lua_Debug *ar) {
-    return luahier_frameruns(L, ar, luahier_guard(L)->walk_ref);
+    luahier_Guard *g = luahier_guard(L);
+    return luahier_frameruns(L, ar, g->walk_ref) || luahier_frameruns(L, ar, g->traced_walk_ref);
 }
 
 void luahier_pushtraceback(lua_State *L, int level) {

@@ -285,7 +285,8 @@ int luahier_frameruns(lua_State *L, lua_Debug *ar, int ref) {
  * calls (the walk is short and bounded), so a limit error always names a responder's line;
  * a walk that ends first leaves the trip to its driver. */
 static int luahier_inplanwalk(lua_State *L, lua_Debug *ar) {
-    return luahier_frameruns(L, ar, luahier_guard(L)->walk_ref);
+    luahier_Guard *g = luahier_guard(L);
+    return luahier_frameruns(L, ar, g->walk_ref) || luahier_frameruns(L, ar, g->traced_walk_ref);
 }
 
 void luahier_hook(lua_State *L, lua_Debug *ar) {

@@ -10,23 +10,48 @@
  * C stack (200 levels) ends. It is loaded once, stripped of debug information, so no message,
  * `where` or traceback names a line of it (luahier_ishostcode).
  *
- * Called protected by the driver as walk(plan, state, slot, raised): it offers the value (kept
- * in `state`, LUAHIER_STATE_*) to the entries of its domain from `slot` on, and applies what
- * each answers. `raised`, when given, is an error the entry at `slot` raised: it replaces the
- * value there, and the walk goes on after it. It returns (LUAHIER_WALK_END, the slot after the
- * last entry) or (LUAHIER_WALK_HANDLED, the entry's slot, an alert's choice); an error a
- * responder raises leaves the walk through the driver's pcall, with the entry it was calling
- * in state[REACHED], and comes back as `raised`.
+ * Called protected by the driver as
+ *     walk(plan, state, value, type, is_error [, slot, raised])
+ * it offers the value to the entries of its domain from the first (or from `slot`), and
+ * applies what each answers: SPEC §4's table. `raised`, when given, is an error the entry at
+ * `slot` raised: it replaces the value there, and the walk goes on after it. It returns the
+ * value, its type, an alert's choice, then how it stopped (LUAHIER_WALK_END or _HANDLED), the
+ * slot it stopped at, and whether the value is an error.
  *
- * Every value it goes on with is written to `state` first, so the driver knows the value a
- * responder was called with (for `cause`) whatever happens in the call. */
+ * An error a responder raises leaves the walk through the driver's pcall, with the entry it was
+ * calling in state[REACHED], and comes back as `raised`: so every value the walk goes on with
+ * is written to `state` first.
+ *
+ * A run of plain receives (LUAHIER_ENTRY_RUN) is called in a loop of its own, with nothing
+ * per responder but the call and one comparison: a value they all pass by costs about what
+ * calling the same functions in a plain Lua loop does. */
 static const char luahier_walk_source[] =
-    "local accept, copy = ...\n"
-    "local STRIDE <const>, FILTER <const>, CLASS <const>, CROSS <const> = %d, %d, %d, %d\n"
-    "local ERRORS <const>, LAST <const>, TRACE <const> = %d, %d, %d\n"
-    "local RECEIVE <const>, HANDLE <const>, CATCH <const>, ALERT <const>, ARRIVE <const> = %d, %d, %d, %d, %d\n"
-    "local REACHED <const>, VALUE <const>, TYPE <const>, DOMAIN <const>, RECORD <const>, BEFORE <const> = %d, %d, %d, %d, %d, %d\n"
-    "local END <const>, HANDLED <const>, STEP <const> = %d, %d, %d\n"
+    "local accept, copy, SKIP = ...\n"
+    /* One constant a declaration: in `local a <const>, b <const> = ...` only the last is a
+     * compile-time constant, and the others become upvalues of the walk. */
+    "local STRIDE <const> = %d\n"
+    "local FILTER <const> = %d\n"
+    "local CLASS <const> = %d\n"
+    "local CROSS <const> = %d\n"
+    "local RUN <const> = %d\n"
+    "local EVENTS <const> = %d\n"
+    "local ERRORS <const> = %d\n"
+    "local LAST <const> = %d\n"
+    "local TRACE <const> = %d\n"
+    "local RECEIVE <const> = %d\n"
+    "local HANDLE <const> = %d\n"
+    "local CATCH <const> = %d\n"
+    "local ALERT <const> = %d\n"
+    "local ARRIVE <const> = %d\n"
+    "local REACHED <const> = %d\n"
+    "local VALUE <const> = %d\n"
+    "local TYPE <const> = %d\n"
+    "local ERROR <const> = %d\n"
+    "local BEFORE <const> = %d\n"
+    "local RECORD <const> = %d\n"
+    "local END <const> = %d\n"
+    "local HANDLED <const> = %d\n"
+    "local STEP <const> = %d\n"
     /* A trace step: the entry, the type it was called with, what came of it. */
     "local function step(record, slot, input, result, rtype, before, after)\n"
     "  local n = record[1]\n"
@@ -34,60 +59,113 @@ static const char luahier_walk_source[] =
     "  record[n + 4], record[n + 5], record[n + 6] = rtype, before, after\n"
     "  record[1] = n + STEP\n"
     "end\n"
-    "return function(plan, state, slot, raised)\n"
-    "  local value, vtype, domain, record = state[VALUE], state[TYPE], state[DOMAIN], state[RECORD]\n"
-    "  local full = record and plan[TRACE] == 'full'\n"
-    "  if raised ~= nil then\n"
+    "return function(plan, state, value, vtype, iserror, slot, raised)\n"
+    "T|local record, full = state[RECORD], plan[TRACE] == 'full'\n"
+    "  local last\n"
+    "  if not slot then\n"
+    "    if iserror then slot, last = plan[ERRORS], plan[LAST] - 1 else slot, last = plan[EVENTS], plan[ERRORS] - 1 end\n"
+    "  else\n"
     /*  The position rule: the raised error replaces the value at the entry that raised it. */
-    "    local input = vtype\n"
-    "    value, vtype = accept(plan, slot, raised, true, value, domain, true)\n"
-    "    if record then step(record, slot, input, 'raised', vtype, full and state[BEFORE], full and copy(value)) end\n"
+    "T|  local input = vtype\n"
+    "    value, vtype = accept(plan, slot, raised, true, value, iserror, true)\n"
+    "T|  step(record, slot, input, 'raised', vtype, full and state[BEFORE], full and copy(value))\n"
     "    if slot < plan[ERRORS] then slot = plan[slot + CROSS] else slot = slot + STRIDE end\n"
-    "    domain = 'error'\n"
-    "    state[VALUE], state[TYPE], state[DOMAIN] = value, vtype, domain\n"
+    "    iserror, last = true, plan[LAST] - 1\n"
+    "    state[VALUE], state[TYPE], state[ERROR] = value, vtype, true\n"
     "  end\n"
     "  while true do\n"
-    "    local last = (domain == 'event' and plan[ERRORS] or plan[LAST]) - 1\n"
-    "    local from = slot\n"
+    "    local i = slot\n"
     "    slot = nil\n"
-    "    for i = from, last, STRIDE do\n"
-    "      local filter = plan[i + FILTER]\n"
-    "      if not filter or filter[vtype] then\n"
-    "        state[REACHED] = i\n"
-    "        if full then state[BEFORE] = copy(value) end\n"
-    "        local answer, extra = plan[i](value)\n"
-    "        local class = plan[i + CLASS]\n"
-    "        if class == RECEIVE and answer == 'notHandled' then\n"
-    "          if record then step(record, i, vtype, 'notHandled', false, false, false) end\n"
-    "        elseif class == HANDLE or (class == RECEIVE and answer == 'handled') or (class == ALERT and answer ~= nil) then\n"
-    "          if record then step(record, i, vtype, 'handled', false, false, false) end\n"
-    "          return HANDLED, i, class == ALERT and extra or nil\n"
-    "        elseif class == ARRIVE then\n"
-    /*        The safety check at a declaring node: nil passes; a violation replaces the value. */
-    "          if answer ~= nil then\n"
-    "            value, vtype = answer, extra\n"
-    "            state[VALUE], state[TYPE], state[DOMAIN] = value, vtype, 'error'\n"
-    "            if domain ~= 'error' then domain = 'error' slot = plan[i + CROSS] break end\n"
-    "          end\n"
-    "        elseif class ~= ALERT then\n"
-    /*        A replacement: receive and transform keep the domain; catch makes it an event.
-     *        Whatever a kind may not return is a contract error, which accept raises. */
-    "          local input, target = vtype, class == CATCH and 'event' or domain\n"
-    "          value, vtype = accept(plan, i, answer, target == 'error', value, domain, false)\n"
-    "          if record then step(record, i, input, target, vtype, full and state[BEFORE], full and copy(value)) end\n"
-    "          state[VALUE], state[TYPE] = value, vtype\n"
-    "          if target ~= domain then\n"
-    "            domain = target\n"
-    "            state[DOMAIN] = domain\n"
-    "            slot = plan[i + CROSS]\n"
-    "            break\n"
+    "    while i <= last do\n"
+    "      local run = plan[i + RUN]\n"
+    "      if run then\n"
+    /*      Plain receives: "notHandled" goes on, "handled" stops, anything else replaces the
+     *      value in its domain (or is a contract error, which accept raises). */
+    "        for j = i, run, STRIDE do\n"
+    "          state[REACHED] = j\n"
+    "T|        if full then state[BEFORE] = copy(value) end\n"
+    "          local answer = plan[j](value)\n"
+    "          if answer ~= 'notHandled' then\n"
+    "            if answer == 'handled' then\n"
+    "T|            step(record, j, vtype, 'handled', false, false, false)\n"
+    "T|            state[BEFORE] = false\n"
+    "              state[VALUE] = false\n"
+    "              return value, vtype, nil, HANDLED, j, iserror\n"
+    "            elseif answer ~= SKIP then\n"
+    "              local input = vtype\n"
+    "              value, vtype = accept(plan, j, answer, iserror, value, iserror, false)\n"
+    "T|            step(record, j, input, iserror and 'error' or 'event', vtype, full and state[BEFORE], full and copy(value))\n"
+    "              state[VALUE], state[TYPE], state[ERROR] = value, vtype, iserror\n"
+    "            end\n"
+    "T|        else step(record, j, vtype, 'notHandled', false, false, false)\n"
     "          end\n"
     "        end\n"
+    "        i = run + STRIDE\n"
+    "      else\n"
+    "        local filter = plan[i + FILTER]\n"
+    "        if not filter or filter[vtype] then\n"
+    "          state[REACHED] = i\n"
+    "T|        if full then state[BEFORE] = copy(value) end\n"
+    "          local answer, extra = plan[i](value)\n"
+    "          local class = plan[i + CLASS]\n"
+    "          if answer == SKIP then\n"
+    /*          Removed during this dispatch: passed by. */
+    "          elseif class == RECEIVE and answer == 'notHandled' then\n"
+    "T|          step(record, i, vtype, 'notHandled', false, false, false)\n"
+    "          elseif class == HANDLE or (class == RECEIVE and answer == 'handled') or (class == ALERT and answer ~= nil) then\n"
+    "T|          step(record, i, vtype, 'handled', false, false, false)\n"
+    "T|          state[BEFORE] = false\n"
+    "            state[VALUE] = false\n"
+    "            return value, vtype, class == ALERT and extra or nil, HANDLED, i, iserror\n"
+    "          elseif class == ARRIVE then\n"
+    /*          The safety check at a declaring node: nil passes; a violation replaces the value. */
+    "            if answer ~= nil then\n"
+    "              value, vtype = answer, extra\n"
+    "              state[VALUE], state[TYPE], state[ERROR] = value, vtype, true\n"
+    "              if not iserror then iserror, last, slot = true, plan[LAST] - 1, plan[i + CROSS] break end\n"
+    "            end\n"
+    "          elseif class ~= ALERT then\n"
+    /*          A replacement: receive and transform keep the domain; catch makes it an event.
+     *          Whatever a kind may not return is a contract error, which accept raises. */
+    "            local input, toerror = vtype, iserror and class ~= CATCH\n"
+    "            value, vtype = accept(plan, i, answer, toerror, value, iserror, false)\n"
+    "T|          step(record, i, input, toerror and 'error' or 'event', vtype, full and state[BEFORE], full and copy(value))\n"
+    "            state[VALUE], state[TYPE], state[ERROR] = value, vtype, toerror\n"
+    "            if toerror ~= iserror then\n"
+    "              iserror, slot = toerror, plan[i + CROSS]\n"
+    "              last = (toerror and plan[LAST] or plan[ERRORS]) - 1\n"
+    "              break\n"
+    "            end\n"
+    "          end\n"
+    "        end\n"
+    "        i = i + STRIDE\n"
     "      end\n"
     "    end\n"
-    "    if not slot then return END, last + 1 end\n"
+    "    if not slot then\n"
+    "T|    state[BEFORE] = false\n"
+    "      state[VALUE] = false\n"
+    "      return value, vtype, nil, END, last + 1, iserror\n"
+    "    end\n"
     "  end\n"
     "end\n";
+
+/* The lines that only the variant that records traces keeps start with this mark; the other
+ * variant has them as comments (so both have the same lines, and an untraced dispatch does
+ * not pay a test per responder for a trace it does not record). */
+static const char luahier_traced_mark[] = "T|";
+
+/* What the skipper answers: no responder can return it. */
+static char luahier_skipmark;
+
+/* lua_CFunction: a removed responder's stand-in (luahier_pushskipper). */
+static int luahier_skipper(lua_State *L) {
+    lua_pushlightuserdata(L, &luahier_skipmark);
+    return 1;
+}
+
+void luahier_pushskipper(lua_State *L) {
+    lua_pushcfunction(L, luahier_skipper);
+}
 
 /* ---- Values of a domain (SPEC §3) ------------------------------------------------------ */
 
@@ -95,7 +173,8 @@ static const char luahier_walk_source[] =
 static void luahier_pushword(lua_State *L, const luahier_Engine *e, int word) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, e->words_ref);
     lua_rawgeti(L, -1, word);
-    lua_remove(L, -2);
+    lua_copy(L, -1, -2);
+    lua_pop(L, 1);
 }
 
 /* [-0, +0, m] Notes (weakly) that the table at `index` travels as an error or an event. */
@@ -109,6 +188,10 @@ static void luahier_tag(lua_State *L, const luahier_Engine *e, int index, int is
 }
 
 int luahier_asvalue(lua_State *L, luahier_Engine *e, int index, int is_error) {
+    return luahier_asvaluewith(L, e, index, is_error, NULL);
+}
+
+int luahier_asvaluewith(lua_State *L, luahier_Engine *e, int index, int is_error, const luahier_Keys *keys) {
     index = lua_absindex(L, index);
     switch (lua_type(L, index)) {
     case LUA_TSTRING:
@@ -132,7 +215,8 @@ int luahier_asvalue(lua_State *L, luahier_Engine *e, int index, int is_error) {
         lua_replace(L, index);
         return 1;
     case LUA_TTABLE: {
-        luahier_pushword(L, e, LUAHIER_WORD_TYPE);
+        if (keys) lua_pushvalue(L, keys->type);
+        else luahier_pushword(L, e, LUAHIER_WORD_TYPE);
         int kind = lua_rawget(L, index);
         int untyped = kind == LUA_TNIL && is_error;
         if (untyped) {
@@ -145,7 +229,8 @@ int luahier_asvalue(lua_State *L, luahier_Engine *e, int index, int is_error) {
             return 0;
         }
         /* [type] A table that travelled as the other domain is refused. */
-        lua_rawgeti(L, LUA_REGISTRYINDEX, e->tags_ref);
+        if (keys) lua_pushvalue(L, keys->tags);
+        else lua_rawgeti(L, LUA_REGISTRYINDEX, e->tags_ref);
         lua_pushvalue(L, index);
         int tag = lua_rawget(L, -2);
         if (tag == LUA_TBOOLEAN && lua_toboolean(L, -1) == is_error) {
@@ -164,7 +249,8 @@ int luahier_asvalue(lua_State *L, luahier_Engine *e, int index, int is_error) {
         lua_pop(L, 1);
         /* An error without a type is an "Error" (the sandbox's read-only tables stay as they are). */
         if (untyped && !luahier_isfrozen(L, index)) {
-            luahier_pushword(L, e, LUAHIER_WORD_TYPE);
+            if (keys) lua_pushvalue(L, keys->type);
+            else luahier_pushword(L, e, LUAHIER_WORD_TYPE);
             lua_pushvalue(L, -2);
             lua_rawset(L, index);
         }
@@ -240,7 +326,7 @@ static int luahier_isyieldacrosshost(lua_State *L, const luahier_Engine *e, int 
     return yielded;
 }
 
-/* lua_CFunction accept(plan, slot, answer, as_error, value, domain, raised) -> value, type:
+/* lua_CFunction accept(plan, slot, answer, as_error, value, is_error, raised) -> value, type:
  * what the entry at `slot` produced, as the value that goes on (SPEC §4).
  * - A replacement must be a value of the domain `as_error` says (the verdict words are not
  *   values): anything else raises the entry's ResponderContractError.
@@ -313,10 +399,7 @@ static int luahier_accept(lua_State *L) {
         lua_rawgeti(L, 1, slot + LUAHIER_ENTRY_WHERE);
         luahier_setifabsent(L, e, 3, LUAHIER_WORD_WHERE, -1);
         lua_pop(L, 1);
-        luahier_pushword(L, e, LUAHIER_WORD_ERROR);
-        int replaces_error = lua_rawequal(L, 6, -1);
-        lua_pop(L, 1);
-        if (replaces_error && !lua_rawequal(L, 3, 5)) luahier_setifabsent(L, e, 3, LUAHIER_WORD_CAUSE, 5);
+        if (lua_toboolean(L, 6) && !lua_rawequal(L, 3, 5)) luahier_setifabsent(L, e, 3, LUAHIER_WORD_CAUSE, 5);
     }
     lua_pushvalue(L, 3);
     lua_insert(L, -2);
@@ -382,15 +465,19 @@ static int luahier_copy(lua_State *L) {
 
 /* ---- Loading ---------------------------------------------------------------------------- */
 
-int luahier_pushwalk(lua_State *L, luahier_Engine *engine) {
-    const char *source = lua_pushfstring(L, luahier_walk_source,
+int luahier_pushwalk(lua_State *L, luahier_Engine *engine, int traced) {
+    const char *template = lua_pushfstring(L, luahier_walk_source,
         (int)LUAHIER_ENTRY_STRIDE, (int)LUAHIER_ENTRY_FILTER, (int)LUAHIER_ENTRY_CLASS, (int)LUAHIER_ENTRY_CROSS,
-        (int)LUAHIER_PLAN_ERRORS, (int)LUAHIER_PLAN_LAST, (int)LUAHIER_PLAN_TRACE,
+        (int)LUAHIER_ENTRY_RUN,
+        (int)LUAHIER_PLAN_EVENTS, (int)LUAHIER_PLAN_ERRORS, (int)LUAHIER_PLAN_LAST, (int)LUAHIER_PLAN_TRACE,
         (int)LUAHIER_CLASS_RECEIVE, (int)LUAHIER_CLASS_HANDLE, (int)LUAHIER_CLASS_CATCH, (int)LUAHIER_CLASS_ALERT,
         (int)LUAHIER_CLASS_ARRIVE,
-        (int)LUAHIER_STATE_REACHED, (int)LUAHIER_STATE_VALUE, (int)LUAHIER_STATE_TYPE, (int)LUAHIER_STATE_DOMAIN,
-        (int)LUAHIER_STATE_TRACE, (int)LUAHIER_STATE_BEFORE,
+        (int)LUAHIER_STATE_REACHED, (int)LUAHIER_STATE_VALUE, (int)LUAHIER_STATE_TYPE, (int)LUAHIER_STATE_ERROR,
+        (int)LUAHIER_STATE_BEFORE, (int)LUAHIER_STATE_RECORD,
         (int)LUAHIER_WALK_END, (int)LUAHIER_WALK_HANDLED, (int)LUAHIER_STEP_STRIDE);
+    /* The variant's lines: the marked ones kept (traced) or made comments. */
+    const char *source = luaL_gsub(L, template, luahier_traced_mark, traced ? "  " : "--");
+    lua_remove(L, -2);
     int status = luaL_loadbuffer(L, source, strlen(source), "=[luahier walk]");
     lua_remove(L, -2);
     if (status != LUA_OK) return status;
@@ -399,5 +486,6 @@ int luahier_pushwalk(lua_State *L, luahier_Engine *engine) {
     lua_pushlightuserdata(L, engine);
     lua_pushcclosure(L, luahier_accept, 1);
     lua_pushcfunction(L, luahier_copy);
-    return lua_pcall(L, 2, 1, 0);
+    lua_pushlightuserdata(L, &luahier_skipmark);
+    return lua_pcall(L, 3, 1, 0);
 }

@@ -22,8 +22,8 @@
 enum {
     LUAHIER_PLAN_STAMP = 1,    /* the tree's chain-change count when it was made */
     LUAHIER_PLAN_AT = 2,       /* the origin's path */
-    LUAHIER_PLAN_END = 3,      /* how a value that passes every entry ends: "unhandled" or
-                                * "detached" (the chain's top is not the root) */
+    LUAHIER_PLAN_END = 3,      /* how a value that passes every entry ends: LUAHIER_STATUS_UNHANDLED,
+                                * or _DETACHED when the chain's top is not the root */
     LUAHIER_PLAN_HOPS = 4,     /* nodes in the chain: host work, charged per dispatch */
     LUAHIER_PLAN_TRACE = 5,    /* false, "path" or "full": what dispatches along it record */
     LUAHIER_PLAN_EVENTS = 6,   /* the first slot of the event entries, */
@@ -35,9 +35,10 @@ enum {
 /* One entry: its fields at these offsets from its first slot. */
 enum {
     LUAHIER_ENTRY_CALL = 0,    /* what the walk calls with the value: a Lua function, or a host
-                                * closure (a Swift closure, an alert responder, a safety check) */
-    LUAHIER_ENTRY_FILTER = 1,  /* false (any type) or a set of type names; a removed responder's
-                                * is the empty set (LuaEngine.swift) */
+                                * closure (a Swift closure, an alert responder, a safety check);
+                                * once the responder is removed during a dispatch, the skipper,
+                                * whose answer the walk takes as "not offered" */
+    LUAHIER_ENTRY_FILTER = 1,  /* false (any type) or a set of type names */
     LUAHIER_ENTRY_CLASS = 2,   /* LUAHIER_CLASS_*: what its answers mean */
     LUAHIER_ENTRY_CROSS = 3,   /* the slot in the other domain's entries where the walk goes on
                                 * when this entry changes the value's domain */
@@ -49,7 +50,10 @@ enum {
                                 * holds it (the Swift responder, the arrival); for a Lua
                                 * function's, the responder's address (a light userdata), which
                                 * only tells it from others */
-    LUAHIER_ENTRY_STRIDE = 9
+    LUAHIER_ENTRY_RUN = 9,     /* for a plain receive (any type; a Lua function or a host closure)
+                                * and the plain receives right after it: the slot of the last
+                                * of them, which the walk calls in a tight loop; false otherwise */
+    LUAHIER_ENTRY_STRIDE = 10
 };
 
 /* What an entry's answer means (the walk's reading of SPEC §4's table). */
@@ -66,16 +70,17 @@ enum {
 };
 
 /* A dispatch's state: a table per nesting depth, reused, that the walk keeps up to date so
- * the driver knows where things stood when a responder raised an error. */
+ * the driver knows where things stood when a responder raised an error. The walk clears what
+ * holds values as it ends (the driver, when it ends by an error): it holds nothing between
+ * dispatches. */
 enum {
-    LUAHIER_STATE_REACHED = 1, /* the slot of the entry being called */
-    LUAHIER_STATE_VALUE = 2,   /* the value, */
+    LUAHIER_STATE_REACHED = 1, /* the slot of the entry being called (0: none yet) */
+    LUAHIER_STATE_VALUE = 2,   /* the value once a responder replaced it (false: the first), */
     LUAHIER_STATE_TYPE = 3,    /* its type, */
-    LUAHIER_STATE_DOMAIN = 4,  /* and its domain ("event" or "error") */
-    LUAHIER_STATE_TRACE = 5,   /* false, or the trace record (below) */
-    LUAHIER_STATE_BEFORE = 6,  /* full tracing: a copy of the value the entry was called with */
-    LUAHIER_STATE_PLAN = 7,    /* the plan (so a removal can reach the plans under way) */
-    LUAHIER_STATE_SIZE = 7
+    LUAHIER_STATE_ERROR = 4,   /* and whether it is an error */
+    LUAHIER_STATE_BEFORE = 5,  /* full tracing: a copy of the value the entry was called with */
+    LUAHIER_STATE_RECORD = 6,  /* the trace record, when the plan traces (else false) */
+    LUAHIER_STATE_SIZE = 6
 };
 
 /* A trace record: slot 1 counts the slots used, then per step: */
@@ -92,7 +97,8 @@ enum {
     LUAHIER_STEP_STRIDE = 6
 };
 
-/* What the walk returns: how it stopped, and the slot it stopped at. */
+/* What the walk returns: the value, its type, an alert's choice, then how it stopped, the slot
+ * it stopped at, and whether the value is an error. */
 enum {
     LUAHIER_WALK_END = 0,      /* past the last entry of the value's domain */
     LUAHIER_WALK_HANDLED = 1   /* the entry handled it (an alert also returns the choice) */
@@ -105,7 +111,8 @@ enum {
     LUAHIER_STATUS_DETACHED = 2
 };
 
-/* Interned words (the table at luahier_Engine.words_ref), so C pushes them without hashing. */
+/* Interned words (the table at luahier_Engine.words_ref), so C pushes them without hashing:
+ * an outcome's keys and words, and the value rules' fields. */
 enum {
     LUAHIER_WORD_TYPE = 1, LUAHIER_WORD_MESSAGE, LUAHIER_WORD_WHERE, LUAHIER_WORD_CAUSE,
     LUAHIER_WORD_EVENT, LUAHIER_WORD_ERROR, LUAHIER_WORD_HANDLED, LUAHIER_WORD_NOTHANDLED,
@@ -114,6 +121,9 @@ enum {
     LUAHIER_WORD_INDEX, LUAHIER_WORD_CHOICE, LUAHIER_WORD_ERRORTYPE, LUAHIER_WORD_LUAERROR,
     LUAHIER_WORD_COUNT = LUAHIER_WORD_LUAERROR
 };
+
+/* The most dispatches nested at once (the depth limit is at most 180, Dispatcher.depthLimits). */
+#define LUAHIER_MAX_DEPTH 200
 
 struct luahier_Engine;
 
@@ -138,11 +148,14 @@ typedef struct luahier_Engine {
     long *depth;               /* dispatches and publishes under way, nested */
     long depth_limit;
     /* registry references */
-    int walk_ref;              /* the walk (walk.c) */
+    int walk_ref;              /* the walk (walk.c), and its variant that records traces */
+    int traced_walk_ref;
     int plans_ref;             /* a node's address (light userdata) -> its plan */
     int tags_ref;              /* table -> true (travelled as an event) / false (as an error),
                                 * weak keys: a table never comes back as the other domain */
-    int states_ref;            /* depth -> the dispatch's state table */
+    int state_refs[LUAHIER_MAX_DEPTH + 1]; /* depth -> its state table (0: not made yet) */
+    lua_State *threads[LUAHIER_MAX_DEPTH + 1]; /* depth -> the thread its dispatch runs on (a
+                                * removal finds the plans under way in their walks' frames) */
     int words_ref;             /* LUAHIER_WORD_* -> the word */
     int expected_ref;          /* kind name -> what it must return, for contract errors */
     const void *handled;       /* the interned verdicts */
@@ -170,9 +183,14 @@ enum {
     LUAHIER_FAIL_NOMEMORY = 2  /* malloc failed with no memory cap set */
 };
 
-/* [-0, +1, -] Pushes the walk, its helpers bound; returns LUA_OK, or an error status with the
- * error pushed instead. Made once per state. `engine` must outlive the state's use of it. */
-int luahier_pushwalk(lua_State *L, luahier_Engine *engine);
+/* [-0, +1, -] Pushes the walk (`traced`: its variant that records traces), its helpers bound;
+ * returns LUA_OK, or an error status with the error pushed instead. Made once per state.
+ * `engine` must outlive the state's use of it. */
+int luahier_pushwalk(lua_State *L, luahier_Engine *engine, int traced);
+
+/* [-0, +1, -] The function a removed responder's entry calls instead (LUAHIER_ENTRY_CALL): its
+ * answer, which no responder can give, tells the walk to pass the entry by. */
+void luahier_pushskipper(lua_State *L);
 
 /* [-0, +0, m] Normalizes the value at `index` as a value of the domain `is_error` says (SPEC
  * §3): a string is shorthand (a fresh table), an error table without `type` gets "Error", and a
@@ -181,31 +199,46 @@ int luahier_pushwalk(lua_State *L, luahier_Engine *engine);
  * number", "an event (Tap)", ...) and the value left as it was. */
 int luahier_asvalue(lua_State *L, luahier_Engine *engine, int index, int is_error);
 
-/* [-0, +(0|4), -] Runs a dispatch of the value at `value` (normalized and tagged, with its type
+/* Where luahier_asvalue finds what it reads, for a caller that holds them (a closure's
+ * upvalues): the word "type" and the domain tags table. */
+typedef struct luahier_Keys {
+    int type;
+    int tags;
+} luahier_Keys;
+
+/* As luahier_asvalue, with `keys` (NULL: from the registry). */
+int luahier_asvaluewith(lua_State *L, luahier_Engine *engine, int index, int is_error, const luahier_Keys *keys);
+
+/* [-0, +(0|5), -] Runs a dispatch of the value at `value` (normalized and tagged, with its type
  * at `type`) along the plan at `plan`, inside the caller's budget: the driver's pcalls catch
  * every error of the responders, so it raises nothing (every allocation of its own is the
- * host's). Returns 0 with the final value, its type, the choice and the trace record pushed
- * and `r` filled; or LUAHIER_FAIL_DEPTH when it would nest past the limit (nothing pushed). */
+ * host's). Returns 0 with five values pushed (`r` says where the final value, its type, the
+ * choice and the trace record are) and `r` filled; or LUAHIER_FAIL_DEPTH when it would nest
+ * past the limit (nothing pushed). */
 int luahier_rundispatch(lua_State *L, luahier_Engine *engine, int plan, int value, int type, int is_error,
                         luahier_Result *r);
 
-/* [-0, +1, m] The outcome table of a dispatch `r` describes, along the plan at `plan`, as Lua
- * sees it (SPEC §5): status, kind, value, at, by, responder, choice; a traced one's trace is
- * made on first read (LuaEngine.swift). `meta` and `traced_meta` are the outcome metatables,
- * `pending` the table of records waiting to become traces. */
-void luahier_pushoutcome(lua_State *L, luahier_Engine *engine, int plan, const luahier_Result *r,
-                         int meta, int traced_meta, int pending);
+/* [-0, +0, -] A responder was removed: the dispatches under way, whose plans have it, call the
+ * skipper in its place (SPEC §4: a responder removed during a dispatch is not called). Their
+ * plans are found in their walks' frames, on the threads the dispatches run on. `object` is
+ * the responder's address (what LUAHIER_ENTRY_OBJECT holds). */
+void luahier_skipremoved(lua_State *L, const luahier_Engine *engine, const void *object);
 
 /* `node:triggerEvent(event)` and `node:reportError(err)`: upvalue LUAHIER_TRIGGER_DOMAIN says
- * which. The closure's upvalues: */
+ * which. It makes the outcome table (SPEC §5): status, kind, value, at, by, responder, choice;
+ * a traced one's trace is made on first read (LuaEngine.swift). The closure's upvalues, after
+ * the trampoline's two: */
 enum {
     LUAHIER_TRIGGER_ENGINE = 1,   /* the luahier_Engine (light userdata) */
     LUAHIER_TRIGGER_DOMAIN,       /* false: events, true: errors */
     LUAHIER_TRIGGER_NODEMETA,     /* the node metatable, to know a node */
     LUAHIER_TRIGGER_OUTCOMEMETA,  /* the metatables of outcomes, untraced and traced, */
     LUAHIER_TRIGGER_TRACEDMETA,
-    LUAHIER_TRIGGER_PENDING,      /* outcome -> its trace record (weak keys) */
-    LUAHIER_TRIGGER_COUNT = LUAHIER_TRIGGER_PENDING
+    LUAHIER_TRIGGER_PENDING,      /* outcome -> {plan, trace record} (weak keys) */
+    LUAHIER_TRIGGER_PLANS,        /* the engine's plans (luahier_Engine.plans_ref) */
+    LUAHIER_TRIGGER_TAGS,         /* the domain tags (luahier_Engine.tags_ref) */
+    LUAHIER_TRIGGER_WORDS,        /* the words table, then each word, LUAHIER_WORD_* after this one */
+    LUAHIER_TRIGGER_COUNT = LUAHIER_TRIGGER_WORDS + LUAHIER_WORD_COUNT
 };
 int luahier_trigger(lua_State *L);
 

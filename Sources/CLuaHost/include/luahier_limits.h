@@ -79,9 +79,10 @@ typedef struct luahier_Guard {
     lua_State *main;               /* the main thread */
     lua_State *running;            /* the thread running Lua: main, or the coroutine the
                                     * sandbox's resume entered (where a trip sets the hook) */
-    int walk_ref;                  /* registry reference to the dispatch engine's walk (0: none
-                                    * yet): a frame of the host's that tracebacks leave out, and
-                                    * where a tripped limit waits for the next responder */
+    /* Registry references to the dispatch engine's walks, untraced and traced (0: none yet):
+     * frames of the host's that tracebacks leave out, and where a tripped limit waits for the
+     * next responder. */
+    int walk_ref, traced_walk_ref;
     luahier_WatchCell *watch;      /* the watchdog's cell for this state (NULL: not watched) */
     volatile int prompted;         /* set by the watchdog's signal: the next charge reads the
                                     * clock (C loops that never reach an instruction: sort,

@@ -17,8 +17,6 @@ final class LuaEngine: DispatchEngine {
     let state = UnsafeMutablePointer<luahier_Engine>.allocate(capacity: 1)
     /// The metatable of the userdata that holds an entry's Swift object (LUAHIER_ENTRY_OBJECT).
     private var objectMetatable: Int32 = 0
-    /// The filter of a responder removed during a dispatch: it matches nothing.
-    private var never: Int32 = 0
     /// The host function behind every entry that is not a Lua function.
     private var entryFunction = 0
     /// How many plans the plans table holds at most, and how it is kept (`cache(_:)`).
@@ -42,7 +40,6 @@ final class LuaEngine: DispatchEngine {
         state.pointee.dispatch_seconds = host.limits.dispatchTime ?? 0
         state.pointee.tags_ref = host.domainTags
         state.pointee.plans_ref = host.makeTableRef()
-        state.pointee.states_ref = host.makeTableRef()
         // The words C pushes, by LUAHIER_WORD_*.
         let words = [
             "type", "message", "where", "cause", "event", "error", "handled", "notHandled", "unhandled", "detached",
@@ -67,14 +64,16 @@ final class LuaEngine: DispatchEngine {
         luahier_pushcfunction(L, luahier_finalize)
         host.setRawField(of: -2, "__gc")
         luahier_pop(L, 1)
-        never = host.makeTableRef()
-        guard luahier_pushwalk(L, state) == LUA_OK else {
-            let message = lua_tolstring(L, -1, nil).map { String(cString: $0) } ?? "the dispatch walk did not load"
-            luahier_pop(L, 1)
-            throw .preludeFailed(message)
+        for traced in [false, true] {
+            guard luahier_pushwalk(L, state, traced ? 1 : 0) == LUA_OK else {
+                let message = lua_tolstring(L, -1, nil).map { String(cString: $0) } ?? "the dispatch walk did not load"
+                luahier_pop(L, 1)
+                throw .preludeFailed(message)
+            }
+            if traced { state.pointee.traced_walk_ref = host.ref() } else { state.pointee.walk_ref = host.ref() }
         }
-        state.pointee.walk_ref = host.ref()
         host.guardState.pointee.walk_ref = state.pointee.walk_ref
+        host.guardState.pointee.traced_walk_ref = state.pointee.traced_walk_ref
         entryFunction = host.register { [unowned self] call in try callEntry(call) }
         state.pointee.plan_for = { engine, L, node in
             LuaEngine.from(engine).planFor(L!, Unmanaged<Node>.fromOpaque(node!).takeUnretainedValue())
@@ -164,17 +163,20 @@ final class LuaEngine: DispatchEngine {
 
     /// Keeps the plan at `plan` for `origin`, unless `maxPlans` are kept already (those kept
     /// stay: a script cycling through more nodes would otherwise make a plan per dispatch and
-    /// use none). Once the tree has changed since the table was begun, every plan in it is
-    /// stale: the table is replaced.
+    /// use none). Once the tree has changed since the first was kept, every plan kept is
+    /// stale: they go. (The table stays the same one: the C trigger holds it.)
     private func keep(planAt plan: Int32, for origin: Node, in plans: Int32) {
         let L = host.thread
         let changes = dispatcher.root.tree.chainChanges.pointee
         if changes != plansEpoch {
             if planCount > 0 {
-                host.unref(state.pointee.plans_ref)
-                state.pointee.plans_ref = host.makeTableRef()
-                lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(state.pointee.plans_ref))
-                luahier_replace(L, plans)
+                lua_pushnil(L)
+                while lua_next(L, plans) != 0 {
+                    luahier_pop(L, 1)
+                    lua_pushvalue(L, -1)
+                    lua_pushnil(L)
+                    lua_rawset(L, plans)
+                }
             }
             planCount = 0
             plansEpoch = changes
@@ -203,7 +205,7 @@ final class LuaEngine: DispatchEngine {
         set(Int(LUAHIER_PLAN_STAMP))
         host.push(plan.origin)
         set(Int(LUAHIER_PLAN_AT))
-        host.push(plan.detached ? InternedString.detached : InternedString.unhandled)
+        lua_pushinteger(L, lua_Integer(plan.detached ? LUAHIER_STATUS_DETACHED : LUAHIER_STATUS_UNHANDLED))
         set(Int(LUAHIER_PLAN_END))
         lua_pushinteger(L, lua_Integer(plan.hops))
         set(Int(LUAHIER_PLAN_HOPS))
@@ -234,6 +236,21 @@ final class LuaEngine: DispatchEngine {
                 set(slot + Int(LUAHIER_ENTRY_KIND))
                 pushObject(of: entry)
                 set(slot + Int(LUAHIER_ENTRY_OBJECT))
+            }
+            // Runs of plain receives, each entry of one naming the run's last slot.
+            var runLast: Int?
+            for (index, entry) in entries.enumerated().reversed() {
+                let slot = base + stride * index
+                if let responder = entry.responder, responder.filter == .any,
+                    responder.kind == .receiveEvent || responder.kind == .receiveError
+                {
+                    runLast = runLast ?? slot
+                    lua_pushinteger(L, lua_Integer(runLast!))
+                } else {
+                    runLast = nil
+                    lua_pushboolean(L, 0)
+                }
+                set(slot + Int(LUAHIER_ENTRY_RUN))
             }
         }
     }
@@ -579,36 +596,11 @@ final class LuaEngine: DispatchEngine {
     // MARK: Removals
 
     /// A responder removed while dispatches are under way is not called by them either (SPEC
-    /// §4): its entries in their plans get the filter that matches nothing. (Those plans are
-    /// stale from now on, so no later dispatch uses them.)
+    /// §4): their plans call the skipper in its place (luahier_skipremoved). Those plans are
+    /// stale from now on, so no later dispatch uses them.
     private func removedDuringDispatch(_ responder: Responder) {
-        let depth = dispatcher.depth
-        guard depth > 0, !host.isClosed else { return }
-        let L = host.thread
-        let top = lua_gettop(L)
-        defer { lua_settop(L, top) }
-        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(state.pointee.states_ref))
-        let states = top + 1
-        for level in 1...depth {
-            lua_settop(L, states)
-            guard lua_rawgeti(L, states, lua_Integer(level)) == LUA_TTABLE,
-                lua_rawgeti(L, -1, lua_Integer(LUAHIER_STATE_PLAN)) == LUA_TTABLE
-            else { continue }
-            let plan = lua_gettop(L)
-            let entries = stride(
-                from: integer(LUAHIER_PLAN_EVENTS, of: plan), to: integer(LUAHIER_PLAN_LAST, of: plan), by: LUAHIER_ENTRY_STRIDE)
-            for slot in entries {
-                lua_rawgeti(L, plan, lua_Integer(slot + LUAHIER_ENTRY_OBJECT))
-                let address: UnsafeRawPointer? =
-                    lua_type(L, -1) == LUA_TLIGHTUSERDATA
-                    ? UnsafeRawPointer(lua_touserdata(L, -1))
-                    : lua_touserdata(L, -1)?.load(as: UnsafeRawPointer?.self)
-                luahier_pop(L, 1)
-                guard address == UnsafeRawPointer(Unmanaged.passUnretained(responder).toOpaque()) else { continue }
-                lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(never))
-                lua_rawseti(L, plan, lua_Integer(slot + LUAHIER_ENTRY_FILTER))
-            }
-        }
+        guard dispatcher.depth > 0, !host.isClosed else { return }
+        luahier_skipremoved(host.thread, state, Unmanaged.passUnretained(responder).toOpaque())
     }
 }
 
