@@ -79,50 +79,35 @@ int luahier_rundispatch(lua_State *L, luahier_Engine *e, int plan, int value, in
     luahier_Guard *g = luahier_guard(L);
     int caller_in_host = g->in_host, caller_refused = g->memory_refused;
     g->in_host = 1;
-    /* [base + 1: the message handler, + 2: the state, + 3: the walk] */
+    /* [base + 1: the message handler, + 2: the state, then the walk's results:
+     *  + 3 value, + 4 type, + 5 choice, + 6 status, + 7 slot, + 8 is error, + 9 trace record] */
     int base = lua_gettop(L);
     lua_pushcfunction(L, luahier_msgh);
     luahier_pushstate(L, e, depth);
     int state = base + 2;
-    lua_rawgeti(L, plan, LUAHIER_PLAN_TRACE);
-    int traced = lua_toboolean(L, -1);
-    if (traced) {
-        lua_createtable(L, 64, 0);
-        lua_pushinteger(L, LUAHIER_TRACE_COUNT);
-        lua_rawseti(L, -2, LUAHIER_TRACE_COUNT);
-        lua_rawseti(L, state, LUAHIER_STATE_RECORD);
-    }
-    lua_rawgeti(L, LUA_REGISTRYINDEX, traced ? e->traced_walk_ref : e->walk_ref);
-    lua_replace(L, base + 3);
-
-    /* Walk, and walk again after each error a responder raises, from the next responder. */
-    int code = LUAHIER_WALK_END, tripped = 0, out_of_memory = 0;
-    lua_Integer slot = 0;
-    lua_pushvalue(L, base + 3);
+    lua_rawgeti(L, plan, LUAHIER_PLAN_WALK);
     lua_pushvalue(L, plan);
     lua_pushvalue(L, state);
     lua_pushvalue(L, value);
     lua_pushvalue(L, type);
     lua_pushboolean(L, is_error);
-    int args = 5;
+    int args = 5, tripped = 0;
     for (;;) {
-        /* [walk, args...] above base + 3 */
         g->in_host = 0;
         g->memory_refused = 0;
-        int status = lua_pcall(L, args, 6, base + 1);
+        int status = lua_pcall(L, args, 7, base + 1);
         g->in_host = 1;
         int memory_refused = g->memory_refused;
         /* A limit tripped, even one a script's own pcall swallowed, ends the dispatch. */
         tripped = luahier_tripped(L);
         if (status == LUA_OK && !tripped) {
-            /* [+ 4 value, + 5 type, + 6 choice, + 7 code, + 8 slot, + 9 is error] */
-            code = (int)lua_tointegerx(L, base + 7, NULL);
-            slot = lua_tointegerx(L, base + 8, NULL);
-            is_error = lua_toboolean(L, base + 9);
-            lua_settop(L, base + 7);
+            r->status = (int)lua_tointegerx(L, base + 6, NULL);
+            r->slot = r->status == LUAHIER_STATUS_HANDLED ? (int)lua_tointegerx(L, base + 7, NULL) : 0;
+            r->is_error = lua_toboolean(L, base + 8);
+            r->chain_cut = r->status == LUAHIER_STATUS_DETACHED;
             break;
         }
-        /* [+ 4 error] Where things stood: the value the walk last went on with, if it replaced
+        /* [+ 3 error] Where things stood: the value the walk last went on with, if it replaced
          * the first, and the entry it was calling. */
         lua_rawgeti(L, state, LUAHIER_STATE_VALUE);
         if (lua_toboolean(L, -1)) {
@@ -135,23 +120,34 @@ int luahier_rundispatch(lua_State *L, luahier_Engine *e, int plan, int value, in
             lua_pushvalue(L, value);
             lua_pushvalue(L, type);
         }
-        /* [+ 4 error, + 5 value, + 6 type] */
-        slot = luahier_slot(L, state, LUAHIER_STATE_REACHED);
+        /* [+ 3 error, + 4 value, + 5 type] */
+        lua_Integer slot = luahier_slot(L, state, LUAHIER_STATE_REACHED);
         if (tripped || status == LUA_ERRMEM || (status == LUA_ERRERR && memory_refused)) {
-            /* Ended by a limit: unhandled, the limit's error the value. */
-            out_of_memory = !tripped;
-            luahier_pushlimitend(L, e, out_of_memory, plan, state, base + 5, is_error);
+            /* Ended by a limit: unhandled, the limit's error the value (the results as the
+             * walk would leave them). */
+            luahier_pushlimitend(L, e, !tripped, plan, state, base + 4, is_error);
+            lua_replace(L, base + 3);
+            luahier_asvalue(L, e, base + 3, 1);
             lua_replace(L, base + 4);
-            luahier_asvalue(L, e, base + 4, 1);
-            lua_replace(L, base + 5);
             lua_pushnil(L);
-            lua_replace(L, base + 6);
-            lua_pushboolean(L, 0);
-            lua_rawseti(L, state, LUAHIER_STATE_VALUE);
-            lua_pushboolean(L, 0);
-            lua_rawseti(L, state, LUAHIER_STATE_BEFORE);
-            lua_settop(L, base + 7);
-            is_error = 1;
+            lua_replace(L, base + 5);
+            lua_pushinteger(L, LUAHIER_STATUS_UNHANDLED);
+            lua_pushinteger(L, 0);
+            lua_pushboolean(L, 1);
+            lua_rawgeti(L, state, LUAHIER_STATE_RECORD);
+            if (!lua_toboolean(L, -1)) {
+                lua_pop(L, 1);
+                lua_pushnil(L);
+            }
+            static const int held[] = {LUAHIER_STATE_VALUE, LUAHIER_STATE_BEFORE, LUAHIER_STATE_RECORD};
+            for (size_t i = 0; i < sizeof held / sizeof *held; i++) {
+                lua_pushboolean(L, 0);
+                lua_rawseti(L, state, held[i]);
+            }
+            r->status = LUAHIER_STATUS_UNHANDLED;
+            r->slot = 0;
+            r->is_error = 1;
+            r->chain_cut = luahier_slot(L, plan, LUAHIER_PLAN_END) == LUAHIER_STATUS_DETACHED;
             break;
         }
         if (status == LUA_ERRERR) {
@@ -162,53 +158,30 @@ int luahier_rundispatch(lua_State *L, luahier_Engine *e, int plan, int value, in
             lua_rawset(L, -3);
             luahier_word(L, e, LUAHIER_WORD_MESSAGE);
             lua_pushfstring(L, "error while handling an error: %s",
-                            lua_type(L, base + 4) == LUA_TSTRING ? lua_tostring(L, base + 4) : "?");
+                            lua_type(L, base + 3) == LUA_TSTRING ? lua_tostring(L, base + 3) : "?");
             lua_rawset(L, -3);
-            lua_replace(L, base + 4);
+            lua_replace(L, base + 3);
         }
-        /* The error walks on from the entry that raised it: walk(plan, state, value, type,
-         * is error, slot, error). */
-        lua_pushvalue(L, base + 3);
+        /* The error walks on from the entry that raised it:
+         * walk(plan, state, value, type, is error, slot, error). */
+        lua_rawgeti(L, plan, LUAHIER_PLAN_WALK);
         lua_pushvalue(L, plan);
         lua_pushvalue(L, state);
+        lua_pushvalue(L, base + 4);
         lua_pushvalue(L, base + 5);
-        lua_pushvalue(L, base + 6);
         lua_pushboolean(L, is_error);
         lua_pushinteger(L, slot);
-        lua_pushvalue(L, base + 4);
-        lua_rotate(L, base + 4, -3);
-        lua_settop(L, base + 3 + 8);
+        lua_pushvalue(L, base + 3);
+        lua_rotate(L, base + 3, -3);
+        lua_settop(L, base + 2 + 8);
         args = 7;
     }
     g->memory_refused = caller_refused;
-    /* [msgh, state, walk, value, type, choice, code slot] -> [msgh, value, type, choice, trace] */
-    if (traced) {
-        lua_rawgeti(L, state, LUAHIER_STATE_RECORD);
-        lua_pushboolean(L, 0);
-        lua_rawseti(L, state, LUAHIER_STATE_RECORD);
-    } else {
-        lua_pushnil(L);
-    }
-    lua_replace(L, base + 7);
-    lua_rotate(L, base + 2, -2);
-    lua_settop(L, base + 5);
-    r->chain_cut = luahier_slot(L, plan, LUAHIER_PLAN_END) == LUAHIER_STATUS_DETACHED;
     r->tripped = tripped;
-    r->is_error = is_error;
-    if (tripped || out_of_memory) {
-        r->status = LUAHIER_STATUS_UNHANDLED;
-        r->slot = 0;
-    } else if (code == LUAHIER_WALK_HANDLED) {
-        r->status = LUAHIER_STATUS_HANDLED;
-        r->slot = (int)slot;
-    } else {
-        r->status = r->chain_cut ? LUAHIER_STATUS_DETACHED : LUAHIER_STATUS_UNHANDLED;
-        r->slot = 0;
-    }
-    r->value = base + 2;
-    r->type = base + 3;
-    r->choice = base + 4;
-    r->trace = base + 5;
+    r->value = base + 3;
+    r->type = base + 4;
+    r->choice = base + 5;
+    r->trace = base + 9;
     if (e->observes || (e->presents && r->is_error && r->status != LUAHIER_STATUS_HANDLED)) e->ended(e->host, L, plan, r);
     e->threads[depth] = NULL;
     --*e->depth;
@@ -261,59 +234,65 @@ void luahier_skipremoved(lua_State *L, const luahier_Engine *e, const void *obje
 #define LUAHIER_UP(n) lua_upvalueindex((n) + 2)
 #define LUAHIER_UPWORD(w) LUAHIER_UP(LUAHIER_TRIGGER_WORDS + (w))
 
-/* [-0, +0, m] t[key] = value, raw: a word key from the upvalues, the value on top (popped). */
-static void luahier_setup(lua_State *L, int t, int word) {
-    lua_pushvalue(L, LUAHIER_UPWORD(word));
-    lua_insert(L, -2);
-    lua_rawset(L, t);
+/* [-0, +1, m] Keeps, for the outcome at `outcome`, what its trace is made of when first read:
+ * pending[outcome] = {plan, record}. Pushes the metatable of a traced outcome. */
+static void luahier_keeptrace(lua_State *L, int outcome, int plan, int record) {
+    lua_pushvalue(L, outcome);
+    lua_createtable(L, 2, 0);
+    lua_pushvalue(L, plan);
+    lua_rawseti(L, -2, 1);
+    lua_pushvalue(L, record);
+    lua_rawseti(L, -2, 2);
+    lua_rawset(L, LUAHIER_UP(LUAHIER_TRIGGER_PENDING));
+    lua_pushvalue(L, LUAHIER_UP(LUAHIER_TRIGGER_TRACEDMETA));
 }
 
-/* [-0, +1, m] The outcome table of the dispatch `r` describes, along the plan at `plan`. */
+/* [-0, +1, m] The outcome table of the dispatch `r` describes, along the plan at `plan`. Each
+ * field: its key (a word from the upvalues), its value, one raw set. */
 static void luahier_pushoutcome(lua_State *L, int plan, const luahier_Result *r) {
     int handled = r->status == LUAHIER_STATUS_HANDLED;
     int chosen = handled && !lua_isnil(L, r->choice);
     /* Sized exactly: four fields, six when handled (a table of four hash slots is half one of eight). */
     lua_createtable(L, 0, 4 + (handled ? 2 : 0) + (chosen ? 1 : 0));
     int outcome = lua_gettop(L);
+    lua_pushvalue(L, LUAHIER_UPWORD(LUAHIER_WORD_STATUS));
     lua_pushvalue(L, LUAHIER_UPWORD(handled ? LUAHIER_WORD_HANDLED
                                     : r->status == LUAHIER_STATUS_DETACHED ? LUAHIER_WORD_DETACHED
                                                                            : LUAHIER_WORD_UNHANDLED));
-    luahier_setup(L, outcome, LUAHIER_WORD_STATUS);
+    lua_rawset(L, outcome);
+    lua_pushvalue(L, LUAHIER_UPWORD(LUAHIER_WORD_KIND));
     lua_pushvalue(L, LUAHIER_UPWORD(r->is_error ? LUAHIER_WORD_ERROR : LUAHIER_WORD_EVENT));
-    luahier_setup(L, outcome, LUAHIER_WORD_KIND);
+    lua_rawset(L, outcome);
+    lua_pushvalue(L, LUAHIER_UPWORD(LUAHIER_WORD_VALUE));
     lua_pushvalue(L, r->value);
-    luahier_setup(L, outcome, LUAHIER_WORD_VALUE);
+    lua_rawset(L, outcome);
+    lua_pushvalue(L, LUAHIER_UPWORD(LUAHIER_WORD_AT));
     lua_rawgeti(L, plan, LUAHIER_PLAN_AT);
-    luahier_setup(L, outcome, LUAHIER_WORD_AT);
+    lua_rawset(L, outcome);
     if (handled) {
+        lua_pushvalue(L, LUAHIER_UPWORD(LUAHIER_WORD_BY));
         lua_rawgeti(L, plan, r->slot + LUAHIER_ENTRY_NODE);
-        luahier_setup(L, outcome, LUAHIER_WORD_BY);
+        lua_rawset(L, outcome);
+        lua_pushvalue(L, LUAHIER_UPWORD(LUAHIER_WORD_RESPONDER));
         lua_createtable(L, 0, 3);
+        lua_pushvalue(L, LUAHIER_UPWORD(LUAHIER_WORD_INDEX));
         lua_rawgeti(L, plan, r->slot + LUAHIER_ENTRY_INDEX);
-        luahier_setup(L, outcome + 1, LUAHIER_WORD_INDEX);
+        lua_rawset(L, -3);
+        lua_pushvalue(L, LUAHIER_UPWORD(LUAHIER_WORD_WHERE));
         lua_rawgeti(L, plan, r->slot + LUAHIER_ENTRY_WHERE);
-        luahier_setup(L, outcome + 1, LUAHIER_WORD_WHERE);
+        lua_rawset(L, -3);
+        lua_pushvalue(L, LUAHIER_UPWORD(LUAHIER_WORD_KIND));
         lua_rawgeti(L, plan, r->slot + LUAHIER_ENTRY_KIND);
-        luahier_setup(L, outcome + 1, LUAHIER_WORD_KIND);
-        luahier_setup(L, outcome, LUAHIER_WORD_RESPONDER);
+        lua_rawset(L, -3);
+        lua_rawset(L, outcome);
     }
     if (chosen) {
+        lua_pushvalue(L, LUAHIER_UPWORD(LUAHIER_WORD_CHOICE));
         lua_pushvalue(L, r->choice);
-        luahier_setup(L, outcome, LUAHIER_WORD_CHOICE);
+        lua_rawset(L, outcome);
     }
-    if (!lua_isnil(L, r->trace)) {
-        /* pending[outcome] = {plan, record}: the trace is made when first read. */
-        lua_pushvalue(L, outcome);
-        lua_createtable(L, 2, 0);
-        lua_pushvalue(L, plan);
-        lua_rawseti(L, -2, 1);
-        lua_pushvalue(L, r->trace);
-        lua_rawseti(L, -2, 2);
-        lua_rawset(L, LUAHIER_UP(LUAHIER_TRIGGER_PENDING));
-        lua_pushvalue(L, LUAHIER_UP(LUAHIER_TRIGGER_TRACEDMETA));
-    } else {
-        lua_pushvalue(L, LUAHIER_UP(LUAHIER_TRIGGER_OUTCOMEMETA));
-    }
+    if (!lua_isnil(L, r->trace)) luahier_keeptrace(L, outcome, plan, r->trace);
+    else lua_pushvalue(L, LUAHIER_UP(LUAHIER_TRIGGER_OUTCOMEMETA));
     lua_setmetatable(L, outcome);
 }
 
@@ -348,11 +327,10 @@ int luahier_trigger(lua_State *L) {
         }
         lua_settop(L, 3);
     }
-    /* The node's plan, kept by its address, current while the tree's chains stand still. */
+    /* The node's plan, kept by its address while the tree's chains stand still. */
     lua_pushlightuserdata(L, node);
-    if (lua_rawget(L, LUAHIER_UP(LUAHIER_TRIGGER_PLANS)) != LUA_TTABLE
-        || luahier_slot(L, 4, LUAHIER_PLAN_STAMP) != *e->changes) {
-        lua_pop(L, 1);
+    if (*e->changes != e->plans_epoch || lua_rawget(L, LUAHIER_UP(LUAHIER_TRIGGER_PLANS)) != LUA_TTABLE) {
+        lua_settop(L, 3);
         e->plan_for(e->host, L, node);
     }
     g->in_host = caller_in_host;
@@ -375,8 +353,6 @@ int luahier_trigger(lua_State *L) {
         return lua_error(L);
     }
     luahier_pushoutcome(L, 4, &r);
-    lua_replace(L, 5);
-    lua_settop(L, 5);
     g->in_host = caller_in_host;
     luahier_charge(L, luahier_slot(L, 4, LUAHIER_PLAN_HOPS));
     return 1;

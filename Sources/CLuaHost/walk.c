@@ -15,8 +15,9 @@
  * it offers the value to the entries of its domain from the first (or from `slot`), and
  * applies what each answers: SPEC §4's table. `raised`, when given, is an error the entry at
  * `slot` raised: it replaces the value there, and the walk goes on after it. It returns the
- * value, its type, an alert's choice, then how it stopped (LUAHIER_WALK_END or _HANDLED), the
- * slot it stopped at, and whether the value is an error.
+ * value, its type, an alert's choice, how the dispatch ended (LUAHIER_STATUS_*), the slot it
+ * ended at, whether the value is an error, and the trace record (the traced walk only: it
+ * makes the record, and keeps it in state[RECORD] while it is under way).
  *
  * An error a responder raises leaves the walk through the driver's pcall, with the entry it was
  * calling in state[REACHED], and comes back as `raised`: so every value the walk goes on with
@@ -38,6 +39,7 @@ static const char luahier_walk_source[] =
     "local ERRORS <const> = %d\n"
     "local LAST <const> = %d\n"
     "local TRACE <const> = %d\n"
+    "local ENDED <const> = %d\n"
     "local RECEIVE <const> = %d\n"
     "local HANDLE <const> = %d\n"
     "local CATCH <const> = %d\n"
@@ -49,9 +51,9 @@ static const char luahier_walk_source[] =
     "local ERROR <const> = %d\n"
     "local BEFORE <const> = %d\n"
     "local RECORD <const> = %d\n"
-    "local END <const> = %d\n"
     "local HANDLED <const> = %d\n"
     "local STEP <const> = %d\n"
+    "local FIRSTSTEP <const> = %d\n"
     /* A trace step: the entry, the type it was called with, what came of it. */
     "local function step(record, slot, input, result, rtype, before, after)\n"
     "  local n = record[1]\n"
@@ -60,11 +62,13 @@ static const char luahier_walk_source[] =
     "  record[1] = n + STEP\n"
     "end\n"
     "return function(plan, state, value, vtype, iserror, slot, raised)\n"
-    "T|local record, full = state[RECORD], plan[TRACE] == 'full'\n"
-    "  local last\n"
+    "  local last, record\n"
+    "T|local full = plan[TRACE] == 'full'\n"
     "  if not slot then\n"
+    "T|  record = {FIRSTSTEP} state[RECORD] = record\n"
     "    if iserror then slot, last = plan[ERRORS], plan[LAST] - 1 else slot, last = plan[EVENTS], plan[ERRORS] - 1 end\n"
     "  else\n"
+    "T|  record = state[RECORD]\n"
     /*  The position rule: the raised error replaces the value at the entry that raised it. */
     "T|  local input = vtype\n"
     "    value, vtype = accept(plan, slot, raised, true, value, iserror, true)\n"
@@ -88,9 +92,9 @@ static const char luahier_walk_source[] =
     "          if answer ~= 'notHandled' then\n"
     "            if answer == 'handled' then\n"
     "T|            step(record, j, vtype, 'handled', false, false, false)\n"
-    "T|            state[BEFORE] = false\n"
+    "T|            state[BEFORE], state[RECORD] = false, false\n"
     "              state[VALUE] = false\n"
-    "              return value, vtype, nil, HANDLED, j, iserror\n"
+    "              return value, vtype, nil, HANDLED, j, iserror, record\n"
     "            elseif answer ~= SKIP then\n"
     "              local input = vtype\n"
     "              value, vtype = accept(plan, j, answer, iserror, value, iserror, false)\n"
@@ -114,9 +118,9 @@ static const char luahier_walk_source[] =
     "T|          step(record, i, vtype, 'notHandled', false, false, false)\n"
     "          elseif class == HANDLE or (class == RECEIVE and answer == 'handled') or (class == ALERT and answer ~= nil) then\n"
     "T|          step(record, i, vtype, 'handled', false, false, false)\n"
-    "T|          state[BEFORE] = false\n"
+    "T|          state[BEFORE], state[RECORD] = false, false\n"
     "            state[VALUE] = false\n"
-    "            return value, vtype, class == ALERT and extra or nil, HANDLED, i, iserror\n"
+    "            return value, vtype, class == ALERT and extra or nil, HANDLED, i, iserror, record\n"
     "          elseif class == ARRIVE then\n"
     /*          The safety check at a declaring node: nil passes; a violation replaces the value. */
     "            if answer ~= nil then\n"
@@ -142,9 +146,9 @@ static const char luahier_walk_source[] =
     "      end\n"
     "    end\n"
     "    if not slot then\n"
-    "T|    state[BEFORE] = false\n"
+    "T|    state[BEFORE], state[RECORD] = false, false\n"
     "      state[VALUE] = false\n"
-    "      return value, vtype, nil, END, last + 1, iserror\n"
+    "      return value, vtype, nil, plan[ENDED], last + 1, iserror, record\n"
     "    end\n"
     "  end\n"
     "end\n";
@@ -470,11 +474,12 @@ int luahier_pushwalk(lua_State *L, luahier_Engine *engine, int traced) {
         (int)LUAHIER_ENTRY_STRIDE, (int)LUAHIER_ENTRY_FILTER, (int)LUAHIER_ENTRY_CLASS, (int)LUAHIER_ENTRY_CROSS,
         (int)LUAHIER_ENTRY_RUN,
         (int)LUAHIER_PLAN_EVENTS, (int)LUAHIER_PLAN_ERRORS, (int)LUAHIER_PLAN_LAST, (int)LUAHIER_PLAN_TRACE,
+        (int)LUAHIER_PLAN_END,
         (int)LUAHIER_CLASS_RECEIVE, (int)LUAHIER_CLASS_HANDLE, (int)LUAHIER_CLASS_CATCH, (int)LUAHIER_CLASS_ALERT,
         (int)LUAHIER_CLASS_ARRIVE,
         (int)LUAHIER_STATE_REACHED, (int)LUAHIER_STATE_VALUE, (int)LUAHIER_STATE_TYPE, (int)LUAHIER_STATE_ERROR,
         (int)LUAHIER_STATE_BEFORE, (int)LUAHIER_STATE_RECORD,
-        (int)LUAHIER_WALK_END, (int)LUAHIER_WALK_HANDLED, (int)LUAHIER_STEP_STRIDE);
+        (int)LUAHIER_STATUS_HANDLED, (int)LUAHIER_STEP_STRIDE, (int)LUAHIER_TRACE_COUNT);
     /* The variant's lines: the marked ones kept (traced) or made comments. */
     const char *source = luaL_gsub(L, template, luahier_traced_mark, traced ? "  " : "--");
     lua_remove(L, -2);

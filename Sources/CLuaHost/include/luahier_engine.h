@@ -18,9 +18,11 @@
 #include <lua.h>
 
 /* A plan: a table, all in its array part. It holds what its dispatches need and nothing
- * that keeps a node alive (paths are strings). */
+ * that keeps a node alive (paths are strings). The plans kept are current while the tree's
+ * chain-change count equals luahier_Engine.plans_epoch; once it moves, they all go. */
 enum {
-    LUAHIER_PLAN_STAMP = 1,    /* the tree's chain-change count when it was made */
+    LUAHIER_PLAN_WALK = 1,     /* the walk its dispatches run: the one that records traces, if
+                                * the plan traces */
     LUAHIER_PLAN_AT = 2,       /* the origin's path */
     LUAHIER_PLAN_END = 3,      /* how a value that passes every entry ends: LUAHIER_STATUS_UNHANDLED,
                                 * or _DETACHED when the chain's top is not the root */
@@ -79,7 +81,7 @@ enum {
     LUAHIER_STATE_TYPE = 3,    /* its type, */
     LUAHIER_STATE_ERROR = 4,   /* and whether it is an error */
     LUAHIER_STATE_BEFORE = 5,  /* full tracing: a copy of the value the entry was called with */
-    LUAHIER_STATE_RECORD = 6,  /* the trace record, when the plan traces (else false) */
+    LUAHIER_STATE_RECORD = 6,  /* the trace record, while a traced walk is under way (else false) */
     LUAHIER_STATE_SIZE = 6
 };
 
@@ -97,17 +99,10 @@ enum {
     LUAHIER_STEP_STRIDE = 6
 };
 
-/* What the walk returns: the value, its type, an alert's choice, then how it stopped, the slot
- * it stopped at, and whether the value is an error. */
+/* How a dispatch ended; the walk returns it, with the final value (luahier_Result). */
 enum {
-    LUAHIER_WALK_END = 0,      /* past the last entry of the value's domain */
-    LUAHIER_WALK_HANDLED = 1   /* the entry handled it (an alert also returns the choice) */
-};
-
-/* How a dispatch ended. */
-enum {
-    LUAHIER_STATUS_HANDLED = 0,
-    LUAHIER_STATUS_UNHANDLED = 1,
+    LUAHIER_STATUS_HANDLED = 0,   /* an entry handled it */
+    LUAHIER_STATUS_UNHANDLED = 1, /* it passed the last entry of its domain: LUAHIER_PLAN_END */
     LUAHIER_STATUS_DETACHED = 2
 };
 
@@ -138,8 +133,11 @@ typedef struct luahier_Result {
     int choice;                /* of the recovery option an alert handler chose (or nil), */
     int trace;                 /* of the trace record (or nil) */
     int tripped;               /* LUAHIER_TRIPPED_* of the limit that ended it (0: none) */
-    int chain_cut;             /* the chain's top was not the root (SPEC §2) */
+    int chain_cut;             /* an unhandled end: the chain's top was not the root (SPEC §2) */
 } luahier_Result;
+
+/* How many values luahier_rundispatch leaves on the stack. */
+#define LUAHIER_DISPATCH_RESULTS 9
 
 /* One hierarchy's engine: what C shares with the host (LuaEngine.swift). */
 typedef struct luahier_Engine {
@@ -148,9 +146,10 @@ typedef struct luahier_Engine {
     long *depth;               /* dispatches and publishes under way, nested */
     long depth_limit;
     /* registry references */
-    int walk_ref;              /* the walk (walk.c), and its variant that records traces */
-    int traced_walk_ref;
+    int walk_ref;              /* the walk (walk.c), and its variant that records traces: */
+    int traced_walk_ref;       /* LUAHIER_PLAN_WALK holds one of them */
     int plans_ref;             /* a node's address (light userdata) -> its plan */
+    long plans_epoch;          /* the chain-change count the plans kept were made at */
     int tags_ref;              /* table -> true (travelled as an event) / false (as an error),
                                 * weak keys: a table never comes back as the other domain */
     int state_refs[LUAHIER_MAX_DEPTH + 1]; /* depth -> its state table (0: not made yet) */
@@ -209,12 +208,12 @@ typedef struct luahier_Keys {
 /* As luahier_asvalue, with `keys` (NULL: from the registry). */
 int luahier_asvaluewith(lua_State *L, luahier_Engine *engine, int index, int is_error, const luahier_Keys *keys);
 
-/* [-0, +(0|5), -] Runs a dispatch of the value at `value` (normalized and tagged, with its type
- * at `type`) along the plan at `plan`, inside the caller's budget: the driver's pcalls catch
- * every error of the responders, so it raises nothing (every allocation of its own is the
- * host's). Returns 0 with five values pushed (`r` says where the final value, its type, the
- * choice and the trace record are) and `r` filled; or LUAHIER_FAIL_DEPTH when it would nest
- * past the limit (nothing pushed). */
+/* [-0, +(0|LUAHIER_DISPATCH_RESULTS), -] Runs a dispatch of the value at `value` (normalized
+ * and tagged, with its type at `type`) along the plan at `plan`, inside the caller's budget:
+ * the driver's pcalls catch every error of the responders, so it raises nothing (every
+ * allocation of its own is the host's). Returns 0 with LUAHIER_DISPATCH_RESULTS values pushed
+ * (`r` says where the final value, its type, the choice and the trace record are) and `r`
+ * filled; or LUAHIER_FAIL_DEPTH when it would nest past the limit (nothing pushed). */
 int luahier_rundispatch(lua_State *L, luahier_Engine *engine, int plan, int value, int type, int is_error,
                         luahier_Result *r);
 

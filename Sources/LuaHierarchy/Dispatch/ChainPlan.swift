@@ -2,10 +2,10 @@
 /// the form the engine runs: each domain's responders in the order they are offered a value,
 /// and, where the safety check is on, an arrival at each declaring node (SPEC §6).
 ///
-/// A plan is kept per origin and reused while the tree's `chainChanges` counter equals
-/// `stamp`: any change that could make a new snapshot differ (a responder added or removed,
-/// a subtree moved or removed, declarations, dispatch settings) moves the counter. A plan in
-/// use stays what it was when its dispatch started. Paths are read when the plan is made, so
+/// A plan is kept per origin and reused while the tree's `chainChanges` counter stands still:
+/// any change that could make a new snapshot differ (a responder added or removed, a subtree
+/// moved or removed, declarations, dispatch settings) moves it, and the plans kept go. A plan
+/// in use stays what it was when its dispatch started. Paths are read when the plan is made, so
 /// an outcome names the nodes as they were when its dispatch started.
 ///
 /// It knows nodes and responders, nothing of Lua: the engine lays it out for its walk
@@ -15,8 +15,6 @@ final class ChainPlan {
     let origin: String
     /// Whether the chain ends below a detached top instead of at the root (SPEC §2).
     let detached: Bool
-    /// The value of `chainChanges` the plan was made at.
-    let stamp: Int
     /// How many nodes the chain has: the host's work per dispatch, which Lua hosts charge for.
     let hops: Int
     /// What dispatches along it record (the trace level when it was made).
@@ -27,12 +25,11 @@ final class ChainPlan {
     let errors: [PlanEntry]
 
     private init(
-        origin: String, detached: Bool, stamp: Int, hops: Int, trace: TraceLevel, events: [PlanEntry],
+        origin: String, detached: Bool, hops: Int, trace: TraceLevel, events: [PlanEntry],
         errors: [PlanEntry]
     ) {
         self.origin = origin
         self.detached = detached
-        self.stamp = stamp
         self.hops = hops
         self.trace = trace
         self.events = events
@@ -70,7 +67,7 @@ final class ChainPlan {
         Self.linkAcross(&events, errors)
         Self.linkAcross(&errors, events)
         return ChainPlan(
-            origin: origin.path, detached: top !== root, stamp: origin.tree.chainChanges.pointee, hops: hops,
+            origin: origin.path, detached: top !== root, hops: hops,
             trace: trace, events: events, errors: errors)
     }
 

@@ -22,8 +22,6 @@ final class LuaEngine: DispatchEngine {
     /// How many plans the plans table holds at most, and how it is kept (`cache(_:)`).
     static let maxPlans = 1024
     private var planCount = 0
-    private var plansEpoch = 0
-    private var refusedPlans = 0
 
     init(host: LuaHost, dispatcher: Dispatcher) throws(HierarchyError) {
         self.host = host
@@ -127,7 +125,8 @@ final class LuaEngine: DispatchEngine {
         var result = DispatchResult(
             status: r.status == LUAHIER_STATUS_HANDLED ? .handled : r.status == LUAHIER_STATUS_DETACHED ? .detached : .unhandled,
             message: message, by: nil, responder: nil, trace: nil, at: field(LUAHIER_PLAN_AT, of: plan) ?? "",
-            hops: Int(integer(LUAHIER_PLAN_HOPS, of: plan)), chainCut: r.chain_cut != 0)
+            hops: Int(integer(LUAHIER_PLAN_HOPS, of: plan)),
+            chainCut: integer(LUAHIER_PLAN_END, of: plan) == LUAHIER_STATUS_DETACHED)
         if r.status == LUAHIER_STATUS_HANDLED {
             result.by = field(Int(r.slot) + LUAHIER_ENTRY_NODE, of: plan)
             result.responder = info(ofSlot: Int(r.slot), in: plan)
@@ -148,8 +147,9 @@ final class LuaEngine: DispatchEngine {
         let L = host.thread
         lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(state.pointee.plans_ref))
         let plans = lua_gettop(L)
+        forgetStalePlans(in: plans)
         lua_pushlightuserdata(L, Unmanaged.passUnretained(origin).toOpaque())
-        if lua_rawget(L, plans) == LUA_TTABLE, integer(LUAHIER_PLAN_STAMP, of: -1) == dispatcher.root.tree.chainChanges.pointee {
+        if lua_rawget(L, plans) == LUA_TTABLE {
             luahier_remove(L, plans)
             return
         }
@@ -157,35 +157,34 @@ final class LuaEngine: DispatchEngine {
         let plan = dispatcher.plan(from: origin)
         state.pointee.plans_made += 1
         push(plan)
-        keep(planAt: plans + 1, for: origin, in: plans)
+        // Kept unless `maxPlans` are kept already: those stay (a script cycling through more
+        // nodes would otherwise make a plan per dispatch and use none).
+        if planCount < Self.maxPlans {
+            lua_pushlightuserdata(L, Unmanaged.passUnretained(origin).toOpaque())
+            lua_pushvalue(L, -2)
+            lua_rawset(L, plans)
+            planCount += 1
+        }
         luahier_remove(L, plans)
     }
 
-    /// Keeps the plan at `plan` for `origin`, unless `maxPlans` are kept already (those kept
-    /// stay: a script cycling through more nodes would otherwise make a plan per dispatch and
-    /// use none). Once the tree has changed since the first was kept, every plan kept is
-    /// stale: they go. (The table stays the same one: the C trigger holds it.)
-    private func keep(planAt plan: Int32, for origin: Node, in plans: Int32) {
-        let L = host.thread
+    /// Once the tree's chains changed, every plan kept is stale: they all go. (The table stays
+    /// the same one: the C trigger holds it.)
+    private func forgetStalePlans(in plans: Int32) {
         let changes = dispatcher.root.tree.chainChanges.pointee
-        if changes != plansEpoch {
-            if planCount > 0 {
+        guard changes != state.pointee.plans_epoch else { return }
+        let L = host.thread
+        if planCount > 0 {
+            lua_pushnil(L)
+            while lua_next(L, plans) != 0 {
+                luahier_pop(L, 1)
+                lua_pushvalue(L, -1)
                 lua_pushnil(L)
-                while lua_next(L, plans) != 0 {
-                    luahier_pop(L, 1)
-                    lua_pushvalue(L, -1)
-                    lua_pushnil(L)
-                    lua_rawset(L, plans)
-                }
+                lua_rawset(L, plans)
             }
-            planCount = 0
-            plansEpoch = changes
         }
-        guard planCount < Self.maxPlans else { return }
-        lua_pushlightuserdata(L, Unmanaged.passUnretained(origin).toOpaque())
-        lua_pushvalue(L, plan)
-        lua_rawset(L, plans)
-        planCount += 1
+        planCount = 0
+        state.pointee.plans_epoch = changes
     }
 
     /// How many plans are kept now (for tests).
@@ -201,8 +200,8 @@ final class LuaEngine: DispatchEngine {
         lua_createtable(L, Int32(last - 1), 0)
         let table = lua_gettop(L)
         func set(_ slot: Int) { lua_rawseti(L, table, lua_Integer(slot)) }
-        lua_pushinteger(L, lua_Integer(plan.stamp))
-        set(Int(LUAHIER_PLAN_STAMP))
+        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(plan.trace == .off ? state.pointee.walk_ref : state.pointee.traced_walk_ref))
+        set(Int(LUAHIER_PLAN_WALK))
         host.push(plan.origin)
         set(Int(LUAHIER_PLAN_AT))
         lua_pushinteger(L, lua_Integer(plan.detached ? LUAHIER_STATUS_DETACHED : LUAHIER_STATUS_UNHANDLED))
