@@ -71,16 +71,18 @@ static void luahier_pushlimitend(lua_State *L, luahier_Engine *e, int out_of_mem
 int luahier_rundispatch(lua_State *L, luahier_Engine *e, int plan, int value, int type, int is_error,
                         luahier_Result *r) {
     plan = lua_absindex(L, plan);
+    value = lua_absindex(L, value);
+    type = lua_absindex(L, type);
     if (*e->depth >= e->depth_limit || *e->depth >= LUAHIER_MAX_DEPTH || !lua_checkstack(L, 24))
         return LUAHIER_FAIL_DEPTH;
     long depth = ++*e->depth;
     e->threads[depth] = L;
-    e->dispatches++;
+    r->serial = e->serials[depth] = ++e->dispatches;
     luahier_Guard *g = luahier_guard(L);
     int caller_in_host = g->in_host, caller_refused = g->memory_refused;
     g->in_host = 1;
-    /* [base + 1: the message handler, + 2: the state, then the walk's results:
-     *  + 3 value, + 4 type, + 5 choice, + 6 status, + 7 slot, + 8 is error, + 9 trace record] */
+    /* [base + 1: the message handler, + 2: the state, then what the walk returns:
+     *  + 3 status, + 4 slot, + 5 choice, + 6 trace record; then + 7 the value, + 8 its type] */
     int base = lua_gettop(L);
     lua_pushcfunction(L, luahier_msgh);
     luahier_pushstate(L, e, depth);
@@ -95,50 +97,59 @@ int luahier_rundispatch(lua_State *L, luahier_Engine *e, int plan, int value, in
     for (;;) {
         g->in_host = 0;
         g->memory_refused = 0;
-        int status = lua_pcall(L, args, 7, base + 1);
+        int status = lua_pcall(L, args, 4, base + 1);
         g->in_host = 1;
         int memory_refused = g->memory_refused;
         /* A limit tripped, even one a script's own pcall swallowed, ends the dispatch. */
         tripped = luahier_tripped(L);
-        if (status == LUA_OK && !tripped) {
-            r->status = (int)lua_tointegerx(L, base + 6, NULL);
-            r->slot = r->status == LUAHIER_STATUS_HANDLED ? (int)lua_tointegerx(L, base + 7, NULL) : 0;
-            r->is_error = lua_toboolean(L, base + 8);
-            r->chain_cut = r->status == LUAHIER_STATUS_DETACHED;
-            break;
-        }
-        /* [+ 3 error] Where things stood: the value the walk last went on with, if it replaced
-         * the first, and the entry it was calling. */
-        lua_rawgeti(L, state, LUAHIER_STATE_VALUE);
-        if (lua_toboolean(L, -1)) {
+        /* The value the walk went on with, if it replaced the first: the final one, or where
+         * things stood when a responder raised an error. */
+        if (lua_rawgeti(L, state, LUAHIER_STATE_VALUE) == LUA_TBOOLEAN) {
+            lua_pop(L, 1);
+            lua_pushvalue(L, value);
+            lua_pushvalue(L, type);
+        } else {
             lua_rawgeti(L, state, LUAHIER_STATE_TYPE);
             lua_rawgeti(L, state, LUAHIER_STATE_ERROR);
             is_error = lua_toboolean(L, -1);
             lua_pop(L, 1);
-        } else {
-            lua_pop(L, 1);
-            lua_pushvalue(L, value);
-            lua_pushvalue(L, type);
+            lua_pushboolean(L, 0);
+            lua_rawseti(L, state, LUAHIER_STATE_VALUE);
         }
-        /* [+ 3 error, + 4 value, + 5 type] */
+        if (status == LUA_OK && !tripped) {
+            r->status = (int)lua_tointegerx(L, base + 3, NULL);
+            r->slot = r->status == LUAHIER_STATUS_HANDLED ? (int)lua_tointegerx(L, base + 4, NULL) : 0;
+            r->is_error = is_error;
+            r->chain_cut = r->status == LUAHIER_STATUS_DETACHED;
+            break;
+        }
+        if (status == LUA_OK) {
+            /* A trip the walk returned from: [+ 3 .. 6 its results, + 7 value, + 8 type]. */
+            lua_copy(L, base + 7, base + 4);
+            lua_copy(L, base + 8, base + 5);
+            lua_settop(L, base + 5);
+        }
+        /* [+ 3 error (or a result), + 4 value, + 5 type] */
         lua_Integer slot = luahier_slot(L, state, LUAHIER_STATE_REACHED);
         if (tripped || status == LUA_ERRMEM || (status == LUA_ERRERR && memory_refused)) {
             /* Ended by a limit: unhandled, the limit's error the value (the results as the
              * walk would leave them). */
             luahier_pushlimitend(L, e, !tripped, plan, state, base + 4, is_error);
-            lua_replace(L, base + 3);
-            luahier_asvalue(L, e, base + 3, 1);
             lua_replace(L, base + 4);
-            lua_pushnil(L);
+            luahier_asvalue(L, e, base + 4, 1);
             lua_replace(L, base + 5);
+            /* [+ 3 error, + 4 limit error, + 5 its type] -> the walk's layout */
             lua_pushinteger(L, LUAHIER_STATUS_UNHANDLED);
+            lua_replace(L, base + 3);
             lua_pushinteger(L, 0);
-            lua_pushboolean(L, 1);
+            lua_pushnil(L);
             lua_rawgeti(L, state, LUAHIER_STATE_RECORD);
             if (!lua_toboolean(L, -1)) {
                 lua_pop(L, 1);
                 lua_pushnil(L);
             }
+            /* [status, limit error, type, slot, choice, record] -> [status, slot, choice, record, value, type] */
+            lua_rotate(L, base + 4, -2);
             static const int held[] = {LUAHIER_STATE_VALUE, LUAHIER_STATE_BEFORE, LUAHIER_STATE_RECORD};
             for (size_t i = 0; i < sizeof held / sizeof *held; i++) {
                 lua_pushboolean(L, 0);
@@ -178,15 +189,20 @@ int luahier_rundispatch(lua_State *L, luahier_Engine *e, int plan, int value, in
     }
     g->memory_refused = caller_refused;
     r->tripped = tripped;
-    r->value = base + 3;
-    r->type = base + 4;
     r->choice = base + 5;
-    r->trace = base + 9;
+    r->trace = base + 6;
+    r->value = base + 7;
+    r->type = base + 8;
     if (e->observes || (e->presents && r->is_error && r->status != LUAHIER_STATUS_HANDLED)) e->ended(e->host, L, plan, r);
     e->threads[depth] = NULL;
     --*e->depth;
     g->in_host = caller_in_host;
     return 0;
+}
+
+long long luahier_dispatchserial(const luahier_Engine *e) {
+    long depth = *e->depth;
+    return depth >= 1 && depth <= LUAHIER_MAX_DEPTH ? e->serials[depth] : 0;
 }
 
 /* [-0, +0, -] In each walk under way on `T` (its frames' first argument is the plan), the
@@ -354,6 +370,5 @@ int luahier_trigger(lua_State *L) {
     }
     luahier_pushoutcome(L, 4, &r);
     g->in_host = caller_in_host;
-    luahier_charge(L, luahier_slot(L, 4, LUAHIER_PLAN_HOPS));
     return 1;
 }

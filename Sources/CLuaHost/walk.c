@@ -14,20 +14,30 @@
  *     walk(plan, state, value, type, is_error [, slot, raised])
  * it offers the value to the entries of its domain from the first (or from `slot`), and
  * applies what each answers: SPEC §4's table. `raised`, when given, is an error the entry at
- * `slot` raised: it replaces the value there, and the walk goes on after it. It returns the
- * value, its type, an alert's choice, how the dispatch ended (LUAHIER_STATUS_*), the slot it
- * ended at, whether the value is an error, and the trace record (the traced walk only: it
- * makes the record, and keeps it in state[RECORD] while it is under way).
+ * `slot` raised: it replaces the value there, and the walk goes on after it. It returns how
+ * the dispatch ended (LUAHIER_STATUS_*), the slot it ended at, an alert's choice, and the trace
+ * record (the traced walk only: it makes the record, and keeps it in state[RECORD] while it is
+ * under way).
  *
- * An error a responder raises leaves the walk through the driver's pcall, with the entry it was
- * calling in state[REACHED], and comes back as `raised`: so every value the walk goes on with
- * is written to `state` first.
+ * Every value the walk goes on with in place of the one it was given is written to `state`
+ * first (state[VALUE] stays false while it has none): that is how the driver learns the final
+ * value, and where things stood when a responder raised an error, which leaves the walk through
+ * the driver's pcall with the entry it was calling in state[REACHED] and comes back as
+ * `raised`.
  *
  * A run of plain receives (LUAHIER_ENTRY_RUN) is called in a loop of its own, with nothing
  * per responder but the call and one comparison: a value they all pass by costs about what
  * calling the same functions in a plain Lua loop does. */
+/* A trace step, written where it happens (a function call per step cost as much as the
+ * step): the entry, the type it was called with, what came of it, the type that came of it,
+ * and with full tracing the value before and after. */
+#define LUAHIER_STEP(slot, input, result, rtype, before, after) \
+    "local n = record[1] " \
+    "record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[n + 5], record[n + 6], record[1] = " \
+    slot ", " input ", " result ", " rtype ", " before ", " after ", n + STEP"
+
 static const char luahier_walk_source[] =
-    "local accept, copy, SKIP = ...\n"
+    "local accept, copy, SKIP, newrecord = ...\n"
     /* One constant a declaration: in `local a <const>, b <const> = ...` only the last is a
      * compile-time constant, and the others become upvalues of the walk. */
     "local STRIDE <const> = %d\n"
@@ -54,32 +64,26 @@ static const char luahier_walk_source[] =
     "local HANDLED <const> = %d\n"
     "local STEP <const> = %d\n"
     "local FIRSTSTEP <const> = %d\n"
-    /* A trace step: the entry, the type it was called with, what came of it. */
-    "local function step(record, slot, input, result, rtype, before, after)\n"
-    "  local n = record[1]\n"
-    "  record[n + 1], record[n + 2], record[n + 3] = slot, input, result\n"
-    "  record[n + 4], record[n + 5], record[n + 6] = rtype, before, after\n"
-    "  record[1] = n + STEP\n"
-    "end\n"
     "return function(plan, state, value, vtype, iserror, slot, raised)\n"
-    "  local last, record\n"
-    "T|local full = plan[TRACE] == 'full'\n"
+    "T|local record, full\n"
+    "  local last\n"
     "  if not slot then\n"
-    "T|  record = {FIRSTSTEP} state[RECORD] = record\n"
+    "T|  record, full = newrecord((plan[LAST] - plan[EVENTS]) // STRIDE * STEP + FIRSTSTEP), plan[TRACE] == 'full' state[RECORD] = record\n"
     "    if iserror then slot, last = plan[ERRORS], plan[LAST] - 1 else slot, last = plan[EVENTS], plan[ERRORS] - 1 end\n"
     "  else\n"
-    "T|  record = state[RECORD]\n"
+    "T|  record, full = state[RECORD], plan[TRACE] == 'full'\n"
     /*  The position rule: the raised error replaces the value at the entry that raised it. */
     "T|  local input = vtype\n"
     "    value, vtype = accept(plan, slot, raised, true, value, iserror, true)\n"
-    "T|  step(record, slot, input, 'raised', vtype, full and state[BEFORE], full and copy(value))\n"
+    "T|  " LUAHIER_STEP("slot", "input", "'raised'", "vtype", "full and state[BEFORE]", "full and copy(value)") "\n"
     "    if slot < plan[ERRORS] then slot = plan[slot + CROSS] else slot = slot + STRIDE end\n"
     "    iserror, last = true, plan[LAST] - 1\n"
     "    state[VALUE], state[TYPE], state[ERROR] = value, vtype, true\n"
     "  end\n"
-    "  while true do\n"
-    "    local i = slot\n"
-    "    slot = nil\n"
+    /* Back here when the value changes domain, at the slot to go on from. */
+    "  ::walk::\n"
+    "  local i = slot\n"
+    "  do\n"
     "    while i <= last do\n"
     "      local run = plan[i + RUN]\n"
     "      if run then\n"
@@ -91,17 +95,17 @@ static const char luahier_walk_source[] =
     "          local answer = plan[j](value)\n"
     "          if answer ~= 'notHandled' then\n"
     "            if answer == 'handled' then\n"
-    "T|            step(record, j, vtype, 'handled', false, false, false)\n"
+    "T|            " LUAHIER_STEP("j", "vtype", "'handled'", "false", "false", "false") "\n"
     "T|            state[BEFORE], state[RECORD] = false, false\n"
-    "              state[VALUE] = false\n"
-    "              return value, vtype, nil, HANDLED, j, iserror, record\n"
+    "T|            do return HANDLED, j, nil, record end\n"
+    "              return HANDLED, j\n"
     "            elseif answer ~= SKIP then\n"
     "              local input = vtype\n"
     "              value, vtype = accept(plan, j, answer, iserror, value, iserror, false)\n"
-    "T|            step(record, j, input, iserror and 'error' or 'event', vtype, full and state[BEFORE], full and copy(value))\n"
+    "T|            " LUAHIER_STEP("j", "input", "iserror and 'error' or 'event'", "vtype", "full and state[BEFORE]", "full and copy(value)") "\n"
     "              state[VALUE], state[TYPE], state[ERROR] = value, vtype, iserror\n"
     "            end\n"
-    "T|        else step(record, j, vtype, 'notHandled', false, false, false)\n"
+    "T|        else " LUAHIER_STEP("j", "vtype", "'notHandled'", "false", "false", "false") "\n"
     "          end\n"
     "        end\n"
     "        i = run + STRIDE\n"
@@ -115,42 +119,40 @@ static const char luahier_walk_source[] =
     "          if answer == SKIP then\n"
     /*          Removed during this dispatch: passed by. */
     "          elseif class == RECEIVE and answer == 'notHandled' then\n"
-    "T|          step(record, i, vtype, 'notHandled', false, false, false)\n"
+    "T|          " LUAHIER_STEP("i", "vtype", "'notHandled'", "false", "false", "false") "\n"
     "          elseif class == HANDLE or (class == RECEIVE and answer == 'handled') or (class == ALERT and answer ~= nil) then\n"
-    "T|          step(record, i, vtype, 'handled', false, false, false)\n"
+    "T|          " LUAHIER_STEP("i", "vtype", "'handled'", "false", "false", "false") "\n"
     "T|          state[BEFORE], state[RECORD] = false, false\n"
-    "            state[VALUE] = false\n"
-    "            return value, vtype, class == ALERT and extra or nil, HANDLED, i, iserror, record\n"
+    "T|          do return HANDLED, i, class == ALERT and extra or nil, record end\n"
+    "            return HANDLED, i, class == ALERT and extra or nil\n"
     "          elseif class == ARRIVE then\n"
     /*          The safety check at a declaring node: nil passes; a violation replaces the value. */
     "            if answer ~= nil then\n"
     "              value, vtype = answer, extra\n"
     "              state[VALUE], state[TYPE], state[ERROR] = value, vtype, true\n"
-    "              if not iserror then iserror, last, slot = true, plan[LAST] - 1, plan[i + CROSS] break end\n"
+    "              if not iserror then iserror, last, slot = true, plan[LAST] - 1, plan[i + CROSS] goto walk end\n"
     "            end\n"
     "          elseif class ~= ALERT then\n"
     /*          A replacement: receive and transform keep the domain; catch makes it an event.
      *          Whatever a kind may not return is a contract error, which accept raises. */
     "            local input, toerror = vtype, iserror and class ~= CATCH\n"
     "            value, vtype = accept(plan, i, answer, toerror, value, iserror, false)\n"
-    "T|          step(record, i, input, toerror and 'error' or 'event', vtype, full and state[BEFORE], full and copy(value))\n"
+    "T|          " LUAHIER_STEP("i", "input", "toerror and 'error' or 'event'", "vtype", "full and state[BEFORE]", "full and copy(value)") "\n"
     "            state[VALUE], state[TYPE], state[ERROR] = value, vtype, toerror\n"
     "            if toerror ~= iserror then\n"
     "              iserror, slot = toerror, plan[i + CROSS]\n"
     "              last = (toerror and plan[LAST] or plan[ERRORS]) - 1\n"
-    "              break\n"
+    "              goto walk\n"
     "            end\n"
     "          end\n"
     "        end\n"
     "        i = i + STRIDE\n"
     "      end\n"
     "    end\n"
-    "    if not slot then\n"
-    "T|    state[BEFORE], state[RECORD] = false, false\n"
-    "      state[VALUE] = false\n"
-    "      return value, vtype, nil, plan[ENDED], last + 1, iserror, record\n"
-    "    end\n"
     "  end\n"
+    "T|state[BEFORE], state[RECORD] = false, false\n"
+    "T|do return plan[ENDED], last + 1, nil, record end\n"
+    "  return plan[ENDED], last + 1\n"
     "end\n";
 
 /* The lines that only the variant that records traces keeps start with this mark; the other
@@ -233,12 +235,15 @@ int luahier_asvaluewith(lua_State *L, luahier_Engine *e, int index, int is_error
             return 0;
         }
         /* [type] A table that travelled as the other domain is refused. */
-        if (keys) lua_pushvalue(L, keys->tags);
-        else lua_rawgeti(L, LUA_REGISTRYINDEX, e->tags_ref);
+        int tags = keys ? keys->tags : 0;
+        if (!tags) {
+            lua_rawgeti(L, LUA_REGISTRYINDEX, e->tags_ref);
+            tags = lua_gettop(L);
+        }
         lua_pushvalue(L, index);
-        int tag = lua_rawget(L, -2);
+        int tag = lua_rawget(L, tags);
         if (tag == LUA_TBOOLEAN && lua_toboolean(L, -1) == is_error) {
-            lua_pop(L, 2);
+            lua_pop(L, keys ? 1 : 2);
             const char *type = lua_tostring(L, -1);
             lua_pushfstring(L, "%s (%s)", is_error ? "an event" : "an error", type);
             lua_remove(L, -2);
@@ -248,9 +253,9 @@ int luahier_asvaluewith(lua_State *L, luahier_Engine *e, int index, int is_error
         if (tag == LUA_TNIL) {
             lua_pushvalue(L, index);
             lua_pushboolean(L, !is_error);
-            lua_rawset(L, -3);
+            lua_rawset(L, tags);
         }
-        lua_pop(L, 1);
+        if (!keys) lua_pop(L, 1);
         /* An error without a type is an "Error" (the sandbox's read-only tables stay as they are). */
         if (untyped && !luahier_isfrozen(L, index)) {
             if (keys) lua_pushvalue(L, keys->type);
@@ -459,6 +464,14 @@ static void luahier_copyvalue(lua_State *L, int index, int ancestors, int depth)
     lua_rawset(L, ancestors);
 }
 
+/* lua_CFunction newrecord(n) -> a trace record with room for n slots, slot 1 counting them. */
+static int luahier_newrecord(lua_State *L) {
+    lua_createtable(L, (int)luaL_checkinteger(L, 1), 0);
+    lua_pushinteger(L, LUAHIER_TRACE_COUNT);
+    lua_rawseti(L, -2, LUAHIER_TRACE_COUNT);
+    return 1;
+}
+
 /* lua_CFunction copy(value) -> a copy of it (luahier_copyvalue). */
 static int luahier_copy(lua_State *L) {
     lua_settop(L, 1);
@@ -492,5 +505,6 @@ int luahier_pushwalk(lua_State *L, luahier_Engine *engine, int traced) {
     lua_pushcclosure(L, luahier_accept, 1);
     lua_pushcfunction(L, luahier_copy);
     lua_pushlightuserdata(L, &luahier_skipmark);
-    return lua_pcall(L, 3, 1, 0);
+    lua_pushcfunction(L, luahier_newrecord);
+    return lua_pcall(L, 4, 1, 0);
 }

@@ -26,12 +26,14 @@ enum {
     LUAHIER_PLAN_AT = 2,       /* the origin's path */
     LUAHIER_PLAN_END = 3,      /* how a value that passes every entry ends: LUAHIER_STATUS_UNHANDLED,
                                 * or _DETACHED when the chain's top is not the root */
-    LUAHIER_PLAN_HOPS = 4,     /* nodes in the chain: host work, charged per dispatch */
+    LUAHIER_PLAN_HOPS = 4,     /* nodes in the chain */
     LUAHIER_PLAN_TRACE = 5,    /* false, "path" or "full": what dispatches along it record */
     LUAHIER_PLAN_EVENTS = 6,   /* the first slot of the event entries, */
     LUAHIER_PLAN_ERRORS = 7,   /* of the error entries (where the event entries end), */
     LUAHIER_PLAN_LAST = 8,     /* and the slot after them */
-    LUAHIER_PLAN_ENTRIES = 9
+    LUAHIER_PLAN_HOSTONLY = 9, /* no entry hands the value to Lua code: the host may keep what a
+                                * value it made stands for (LuaEngine.swift) */
+    LUAHIER_PLAN_ENTRIES = 10
 };
 
 /* One entry: its fields at these offsets from its first slot. */
@@ -134,10 +136,11 @@ typedef struct luahier_Result {
     int trace;                 /* of the trace record (or nil) */
     int tripped;               /* LUAHIER_TRIPPED_* of the limit that ended it (0: none) */
     int chain_cut;             /* an unhandled end: the chain's top was not the root (SPEC §2) */
+    long long serial;          /* which dispatch it was (luahier_Engine.serials) */
 } luahier_Result;
 
 /* How many values luahier_rundispatch leaves on the stack. */
-#define LUAHIER_DISPATCH_RESULTS 9
+#define LUAHIER_DISPATCH_RESULTS 8
 
 /* One hierarchy's engine: what C shares with the host (LuaEngine.swift). */
 typedef struct luahier_Engine {
@@ -155,6 +158,8 @@ typedef struct luahier_Engine {
     int state_refs[LUAHIER_MAX_DEPTH + 1]; /* depth -> its state table (0: not made yet) */
     lua_State *threads[LUAHIER_MAX_DEPTH + 1]; /* depth -> the thread its dispatch runs on (a
                                 * removal finds the plans under way in their walks' frames) */
+    long long serials[LUAHIER_MAX_DEPTH + 1]; /* depth -> which dispatch runs there: each gets
+                                * the next number */
     int words_ref;             /* LUAHIER_WORD_* -> the word */
     int expected_ref;          /* kind name -> what it must return, for contract errors */
     const void *handled;       /* the interned verdicts */
@@ -216,6 +221,9 @@ int luahier_asvaluewith(lua_State *L, luahier_Engine *engine, int index, int is_
  * filled; or LUAHIER_FAIL_DEPTH when it would nest past the limit (nothing pushed). */
 int luahier_rundispatch(lua_State *L, luahier_Engine *engine, int plan, int value, int type, int is_error,
                         luahier_Result *r);
+
+/* [-0, +0, -] Which dispatch runs at the innermost depth now (luahier_Engine.serials). */
+long long luahier_dispatchserial(const luahier_Engine *engine);
 
 /* [-0, +0, -] A responder was removed: the dispatches under way, whose plans have it, call the
  * skipper in its place (SPEC §4: a responder removed during a dispatch is not called). Their

@@ -19,9 +19,19 @@ final class LuaEngine: DispatchEngine {
     private var objectMetatable: Int32 = 0
     /// The host function behind every entry that is not a Lua function.
     private var entryFunction = 0
-    /// How many plans the plans table holds at most, and how it is kept (`cache(_:)`).
+    /// How many plans the plans table holds at most.
     static let maxPlans = 1024
     private var planCount = 0
+    /// Per nesting depth, the Swift value the dispatch there holds as a Lua table, while no Lua
+    /// code can have changed the table: in a plan whose entries are all the host's
+    /// (LUAHIER_PLAN_HOSTONLY), the table never reaches Lua code, so Swift closures get the value
+    /// it was made from (or was first read as) instead of a new reading of it per call.
+    private var known = [KnownValue?](repeating: nil, count: Int(LUAHIER_MAX_DEPTH) + 1)
+    private struct KnownValue {
+        let serial: Int64
+        let table: UnsafeRawPointer
+        let value: Value
+    }
 
     init(host: LuaHost, dispatcher: Dispatcher) throws(HierarchyError) {
         self.host = host
@@ -107,21 +117,35 @@ final class LuaEngine: DispatchEngine {
         lua_checkstack(L, 8)
         pushPlan(for: origin)
         var message = message
+        let made: Value? = if case .value(let value) = message.payload { value } else { nil }
         host.pushPayload(of: &message)
         host.push(message.type)
+        // The table made of a Swift value stands for it: closures of a plan the host alone
+        // answers get it as it is.
+        if let made, lua_type(L, top + 2) == LUA_TTABLE, dispatcher.depth < Int(LUAHIER_MAX_DEPTH) {
+            known[dispatcher.depth + 1] = KnownValue(
+                serial: state.pointee.dispatches + 1, table: lua_topointer(L, top + 2), value: made)
+        }
         var result = luahier_Result()
         let failure = luahier_rundispatch(L, state, top + 1, top + 2, top + 3, message.domain == .error ? 1 : 0, &result)
-        guard failure == 0 else { throw DispatchDepthExceeded(limit: dispatcher.depthLimit) }
+        guard failure == 0 else {
+            if made != nil { known[dispatcher.depth + 1] = nil }
+            throw DispatchDepthExceeded(limit: dispatcher.depthLimit)
+        }
         return dispatchResult(result, planAt: top + 1)
     }
 
     /// How the dispatch `r` describes ended, its final value held from Swift.
     private func dispatchResult(_ r: luahier_Result, planAt plan: Int32) -> DispatchResult {
         let L = host.thread
-        lua_pushvalue(L, r.value)
-        let message = Message(
-            domain: r.is_error != 0 ? .error : .event, type: host.string(at: r.type) ?? "",
-            payload: .foreign(LuaPayload(host: host, ref: host.ref(), identity: lua_topointer(L, r.value))))
+        let payload: Payload
+        if let value = knownValue(of: r.value, serial: r.serial, depth: dispatcher.depth + 1, planAt: plan) {
+            payload = .value(value)
+        } else {
+            lua_pushvalue(L, r.value)
+            payload = .foreign(LuaPayload(host: host, ref: host.ref(), identity: lua_topointer(L, r.value)))
+        }
+        let message = Message(domain: r.is_error != 0 ? .error : .event, type: host.string(at: r.type) ?? "", payload: payload)
         var result = DispatchResult(
             status: r.status == LUAHIER_STATUS_HANDLED ? .handled : r.status == LUAHIER_STATUS_DETACHED ? .detached : .unhandled,
             message: message, by: nil, responder: nil, trace: nil, at: field(LUAHIER_PLAN_AT, of: plan) ?? "",
@@ -210,6 +234,11 @@ final class LuaEngine: DispatchEngine {
         set(Int(LUAHIER_PLAN_HOPS))
         if plan.trace == .off { lua_pushboolean(L, 0) } else { host.push(plan.trace.rawValue) }
         set(Int(LUAHIER_PLAN_TRACE))
+        let hostOnly = !(plan.events + plan.errors).contains { entry in
+            entry.responder.map { callsLua($0) || $0.body is LuaResponderBody } ?? false
+        }
+        lua_pushboolean(L, hostOnly ? 1 : 0)
+        set(Int(LUAHIER_PLAN_HOSTONLY))
         for (slot, value) in [(LUAHIER_PLAN_EVENTS, first), (LUAHIER_PLAN_ERRORS, errorsFirst), (LUAHIER_PLAN_LAST, last)] {
             lua_pushinteger(L, lua_Integer(value))
             set(Int(slot))
@@ -385,9 +414,14 @@ final class LuaEngine: DispatchEngine {
         lua_rawgeti(L, plan, lua_Integer(slot + LUAHIER_ENTRY_OBJECT))
         let held = object(at: -1)
         luahier_pop(L, 1)
-        let domain: Domain = slot < integer(LUAHIER_PLAN_ERRORS, of: plan) ? .event : .error
+        if let responder = held as? Responder, let body = responder.body as? SwiftResponderBody,
+            responder.kind != .handleAlertErrors
+        {
+            return try callSwift(body, of: responder, planAt: plan, call)
+        }
         let origin = field(LUAHIER_PLAN_AT, of: plan) ?? ""
         if let arrival = (held as? ArrivalBox)?.arrival {
+            let domain: Domain = slot < integer(LUAHIER_PLAN_ERRORS, of: plan) ? .event : .error
             let type = host.stringField(ofTableAt: 1, "type") ?? ""
             let violation = dispatcher.arrive(at: arrival, from: origin, domain: domain, type: type) {
                 (try? host.value(at: 1, strict: false, bounded: true)) ?? .null
@@ -400,29 +434,65 @@ final class LuaEngine: DispatchEngine {
             host.push(violation.type)
             return 2
         }
-        guard let responder = held as? Responder else { throw LuaArgumentError("not a responder of this hierarchy") }
-        if responder.kind == .handleAlertErrors {
-            return try alert(responder, handledBy: field(slot + LUAHIER_ENTRY_NODE, of: plan) ?? "", reportedAt: origin, call)
+        guard let responder = held as? Responder, responder.kind == .handleAlertErrors else {
+            throw LuaArgumentError("not a responder of this hierarchy")
         }
-        guard let body = responder.body as? SwiftResponderBody else {
-            throw LuaArgumentError("responder at \(responder.location) cannot be called")
-        }
+        return try alert(responder, handledBy: field(slot + LUAHIER_ENTRY_NODE, of: plan) ?? "", reportedAt: origin, call)
+    }
+
+    /// A Swift closure's call: its answer as Lua's are read (a value goes to the walk as it is).
+    private func callSwift(_ body: SwiftResponderBody, of responder: Responder, planAt plan: Int32, _ call: HostCall) throws -> Int32 {
+        let L = call.L
+        let depth = dispatcher.depth
+        let serial = luahier_dispatchserial(state)
         let answer: ReceiveResult
         do {
-            answer = try body.receive(try host.value(at: 1, strict: true))
+            let value: Value
+            if let kept = knownValue(of: 1, serial: serial, depth: depth, planAt: plan) {
+                value = kept
+            } else {
+                value = try host.value(at: 1, strict: true)
+                remember(value, madeAt: 1, serial: serial, depth: depth, planAt: plan)
+            }
+            answer = try body.receive(value)
         } catch {
             throw RaisedMessage(message: Message(swiftError: error, where: responder.location))
         }
         switch answer {
         case .handled: host.push(InternedString.handled)
         case .notHandled: host.push(InternedString.notHandled)
-        // A value goes to the walk as it is: the walk reads it as Lua's answers are read.
         case .replace(let value):
             do { try host.push(value) } catch {
                 throw RaisedMessage(message: Message(swiftError: error, where: responder.location))
             }
+            // An event table goes on as it is (an error gets `where` and `cause`): it stands
+            // for the value it was made of.
+            if responder.kind.replacementDomain == .event, value["type"]?.stringValue != nil {
+                remember(value, madeAt: -1, serial: serial, depth: depth, planAt: plan)
+            }
         }
         return 1
+    }
+
+    /// The Swift value the table at `index` stands for in dispatch `serial` (at `depth`), if
+    /// it is known and its plan is the host's alone.
+    private func knownValue(of index: Int32, serial: Int64, depth: Int, planAt plan: Int32) -> Value? {
+        guard depth >= 1, depth < known.count, let kept = known[depth], kept.serial == serial,
+            kept.table == lua_topointer(host.thread, index), hostOnly(planAt: plan)
+        else { return nil }
+        return kept.value
+    }
+
+    /// Keeps `value` as what the table at `index` stands for, in a plan that is the host's alone.
+    private func remember(_ value: Value, madeAt index: Int32, serial: Int64, depth: Int, planAt plan: Int32) {
+        guard depth >= 1, depth < known.count, lua_type(host.thread, index) == LUA_TTABLE, hostOnly(planAt: plan) else { return }
+        known[depth] = KnownValue(serial: serial, table: lua_topointer(host.thread, index), value: value)
+    }
+
+    private func hostOnly(planAt plan: Int32) -> Bool {
+        lua_rawgeti(host.thread, plan, lua_Integer(LUAHIER_PLAN_HOSTONLY))
+        defer { luahier_pop(host.thread, 1) }
+        return lua_toboolean(host.thread, -1) != 0
     }
 
     /// An alert responder (SPEC §6): offered alertable errors only (nil otherwise); its body
