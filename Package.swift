@@ -20,8 +20,11 @@ let package = Package(
         ),
         // The host's C: the trampoline, limits, the sandbox's C functions, errors, the fast
         // path, the watchdog (Sources/CLuaHost/include/luahier_host.h). Only the bridge imports it.
-        .target(name: "CLuaHost", dependencies: ["CLua"]),
-        .target(name: "LuaHierarchy", dependencies: ["CLua", "CLuaHost"]),
+        .target(name: "CLuaHost", dependencies: ["CLua", "CJSONReader"]),
+        // The one JSON reader (Sources/CJSONReader/include/luahier_jsonread.h), without Lua:
+        // Swift's `Value`s and the bridge's Lua values are read from JSON by the same rules.
+        .target(name: "CJSONReader"),
+        .target(name: "LuaHierarchy", dependencies: ["CLua", "CLuaHost", "CJSONReader"]),
         .executableTarget(
             name: "luahier",
             dependencies: [

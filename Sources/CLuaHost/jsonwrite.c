@@ -1,6 +1,7 @@
 /* Lua values written as JSON in one pass, for the outcome lines of `luahier dispatch`: no
  * Swift value is built, nothing is allocated per value but the output's own bytes. */
 #include "luahier_host.h"
+#include "luahier_jsonread.h"
 
 #include <lauxlib.h>
 #include <stdint.h>
@@ -34,28 +35,9 @@ static int luahier_jsonbyte(luahier_JSONOut *out, char byte) {
     return 1;
 }
 
-/* Whether `s` is well-formed UTF-8 (no overlongs, no surrogates, nothing past U+10FFFF). */
+/* Whether `s` is well-formed UTF-8 (the JSON reader's test: luahier_jsonread.h). */
 static int luahier_isutf8(const unsigned char *s, size_t length) {
-    size_t i = 0;
-    while (i < length) {
-        unsigned char c = s[i];
-        if (c < 0x80) { i++; continue; }
-        size_t need;
-        unsigned char low = 0x80, high = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF) need = 1;
-        else if (c == 0xE0) { need = 2; low = 0xA0; }
-        else if (c == 0xED) { need = 2; high = 0x9F; }
-        else if (c >= 0xE1 && c <= 0xEF) need = 2;
-        else if (c == 0xF0) { need = 3; low = 0x90; }
-        else if (c == 0xF4) { need = 3; high = 0x8F; }
-        else if (c >= 0xF1 && c <= 0xF3) need = 3;
-        else return 0;
-        if (i + need >= length) return 0;
-        if (s[i + 1] < low || s[i + 1] > high) return 0;
-        for (size_t k = 2; k <= need; k++) if (s[i + k] < 0x80 || s[i + k] > 0xBF) return 0;
-        i += need + 1;
-    }
-    return 1;
+    return luahier_utf8prefix(s, length) == length;
 }
 
 /* A JSON string of UTF-8 bytes: `"` and `\` escaped, control characters as \n, \r, \t,
@@ -250,4 +232,17 @@ static int luahier_jsonvalue(lua_State *L, int index, luahier_JSONOut *out, int 
 int luahier_writejson(lua_State *L, int index, luahier_JSONOut *out) {
     out->size = 0;
     return luahier_jsonvalue(L, lua_absindex(L, index), out, 0);
+}
+
+int luahier_appendjson(lua_State *L, int index, luahier_JSONOut *out) {
+    size_t mark = out->size;
+    int result = luahier_jsonvalue(L, lua_absindex(L, index), out, 0);
+    if (result != LUAHIER_JSON_WRITTEN) out->size = mark;
+    return result;
+}
+
+int luahier_appendjsonstring(luahier_JSONOut *out, const char *s, size_t length) {
+    if (out->size + length > out->limit) return LUAHIER_JSON_LIMIT;
+    if (!luahier_isutf8((const unsigned char *)s, length)) return LUAHIER_JSON_CAREFUL;
+    return luahier_jsonstring(out, s, length) ? LUAHIER_JSON_WRITTEN : LUAHIER_JSON_LIMIT;
 }

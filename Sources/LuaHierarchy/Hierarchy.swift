@@ -100,6 +100,7 @@ public final class Hierarchy {
         moduleFolderList = sandbox.folders
         bridge = try LuaBridge(host: host, hierarchy: self)
         dispatcher.engine = bridge.engine
+        bridge.engine.nodeAtPath = { [unowned self] path in (try? node(at: path)) ?? nil }
         if options.libraries == .sandboxed { try host.sealGlobals(sandbox.seal) }
         setModuleFolders(nil)
     }
@@ -195,8 +196,21 @@ public final class Hierarchy {
 
     /// Parses the JSON value at the parser's place as a message of `domain`, held by Lua
     /// (for the rules engine: no `Value` is built on the way in).
-    func parseMessage(from parser: inout JSONParser, as domain: Domain) throws(JSONError) -> Result<Message, ShapeFailure> {
-        try host.parseMessage(from: &parser, as: domain)
+    func parseMessage(from parser: JSONParser, as domain: Domain) throws(JSONError) -> Result<Message, ShapeFailure> {
+        try host.parseMessage(from: parser, as: domain)
+    }
+
+    /// Answers a `luahier dispatch` request line in C when it can (LuaLines.swift).
+    func answer(
+        line: UnsafeRawBufferPointer, number: Int, input: String, plainOutcome: () -> Bool, into writer: inout JSONWriter
+    ) -> LuaEngine.LineAnswer {
+        bridge.engine.answer(line: line, number: number, input: input, plainOutcome: plainOutcome, into: &writer)
+    }
+
+    /// What the JSON text `bytes` reads as in this hierarchy's Lua (a payload's reading), read
+    /// back: for tests that hold the reader's Lua side to its Swift side.
+    func readJSONThroughLua(_ bytes: UnsafeRawBufferPointer) throws -> Value {
+        try host.readJSONThroughLua(bytes)
     }
 
     private func existingNode(_ path: String) throws -> Node {

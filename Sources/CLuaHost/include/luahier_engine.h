@@ -172,6 +172,10 @@ typedef struct luahier_Engine {
     /* Into the host. None of them raises; each runs as a host function does (host mode). */
     /* [-0, +1] The current plan for the node at address `node`, made if need be. */
     void (*plan_for)(void *host, lua_State *L, void *node);
+    /* [-0, +(0|1)] The current plan of the node at `path` (`length` bytes), made if need be
+     * and kept by its path too; returns 0 with nothing pushed when there is no node there (or
+     * `path` is not a path): the host words that. */
+    int (*plan_at)(void *host, lua_State *L, const char *path, size_t length);
     /* [-0, +0] A dispatch along the plan at `plan` ended as `r` says: present an unhandled error
      * (as the policy says), let an observer see it. */
     void (*ended)(void *host, lua_State *L, int plan, const luahier_Result *r);

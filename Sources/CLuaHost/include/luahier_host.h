@@ -11,6 +11,8 @@
  * - The dispatch engine: the walk every dispatch runs and its driver (luahier_engine.h,
  *   walk.c, engine.c).
  * - The watchdog and interrupts (luahier_watchdog.h, watchdog.c).
+ * - JSON: Lua values written as JSON (luahier_jsonwrite.h, jsonwrite.c), JSON read into Lua
+ *   values and `luahier dispatch`'s lines answered in C (luahier_lines.h, lines.c).
  *
  * Stack notes `[-o, +p, x]` follow the Lua manual: pops, pushes, and whether it can raise
  * (`-` never, `m` only on memory errors, `e` any error).
@@ -167,6 +169,7 @@ int luahier_msgh(lua_State *L);
 #include "luahier_jsonwrite.h"
 #include "luahier_limits.h"
 #include "luahier_engine.h"
+#include "luahier_lines.h"
 #include "luahier_watchdog.h"
 
 #endif

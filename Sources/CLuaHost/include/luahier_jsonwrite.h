@@ -31,6 +31,14 @@ enum {
  * table. Returns LUAHIER_JSON_*. */
 int luahier_writejson(lua_State *L, int index, luahier_JSONOut *out);
 
+/* [-0, +0, m] As luahier_writejson, appending to what `out` holds (on any result but
+ * LUAHIER_JSON_WRITTEN, `out` is left as it was). */
+int luahier_appendjson(lua_State *L, int index, luahier_JSONOut *out);
+
+/* Appends UTF-8 bytes `s` as a JSON string: LUAHIER_JSON_WRITTEN, _CAREFUL (not UTF-8) or
+ * _LIMIT, nothing appended but on the first. */
+int luahier_appendjsonstring(luahier_JSONOut *out, const char *s, size_t length);
+
 /* Appends `length` bytes; 0 (nothing appended) past the limit or out of memory. */
 int luahier_jsonappend(luahier_JSONOut *out, const void *bytes, size_t length);
 

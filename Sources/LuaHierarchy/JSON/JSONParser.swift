@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import CJSONReader
 
 /// Why a JSON text was refused: what is wrong and the byte where it was seen.
 public struct JSONError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -23,6 +19,9 @@ public struct JSONError: Error, Hashable, Sendable, CustomStringConvertible {
 /// overflows is refused (never silently rounded); strings must be valid UTF-8 (escapes
 /// included: a lone surrogate is refused); `\u0000` survives; nesting is bounded.
 /// Duplicate object keys: the last one wins (as in most parsers).
+///
+/// Reading is the C reader's (Sources/CJSONReader), the one the Lua bridge reads JSON into Lua
+/// values with: one set of rules and messages for every JSON text the host takes in.
 public enum JSON {
     /// Deeper nesting than this is refused (the same bound Lua-to-Swift conversion uses).
     public static let defaultDepthLimit = 200
@@ -38,86 +37,17 @@ public enum JSON {
 
     /// Parses one JSON text held in `bytes`.
     public static func parse(_ bytes: UnsafeRawBufferPointer, depthLimit: Int = defaultDepthLimit) throws(JSONError) -> Value {
-        var parser = JSONParser(bytes.bindMemory(to: UInt8.self), depthLimit: depthLimit, nulls: .keep)
-        return try parser.parseDocument()
+        try JSONParser(bytes.bindMemory(to: UInt8.self), depthLimit: depthLimit, nulls: .keep).parseDocument()
     }
 }
 
-/// Receives a JSON value as the parser reads it, depth first. Containers: `beginObject`,
-/// then per member `key` + the value + `endMember`, then `endObject`; `beginArray`, then
-/// per item the value + `endItem(position)`, then `endArray`. Strings arrive as validated
-/// UTF-8 bytes that live only for the call.
-protocol JSONSink {
-    mutating func null()
-    mutating func bool(_ flag: Bool)
-    mutating func int(_ number: Int64)
-    mutating func double(_ number: Double)
-    mutating func string(_ utf8: UnsafeBufferPointer<UInt8>)
-    mutating func beginObject()
-    mutating func key(_ utf8: UnsafeBufferPointer<UInt8>)
-    mutating func endMember()
-    mutating func endObject()
-    mutating func beginArray()
-    mutating func endItem(_ position: Int)
-    mutating func endArray()
-}
-
-/// Builds a `Value`.
-struct ValueSink: JSONSink {
-    private enum Frame {
-        case array([Value])
-        case object([String: Value], key: String)
-    }
-    private var frames: [Frame] = []
-    private var last: Value = .null
-    let dropsNullMembers: Bool
-
-    init(dropsNullMembers: Bool) {
-        self.dropsNullMembers = dropsNullMembers
-    }
-
-    /// The value built.
-    var value: Value { last }
-
-    mutating func null() { last = .null }
-    mutating func bool(_ flag: Bool) { last = .bool(flag) }
-    mutating func int(_ number: Int64) { last = .int(number) }
-    mutating func double(_ number: Double) { last = .double(number) }
-    mutating func string(_ utf8: UnsafeBufferPointer<UInt8>) { last = .string(String(decoding: utf8, as: UTF8.self)) }
-    mutating func beginObject() { frames.append(.object([:], key: "")) }
-    mutating func key(_ utf8: UnsafeBufferPointer<UInt8>) {
-        guard case .object(let map, _) = frames.removeLast() else { return }
-        frames.append(.object(map, key: String(decoding: utf8, as: UTF8.self)))
-    }
-    mutating func endMember() {
-        guard case .object(var map, let key) = frames.removeLast() else { return }
-        if last != .null || !dropsNullMembers { map[key] = last }
-        frames.append(.object(map, key: ""))
-    }
-    mutating func endObject() {
-        guard case .object(let map, _) = frames.removeLast() else { return }
-        last = .map(map)
-    }
-    mutating func beginArray() { frames.append(.array([])) }
-    mutating func endItem(_ position: Int) {
-        guard case .array(var items) = frames.removeLast() else { return }
-        items.append(last)
-        frames.append(.array(items))
-    }
-    mutating func endArray() {
-        guard case .array(let items) = frames.removeLast() else { return }
-        last = .array(items)
-    }
-}
-
-/// A recursive-descent parser over bytes; recursion is bounded by `depthLimit`.
-struct JSONParser {
-    private let bytes: UnsafeBufferPointer<UInt8>
-    private let depthLimit: Int
+/// A JSON text read by the C reader (luahier_jsonread.h), built into `Value`s, or handed
+/// member by member (a request line) to code that reads each member's value as it likes (the
+/// Lua bridge reads payloads straight into Lua: `LuaHost.parseMessage`).
+final class JSONParser {
+    /// The C reader (about 5 kB: the containers it follows), over bytes the caller keeps alive.
+    let reader: UnsafeMutablePointer<luahier_JSONReader>
     private let nulls: Nulls
-    private var index = 0
-    /// Reused for strings with escapes.
-    private var scratch: [UInt8] = []
 
     /// What `null` becomes: `.null`, or Lua's nil: a `null` object member is dropped (an
     /// absent field, as in Lua) and a `null` in an array refused (a hole in a sequence).
@@ -126,360 +56,95 @@ struct JSONParser {
     }
 
     init(_ bytes: UnsafeBufferPointer<UInt8>, depthLimit: Int, nulls: Nulls) {
-        self.bytes = bytes
-        self.depthLimit = depthLimit
         self.nulls = nulls
+        reader = .allocate(capacity: 1)
+        luahier_jsoninit(reader, bytes.baseAddress, bytes.count, Int32(clamping: depthLimit), nulls == .asLuaNil ? 1 : 0)
     }
 
-    mutating func parseDocument() throws(JSONError) -> Value {
-        var sink = ValueSink(dropsNullMembers: nulls == .asLuaNil)
-        skipWhitespace()
-        try parseValue(into: &sink, depth: 1)
+    deinit {
+        luahier_jsonfree(reader)
+        reader.deallocate()
+    }
+
+    /// Why the reader refused the text.
+    var error: JSONError {
+        JSONError(String(cString: reader.pointee.message), column: Int(reader.pointee.column))
+    }
+
+    /// The text as one value, with only whitespace around it.
+    func parseDocument() throws(JSONError) -> Value {
+        let value = try parseValue()
         try expectEnd()
-        return sink.value
+        return value
     }
 
     /// After the last value: only whitespace may follow.
-    mutating func expectEnd() throws(JSONError) {
-        skipWhitespace()
-        if index < bytes.count { throw failure("unexpected \(describeByte(at: index)) after the value") }
+    func expectEnd() throws(JSONError) {
+        guard luahier_jsonexpectend(reader) != 0 else { throw error }
     }
 
     /// The members of a top-level object, each handed to `member` with the parser placed at
-    /// its value, which `member` must parse (with `parseValue`).
-    mutating func parseMembers(_ member: (String, inout JSONParser) throws(JSONError) -> Void) throws(JSONError) -> Bool {
-        skipWhitespace()
-        guard peek == UInt8(ascii: "{") else { return false }
-        index += 1
-        skipWhitespace()
-        if peek == UInt8(ascii: "}") { index += 1; return true }
+    /// its value, which `member` must read (`parseValue`, or straight into Lua). False when
+    /// the text is not an object (nothing read).
+    func parseMembers(_ member: (String, JSONParser) throws(JSONError) -> Void) throws(JSONError) -> Bool {
+        guard luahier_jsonmember(reader) == LUAHIER_JSON_BEGIN_OBJECT else { return false }
         while true {
-            guard peek == UInt8(ascii: "\"") else { throw failure("expected a string key, found \(describeByte(at: index))") }
-            let keyStart = index
-            let key = try parseString { String(decoding: $0, as: UTF8.self) }
-            try expectColon(afterKeyAt: keyStart)
-            try member(key, &self)
-            guard try endOfMember() else { return true }
-        }
-    }
-
-    // MARK: Values
-
-    /// One value as a `Value`.
-    mutating func parseValue() throws(JSONError) -> Value {
-        var sink = ValueSink(dropsNullMembers: nulls == .asLuaNil)
-        try parseValue(into: &sink)
-        return sink.value
-    }
-
-    /// One value (whitespace before it skipped), handed to `sink`.
-    mutating func parseValue<Sink: JSONSink>(into sink: inout Sink, depth: Int = 1) throws(JSONError) {
-        skipWhitespace()
-        guard index < bytes.count else { throw failure("unexpected end of input, expected a value") }
-        switch bytes[index] {
-        case UInt8(ascii: "{"): try parseObject(into: &sink, depth: depth)
-        case UInt8(ascii: "["): try parseArray(into: &sink, depth: depth)
-        case UInt8(ascii: "\""): try parseString { sink.string($0) }
-        case UInt8(ascii: "t"): try expectWord("true"); sink.bool(true)
-        case UInt8(ascii: "f"): try expectWord("false"); sink.bool(false)
-        case UInt8(ascii: "n"): try expectWord("null"); sink.null()
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try parseNumber(into: &sink)
-        default: throw failure("unexpected \(describeByte(at: index)), expected a value")
-        }
-    }
-
-    private mutating func parseObject<Sink: JSONSink>(into sink: inout Sink, depth: Int) throws(JSONError) {
-        guard depth <= depthLimit else { throw failure("nesting deeper than \(depthLimit)") }
-        index += 1
-        sink.beginObject()
-        skipWhitespace()
-        if peek == UInt8(ascii: "}") { index += 1; sink.endObject(); return }
-        while true {
-            guard peek == UInt8(ascii: "\"") else { throw failure("expected a string key, found \(describeByte(at: index))") }
-            let keyStart = index
-            try parseString { sink.key($0) }
-            try expectColon(afterKeyAt: keyStart)
-            try parseValue(into: &sink, depth: depth + 1)
-            sink.endMember()
-            guard try endOfMember() else { sink.endObject(); return }
-        }
-    }
-
-    /// The ':' after the key whose opening quote is at `keyStart` (named in the message).
-    private mutating func expectColon(afterKeyAt keyStart: Int) throws(JSONError) {
-        let keyEnd = index
-        skipWhitespace()
-        guard peek == UInt8(ascii: ":") else {
-            let key = String(decoding: UnsafeBufferPointer(rebasing: bytes[keyStart..<keyEnd]), as: UTF8.self)
-            throw failure("expected ':' after key \(key), found \(describeByte(at: index))")
-        }
-        index += 1
-    }
-
-    /// After a member: true at ',' (another follows), false at '}'.
-    private mutating func endOfMember() throws(JSONError) -> Bool {
-        skipWhitespace()
-        switch peek {
-        case UInt8(ascii: ","): index += 1; skipWhitespace(); return true
-        case UInt8(ascii: "}"): index += 1; return false
-        default: throw failure("expected ',' or '}' in an object, found \(describeByte(at: index))")
-        }
-    }
-
-    private mutating func parseArray<Sink: JSONSink>(into sink: inout Sink, depth: Int) throws(JSONError) {
-        guard depth <= depthLimit else { throw failure("nesting deeper than \(depthLimit)") }
-        index += 1
-        sink.beginArray()
-        skipWhitespace()
-        if peek == UInt8(ascii: "]") { index += 1; sink.endArray(); return }
-        var position = 0
-        while true {
-            skipWhitespace()
-            if nulls == .asLuaNil && peek == UInt8(ascii: "n") {
-                throw failure("null in an array (a Lua sequence cannot hold nil)")
-            }
-            try parseValue(into: &sink, depth: depth + 1)
-            position += 1
-            sink.endItem(position)
-            skipWhitespace()
-            switch peek {
-            case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "]"): index += 1; sink.endArray(); return
-            default: throw failure("expected ',' or ']' in an array, found \(describeByte(at: index))")
+            switch luahier_jsonmember(reader) {
+            case Int32(LUAHIER_JSON_KEY): try member(currentString, self)
+            case Int32(LUAHIER_JSON_END_OBJECT): return true
+            default: throw error
             }
         }
     }
 
-    // MARK: Strings
-
-    /// A string starting at the opening quote, handed to `body` as validated UTF-8 (the
-    /// bytes live only for the call). Plain runs come straight from the input; escapes go
-    /// through `scratch`.
-    private mutating func parseString<T>(_ body: (UnsafeBufferPointer<UInt8>) -> T) throws(JSONError) -> T {
-        let start = index
-        index += 1
-        let runStart = index
-        var ascii = true
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "\"") {
-                let run = UnsafeBufferPointer(rebasing: bytes[runStart..<index])
-                index += 1
-                if !ascii { try validate(run, from: runStart) }
-                return body(run)
-            }
-            if byte == UInt8(ascii: "\\") { return try parseEscapedString(from: runStart, openedAt: start, body) }
-            if byte < 0x20 { throw failure("control character \(hex(byte)) in a string: escape it", at: index) }
-            if byte >= 0x80 { ascii = false }
-            index += 1
-        }
-        throw failure("unterminated string", at: start)
+    /// The string the last token holds.
+    private var currentString: String {
+        let token = reader.pointee
+        return String(decoding: UnsafeRawBufferPointer(start: token.string, count: token.string_length), as: UTF8.self)
     }
 
-    private mutating func parseEscapedString<T>(
-        from runStart: Int, openedAt start: Int, _ body: (UnsafeBufferPointer<UInt8>) -> T
-    ) throws(JSONError) -> T {
-        scratch.removeAll(keepingCapacity: true)
-        scratch.append(contentsOf: bytes[runStart..<index])
-        while index < bytes.count {
-            let byte = bytes[index]
-            switch byte {
-            case UInt8(ascii: "\""):
-                index += 1
-                let result = scratch.withUnsafeBufferPointer { run in
-                    Result { () throws(JSONError) in
-                        try validate(run, from: start + 1)
-                        return body(run)
-                    }
-                }
-                return try result.get()
-            case UInt8(ascii: "\\"):
-                try appendEscape()
-            case 0..<0x20:
-                throw failure("control character \(hex(byte)) in a string: escape it", at: index)
+    private enum Frame {
+        case array([Value])
+        case object([String: Value], key: String)
+    }
+
+    /// One value (whitespace before it skipped) as a `Value`.
+    func parseValue() throws(JSONError) -> Value {
+        luahier_jsonbegin(reader, 1)
+        var frames: [Frame] = []
+        while true {
+            var value: Value
+            switch luahier_jsonnext(reader) {
+            case Int32(LUAHIER_JSON_BEGIN_OBJECT): frames.append(.object([:], key: "")); continue
+            case Int32(LUAHIER_JSON_BEGIN_ARRAY): frames.append(.array([])); continue
+            case Int32(LUAHIER_JSON_KEY):
+                guard case .object(let map, _) = frames.removeLast() else { continue }
+                frames.append(.object(map, key: currentString))
+                continue
+            case Int32(LUAHIER_JSON_NULL): value = .null
+            case Int32(LUAHIER_JSON_TRUE): value = .bool(true)
+            case Int32(LUAHIER_JSON_FALSE): value = .bool(false)
+            case Int32(LUAHIER_JSON_INTEGER): value = .int(reader.pointee.integer)
+            case Int32(LUAHIER_JSON_DOUBLE): value = .double(reader.pointee.number)
+            case Int32(LUAHIER_JSON_STRING): value = .string(currentString)
+            case Int32(LUAHIER_JSON_END_OBJECT):
+                guard case .object(let map, _) = frames.removeLast() else { continue }
+                value = .map(map)
+            case Int32(LUAHIER_JSON_END_ARRAY):
+                guard case .array(let items) = frames.removeLast() else { continue }
+                value = .array(items)
             default:
-                scratch.append(byte)
-                index += 1
+                throw error
+            }
+            guard let container = frames.popLast() else { return value }
+            switch container {
+            case .array(var items):
+                items.append(value)
+                frames.append(.array(items))
+            case .object(var map, let key):
+                if value != .null || nulls == .keep { map[key] = value }
+                frames.append(.object(map, key: key))
             }
         }
-        throw failure("unterminated string", at: start)
-    }
-
-    /// One escape at `index` (the backslash), appended to `scratch` as UTF-8.
-    private mutating func appendEscape() throws(JSONError) {
-        let at = index
-        index += 1
-        guard index < bytes.count else { throw failure("unterminated string", at: at) }
-        let letter = bytes[index]
-        index += 1
-        switch letter {
-        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): scratch.append(letter)
-        case UInt8(ascii: "b"): scratch.append(0x08)
-        case UInt8(ascii: "f"): scratch.append(0x0C)
-        case UInt8(ascii: "n"): scratch.append(0x0A)
-        case UInt8(ascii: "r"): scratch.append(0x0D)
-        case UInt8(ascii: "t"): scratch.append(0x09)
-        case UInt8(ascii: "u"):
-            var scalar = try hexQuad(escapeAt: at)
-            if (0xD800...0xDBFF).contains(scalar) {
-                guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
-                    throw failure("lone surrogate \\u\(String(scalar, radix: 16, uppercase: true)) in a string", at: at)
-                }
-                let secondAt = index
-                index += 2
-                let low = try hexQuad(escapeAt: secondAt)
-                guard (0xDC00...0xDFFF).contains(low) else {
-                    throw failure("lone surrogate \\u\(String(scalar, radix: 16, uppercase: true)) in a string", at: at)
-                }
-                scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-            } else if (0xDC00...0xDFFF).contains(scalar) {
-                throw failure("lone surrogate \\u\(String(scalar, radix: 16, uppercase: true)) in a string", at: at)
-            }
-            scratch.append(contentsOf: String(Character(Unicode.Scalar(scalar)!)).utf8)
-        default:
-            throw failure("invalid escape \\\(describeLetter(letter)) in a string", at: at)
-        }
-    }
-
-    /// Four hex digits after `\u` (the `u` is consumed).
-    private mutating func hexQuad(escapeAt at: Int) throws(JSONError) -> UInt32 {
-        guard index + 4 <= bytes.count else { throw failure("\\u needs four hex digits", at: at) }
-        var scalar: UInt32 = 0
-        for _ in 0..<4 {
-            let byte = bytes[index]
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default: throw failure("\\u needs four hex digits", at: at)
-            }
-            scalar = scalar << 4 | UInt32(digit)
-            index += 1
-        }
-        return scalar
-    }
-
-    private func validate(_ run: UnsafeBufferPointer<UInt8>, from start: Int) throws(JSONError) {
-        if String(validating: run, as: UTF8.self) != nil { return }
-        // Find the first bad byte for the message.
-        var offset = 0
-        var decoder = UTF8()
-        var iterator = run.makeIterator()
-        loop: while true {
-            switch decoder.decode(&iterator) {
-            case .scalarValue(let scalar): offset += UTF8.width(scalar)
-            case .emptyInput, .error: break loop
-            }
-        }
-        throw failure("invalid UTF-8 in a string", at: start + offset)
-    }
-
-    // MARK: Numbers
-
-    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`: an integer when there is neither a
-    /// fraction nor an exponent.
-    private mutating func parseNumber<Sink: JSONSink>(into sink: inout Sink) throws(JSONError) {
-        let start = index
-        if peek == UInt8(ascii: "-") { index += 1 }
-        guard let first = peekDigit else { throw failure("'-' must be followed by digits", at: start) }
-        index += 1
-        if first == 0, peekDigit != nil { throw failure("leading zero in a number", at: start) }
-        while peekDigit != nil { index += 1 }
-        var isInteger = true
-        if peek == UInt8(ascii: ".") {
-            isInteger = false
-            index += 1
-            guard peekDigit != nil else { throw failure("a '.' must be followed by digits", at: start) }
-            while peekDigit != nil { index += 1 }
-        }
-        if peek == UInt8(ascii: "e") || peek == UInt8(ascii: "E") {
-            isInteger = false
-            index += 1
-            if peek == UInt8(ascii: "+") || peek == UInt8(ascii: "-") { index += 1 }
-            guard peekDigit != nil else { throw failure("an exponent must have digits", at: start) }
-            while peekDigit != nil { index += 1 }
-        }
-        let text = UnsafeBufferPointer(rebasing: bytes[start..<index])
-        if isInteger {
-            if let integer = Self.integer(text) { sink.int(integer); return }
-            throw failure("integer \(String(decoding: text, as: UTF8.self)) is out of range (64-bit)", at: start)
-        }
-        let number = Self.double(text)
-        guard number.isFinite else {
-            throw failure("number \(String(decoding: text, as: UTF8.self)) is out of range", at: start)
-        }
-        sink.double(number)
-    }
-
-    /// Digits with an optional '-', or nil on overflow.
-    private static func integer(_ text: UnsafeBufferPointer<UInt8>) -> Int64? {
-        let negative = text[0] == UInt8(ascii: "-")
-        var magnitude: UInt64 = 0
-        for byte in text.dropFirst(negative ? 1 : 0) {
-            let (times10, overflow1) = magnitude.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
-            if overflow1 || overflow2 { return nil }
-            magnitude = sum
-        }
-        if negative {
-            if magnitude == UInt64(Int64.max) + 1 { return Int64.min }
-            return magnitude <= UInt64(Int64.max) ? -Int64(magnitude) : nil
-        }
-        return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
-    }
-
-    /// Correctly rounded (strtod in the C locale's format: JSON numbers have no other).
-    private static func double(_ text: UnsafeBufferPointer<UInt8>) -> Double {
-        withUnsafeTemporaryAllocation(of: CChar.self, capacity: text.count + 1) { buffer in
-            for (offset, byte) in text.enumerated() { buffer[offset] = CChar(bitPattern: byte) }
-            buffer[text.count] = 0
-            return strtod(buffer.baseAddress!, nil)
-        }
-    }
-
-    // MARK: Helpers
-
-    private var peek: UInt8? { index < bytes.count ? bytes[index] : nil }
-
-    private var peekDigit: UInt8? {
-        guard let byte = peek, byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
-        return byte - UInt8(ascii: "0")
-    }
-
-    private mutating func skipWhitespace() {
-        while index < bytes.count {
-            switch bytes[index] {
-            case 0x20, 0x09, 0x0A, 0x0D: index += 1
-            default: return
-            }
-        }
-    }
-
-    private mutating func expectWord(_ word: StaticString) throws(JSONError) {
-        let start = index
-        let count = word.utf8CodeUnitCount
-        guard index + count <= bytes.count,
-              memcmp(bytes.baseAddress! + index, word.utf8Start, count) == 0 else {
-            throw failure("unexpected \(describeByte(at: start)), expected a value", at: start)
-        }
-        index += count
-    }
-
-    private func describeByte(at position: Int) -> String {
-        guard position < bytes.count else { return "end of input" }
-        return describeLetter(bytes[position])
-    }
-
-    private func describeLetter(_ byte: UInt8) -> String {
-        (0x21..<0x7F).contains(byte) ? "'\(Character(Unicode.Scalar(byte)))'" : "byte \(hex(byte))"
-    }
-
-    private func hex(_ byte: UInt8) -> String {
-        "0x" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
-    }
-
-    private func failure(_ message: String, at position: Int? = nil) -> JSONError {
-        JSONError(message, column: (position ?? index) + 1)
     }
 }

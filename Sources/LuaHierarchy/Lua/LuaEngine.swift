@@ -19,8 +19,10 @@ final class LuaEngine: DispatchEngine {
     private var objectMetatable: Int32 = 0
     /// The host function behind every entry that is not a Lua function.
     private var entryFunction = 0
-    /// How many plans the plans table holds at most.
+    /// How many plans the plans table holds at most (by node, and by path for request lines).
     static let maxPlans = 1024
+    /// The node at a request line's path, if any (the hierarchy's lookup).
+    var nodeAtPath: ((String) -> Node?)?
     private var planCount = 0
     /// Per nesting depth, the Swift value the dispatch there holds as a Lua table, while no Lua
     /// code can have changed the table: in a plan whose entries are all the host's
@@ -88,6 +90,10 @@ final class LuaEngine: DispatchEngine {
         }
         state.pointee.ended = { engine, L, plan, result in LuaEngine.from(engine).ended(L!, plan, result!.pointee) }
         state.pointee.push_failure = { engine, L, failure in LuaEngine.from(engine).pushFailure(L!, failure) }
+        state.pointee.plan_at = { engine, L, path, length in
+            let path = String(decoding: UnsafeRawBufferPointer(start: path, count: length), as: UTF8.self)
+            return LuaEngine.from(engine).planAt(L!, path) ? 1 : 0
+        }
         settingsChanged()
         dispatcher.root.tree.responderRemoved = { [unowned self] responder in removedDuringDispatch(responder) }
     }
@@ -136,7 +142,7 @@ final class LuaEngine: DispatchEngine {
     }
 
     /// How the dispatch `r` describes ended, its final value held from Swift.
-    private func dispatchResult(_ r: luahier_Result, planAt plan: Int32) -> DispatchResult {
+    func dispatchResult(_ r: luahier_Result, planAt plan: Int32) -> DispatchResult {
         let L = host.thread
         let payload: Payload
         if let value = knownValue(of: r.value, serial: r.serial, depth: dispatcher.depth + 1, planAt: plan) {
@@ -147,7 +153,7 @@ final class LuaEngine: DispatchEngine {
         }
         let message = Message(domain: r.is_error != 0 ? .error : .event, type: host.string(at: r.type) ?? "", payload: payload)
         var result = DispatchResult(
-            status: r.status == LUAHIER_STATUS_HANDLED ? .handled : r.status == LUAHIER_STATUS_DETACHED ? .detached : .unhandled,
+            status: Self.status(r.status),
             message: message, by: nil, responder: nil, trace: nil, at: field(LUAHIER_PLAN_AT, of: plan) ?? "",
             hops: Int(integer(LUAHIER_PLAN_HOPS, of: plan)),
             chainCut: integer(LUAHIER_PLAN_END, of: plan) == LUAHIER_STATUS_DETACHED)
@@ -374,6 +380,24 @@ final class LuaEngine: DispatchEngine {
     /// `plan_for`: [-0, +1] the current plan of `node`.
     private func planFor(_ L: LuaState, _ node: Node) {
         host.asHost(on: L) { pushPlan(for: node) }
+    }
+
+    /// `plan_at`: [-0, +(0|1)] the current plan of the node at `path`, kept by the path too (a
+    /// request line names its node by path); false with nothing pushed when there is none.
+    private func planAt(_ L: LuaState, _ path: String) -> Bool {
+        host.asHost(on: L) {
+            guard let node = nodeAtPath?(path) else { return false }
+            pushPlan(for: node)
+            if planCount < Self.maxPlans {
+                lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(state.pointee.plans_ref))
+                host.push(path)
+                lua_pushvalue(L, -3)
+                lua_rawset(L, -3)
+                luahier_pop(L, 1)
+                planCount += 1
+            }
+            return true
+        }
     }
 
     /// `ended`: a dispatch ended; an unhandled error goes to the presenter (the policy decides),

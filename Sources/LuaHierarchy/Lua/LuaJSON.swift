@@ -94,49 +94,31 @@ extension LuaPayload {
     }
 }
 
-/// Builds Lua values on the stack as the JSON parser reads them: JSON goes to Lua with no
-/// `Value` in between. Every container leaves one table on the stack; a member's key sits
-/// above its table until `endMember` stores the pair. A `null` member stores nil, which
-/// leaves the field absent.
-struct LuaSink: JSONSink {
-    let L: OpaquePointer
-
-    mutating func null() { lua_pushnil(L) }
-    mutating func bool(_ flag: Bool) { lua_pushboolean(L, flag ? 1 : 0) }
-    mutating func int(_ number: Int64) { lua_pushinteger(L, number) }
-    mutating func double(_ number: Double) { lua_pushnumber(L, number) }
-    mutating func string(_ utf8: UnsafeBufferPointer<UInt8>) { push(utf8) }
-    mutating func beginObject() {
-        lua_checkstack(L, 3)
-        lua_createtable(L, 0, 4)
-    }
-    mutating func key(_ utf8: UnsafeBufferPointer<UInt8>) { push(utf8) }
-    mutating func endMember() { lua_rawset(L, -3) }
-    mutating func endObject() {}
-    mutating func beginArray() {
-        lua_checkstack(L, 3)
-        lua_createtable(L, 4, 0)
-    }
-    mutating func endItem(_ position: Int) { lua_rawseti(L, -2, lua_Integer(position)) }
-    mutating func endArray() {}
-
-    private func push(_ utf8: UnsafeBufferPointer<UInt8>) {
-        utf8.withMemoryRebound(to: CChar.self) { _ = lua_pushlstring(L, $0.baseAddress, $0.count) }
-    }
-}
-
 extension LuaHost {
     /// [-0, +0, m] Parses the JSON value at the parser's place straight into a Lua table and
     /// makes it a message of `domain`. On a wrong shape, the reason and the value described.
-    func parseMessage(from parser: inout JSONParser, as domain: Domain) throws(JSONError) -> Result<Message, ShapeFailure> {
+    func parseMessage(from parser: JSONParser, as domain: Domain) throws(JSONError) -> Result<Message, ShapeFailure> {
         let top = lua_gettop(thread)
         defer { lua_settop(thread, top) }
-        var sink = LuaSink(L: thread)
-        try parser.parseValue(into: &sink)
+        guard luahier_pushjson(thread, parser.reader, 1) != 0 else { throw parser.error }
         do {
             return .success(try message(at: -1, as: domain))
         } catch {
             return .failure(ShapeFailure(described: (try? value(at: -1, strict: false)) ?? .null))
         }
+    }
+}
+
+extension LuaHost {
+    /// What the JSON text `bytes` reads as in Lua (a payload's reading: nulls as nil), read
+    /// back as a `Value`: the C reader's Lua side, for tests that hold it to the Swift side.
+    func readJSONThroughLua(_ bytes: UnsafeRawBufferPointer, depthLimit: Int = JSON.defaultDepthLimit) throws -> Value {
+        let top = lua_gettop(thread)
+        defer { lua_settop(thread, top) }
+        let parser = JSONParser(bytes.bindMemory(to: UInt8.self), depthLimit: depthLimit, nulls: .asLuaNil)
+        luahier_jsonskipspace(parser.reader)
+        guard luahier_pushjson(thread, parser.reader, 1) != 0 else { throw parser.error }
+        try parser.expectEnd()
+        return try value(at: -1, strict: false)
     }
 }

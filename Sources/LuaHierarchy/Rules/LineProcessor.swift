@@ -93,17 +93,30 @@ struct LineProcessor {
         let start = output.bytes.count
         let chargedBefore = held.bytes
         defer { _ = held.add(output.bytes.count - start - (held.bytes - chargedBefore)) }
+        hierarchy.nameEntries(nil, line: number)
+        if hierarchy.traceLevel != traceLevel { hierarchy.traceLevel = traceLevel }
+        presented.reset()
+        // The common line, answered by C end to end; anything else by the path below.
+        switch hierarchy.answer(line: line, number: number, input: inputName, plainOutcome: { presented.entries.isEmpty }, into: &output) {
+        case .written(let status):
+            return LineStatus(rawValue: status.rawValue)!
+        case .dispatched(let result, let id):
+            write(result, id: id, number: number, into: &output, held: held)
+            presented.reset()
+            return LineStatus(rawValue: result.status.rawValue)!
+        case .interrupted:
+            return nil
+        case .declined:
+            break
+        }
         switch request(from: line, number: number) {
         case .failure(let invalid):
             write(invalid, number: number, into: &output)
             return .invalid
         case .success(let request):
             do {
-                hierarchy.nameEntries(nil, line: number)
                 var message = request.message
                 if message.domain == .error { message.setIfAbsent("where", to: "\(inputName):\(number)") }
-                if hierarchy.traceLevel != traceLevel { hierarchy.traceLevel = traceLevel }
-                presented.reset()
                 let result = try hierarchy.dispatchKeepingValue(message, at: request.node)
                 if result.interrupted { return nil }
                 write(result, id: request.id, number: number, into: &output, held: held)
@@ -143,19 +156,19 @@ struct LineProcessor {
     /// Reads a request. The payload goes from JSON straight into the hierarchy's scripting
     /// side; `id` and `at` become plain values.
     private func request(from line: UnsafeRawBufferPointer, number: Int) -> Result<Request, InvalidLine> {
-        var parser = JSONParser(line.bindMemory(to: UInt8.self), depthLimit: JSON.defaultDepthLimit, nulls: .asLuaNil)
+        let parser = JSONParser(line.bindMemory(to: UInt8.self), depthLimit: JSON.defaultDepthLimit, nulls: .asLuaNil)
         var id: Value?, at: Value?, unknown: String?
         var payload: (key: String, shape: Result<Message, ShapeFailure>)?
         var payloads = 0
         do {
-            let isObject = try parser.parseMembers { (key: String, parser: inout JSONParser) throws(JSONError) in
+            let isObject = try parser.parseMembers { (key: String, parser: JSONParser) throws(JSONError) in
                 switch key {
                 case "id": id = try parser.parseValue()
                 case "at": at = try parser.parseValue()
                 case "event", "error":
                     payloads += 1
                     let domain: Domain = key == "event" ? .event : .error
-                    payload = (key, try hierarchy.parseMessage(from: &parser, as: domain))
+                    payload = (key, try hierarchy.parseMessage(from: parser, as: domain))
                 default:
                     if unknown == nil { unknown = key }
                     _ = try parser.parseValue()
