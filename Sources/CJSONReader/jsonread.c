@@ -104,6 +104,17 @@ void luahier_jsonskipspace(luahier_JSONReader *r) {
     r->index = index;
 }
 
+/* Whitespace skipped, the common cases (none, or one space) without a call. */
+static inline void skip_space(luahier_JSONReader *r) {
+    size_t index = r->index;
+    if (index < r->length && r->bytes[index] > ' ') return;
+    if (index + 1 < r->length && r->bytes[index] == ' ' && r->bytes[index + 1] > ' ') {
+        r->index = index + 1;
+        return;
+    }
+    luahier_jsonskipspace(r);
+}
+
 /* The byte at the reader's place, or -1 at the end. */
 static int peek(const luahier_JSONReader *r) {
     return r->index < r->length ? r->bytes[r->index] : -1;
@@ -252,15 +263,44 @@ static int read_escaped_string(luahier_JSONReader *r, size_t start, size_t run) 
     return fail(r, start, "unterminated string");
 }
 
+/* Eight bytes at `p` (unaligned). */
+static uint64_t load8(const unsigned char *p) {
+    uint64_t word;
+    memcpy(&word, p, sizeof word);
+    return word;
+}
+
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* The bytes of `word` that a string's plain run cannot hold as they are (a quote, a backslash,
+ * a control character) or that begin a check (a byte of a multi-byte sequence): the high bit
+ * of each such byte is set. Bits above the lowest may be false alarms (a borrow), never the
+ * lowest: it marks the first such byte exactly. */
+static uint64_t special_bytes(uint64_t word) {
+    uint64_t quote = word ^ (ONES * '"'), backslash = word ^ (ONES * '\\');
+    return (((quote - ONES) & ~quote) | ((backslash - ONES) & ~backslash) | (word - ONES * 0x20) | word) & HIGHS;
+}
+
 /* A string at the reader's place (its opening quote) into `string`: straight from the input
- * when it has no escape, else decoded into the scratch. */
+ * when it has no escape, else decoded into the scratch. Plain runs are scanned eight bytes at
+ * a time. */
 static int read_string(luahier_JSONReader *r) {
     size_t start = r->index;
     size_t index = start + 1;
     const unsigned char *bytes = r->bytes;
     size_t length = r->length;
     int ascii = 1;
-    while (index < length) {
+    for (;;) {
+        while (index + 8 <= length) {
+            uint64_t special = special_bytes(load8(bytes + index));
+            if (special) {
+                index += (size_t)__builtin_ctzll(special) >> 3;
+                break;
+            }
+            index += 8;
+        }
+        if (index >= length) break;
         unsigned char byte = bytes[index];
         if (byte == '"') {
             size_t run = start + 1;
@@ -287,7 +327,7 @@ static int read_string(luahier_JSONReader *r) {
 /* After a key read from `key_start` (its opening quote): whitespace, then ':'. */
 static int expect_colon(luahier_JSONReader *r, size_t key_start) {
     size_t key_end = r->index;
-    luahier_jsonskipspace(r);
+    skip_space(r);
     if (peek(r) != ':') {
         char found[16];
         describe_byte(r, r->index, found);
@@ -312,63 +352,68 @@ static int read_key(luahier_JSONReader *r) {
 
 /* ---- Numbers and words ------------------------------------------------------------------- */
 
-static int is_digit(int byte) { return byte >= '0' && byte <= '9'; }
-
 /* `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`: an integer when there is neither a
  * fraction nor an exponent. */
 static int read_number(luahier_JSONReader *r) {
-    size_t start = r->index;
-    if (peek(r) == '-') r->index++;
-    if (!is_digit(peek(r))) return fail(r, start, "'-' must be followed by digits");
-    int first = peek(r) - '0';
-    r->index++;
-    if (first == 0 && is_digit(peek(r))) return fail(r, start, "leading zero in a number");
-    while (is_digit(peek(r))) r->index++;
-    int integer = 1;
-    if (peek(r) == '.') {
-        integer = 0;
-        r->index++;
-        if (!is_digit(peek(r))) return fail(r, start, "a '.' must be followed by digits");
-        while (is_digit(peek(r))) r->index++;
+    const unsigned char *bytes = r->bytes;
+    size_t length = r->length, start = r->index, i = start;
+#define DIGIT_AT(k) ((k) < length && bytes[k] >= '0' && bytes[k] <= '9')
+    int negative = bytes[i] == '-';
+    if (negative) i++;
+    if (!DIGIT_AT(i)) return fail(r, start, "'-' must be followed by digits");
+    /* The digits as an integer (the integer's value, or the fast path's), exact while there
+     * are at most 19 (10^19 < 2^64): past that, `overflow` says it is not. */
+    uint64_t digits = 0;
+    int count = 0, overflow = 0, fraction = 0, exponent = 0;
+    if (bytes[i] == '0' && DIGIT_AT(i + 1)) return fail(r, start, "leading zero in a number");
+    for (; DIGIT_AT(i); i++, count++) digits = digits * 10 + (uint64_t)(bytes[i] - '0');
+    if (count > 19) overflow = 1;
+    if (i < length && bytes[i] == '.') {
+        i++;
+        if (!DIGIT_AT(i)) return fail(r, start, "a '.' must be followed by digits");
+        for (; DIGIT_AT(i); i++, fraction++, count++) digits = digits * 10 + (uint64_t)(bytes[i] - '0');
+        if (count > 19) overflow = 1;
     }
-    if (peek(r) == 'e' || peek(r) == 'E') {
-        integer = 0;
-        r->index++;
-        if (peek(r) == '+' || peek(r) == '-') r->index++;
-        if (!is_digit(peek(r))) return fail(r, start, "an exponent must have digits");
-        while (is_digit(peek(r))) r->index++;
+    if (i < length && (bytes[i] == 'e' || bytes[i] == 'E')) {
+        exponent = 1;
+        i++;
+        if (i < length && (bytes[i] == '+' || bytes[i] == '-')) i++;
+        if (!DIGIT_AT(i)) return fail(r, start, "an exponent must have digits");
+        while (DIGIT_AT(i)) i++;
     }
-    const char *text = (const char *)r->bytes + start;
-    size_t length = r->index - start;
-    if (integer) {
-        int negative = text[0] == '-';
-        uint64_t magnitude = 0;
-        int overflow = 0;
-        for (size_t k = negative; k < length; k++) {
-            uint64_t digit = (uint64_t)(text[k] - '0');
-            if (magnitude > (UINT64_MAX - digit) / 10) { overflow = 1; break; }
-            magnitude = magnitude * 10 + digit;
-        }
-        if (!overflow && negative && magnitude <= (uint64_t)INT64_MAX + 1) {
-            r->integer = magnitude == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)magnitude;
+#undef DIGIT_AT
+    r->index = i;
+    const char *text = (const char *)bytes + start;
+    size_t text_length = i - start;
+    if (fraction == 0 && !exponent) {
+        if (!overflow && negative && digits <= (uint64_t)INT64_MAX + 1) {
+            r->integer = digits == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)digits;
             return LUAHIER_JSON_INTEGER;
         }
-        if (!overflow && !negative && magnitude <= (uint64_t)INT64_MAX) {
-            r->integer = (int64_t)magnitude;
+        if (!overflow && !negative && digits <= (uint64_t)INT64_MAX) {
+            r->integer = (int64_t)digits;
             return LUAHIER_JSON_INTEGER;
         }
-        return fail(r, start, "integer %.*s is out of range (64-bit)", (int)length, text);
+        return fail(r, start, "integer %.*s is out of range (64-bit)", (int)text_length, text);
+    }
+    /* Few digits and no exponent: the digits as an integer and a power of ten are both exact
+     * doubles, so one division is correctly rounded (Clinger's fast path), as strtod is. */
+    static const double tens[] = { 1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16 };
+    if (!exponent && !overflow && digits < (1ULL << 53) && fraction <= 16) {
+        double number = (double)digits / tens[fraction];
+        r->number = negative ? -number : number;
+        return LUAHIER_JSON_DOUBLE;
     }
     /* strtod needs a terminated copy (the input is not terminated). Correctly rounded; JSON's
      * number form is the C locale's, which the host never changes. */
     char small[64];
-    char *copy = length < sizeof small ? small : (char *)malloc(length + 1);
+    char *copy = text_length < sizeof small ? small : (char *)malloc(text_length + 1);
     if (copy == NULL) return fail(r, start, "out of memory reading a number");
-    memcpy(copy, text, length);
-    copy[length] = 0;
+    memcpy(copy, text, text_length);
+    copy[text_length] = 0;
     double number = strtod(copy, NULL);
     if (copy != small) free(copy);
-    if (!(number - number == 0)) return fail(r, start, "number %.*s is out of range", (int)length, text);
+    if (!(number - number == 0)) return fail(r, start, "number %.*s is out of range", (int)text_length, text);
     r->number = number;
     return LUAHIER_JSON_DOUBLE;
 }
@@ -417,7 +462,7 @@ static int open_container(luahier_JSONReader *r, int kind) {
 
 /* A value at the reader's place (whitespace first skipped). */
 static int read_value(luahier_JSONReader *r) {
-    luahier_jsonskipspace(r);
+    skip_space(r);
     if (r->index >= r->length) return fail(r, r->index, "unexpected end of input, expected a value");
     switch (r->bytes[r->index]) {
     case '{': return open_container(r, LUAHIER_JSON_IN_OBJECT);
@@ -440,7 +485,7 @@ static int read_value(luahier_JSONReader *r) {
 
 /* An array's item at the reader's place. */
 static int read_item(luahier_JSONReader *r) {
-    luahier_jsonskipspace(r);
+    skip_space(r);
     if (r->nulls_as_nil && peek(r) == 'n') {
         return fail(r, r->index, "null in an array (a Lua sequence cannot hold nil)");
     }
@@ -460,21 +505,22 @@ int luahier_jsonnext(luahier_JSONReader *r) {
     case STATE_VALUE:
         return read_value(r);
     case STATE_FIRST_MEMBER:
-        luahier_jsonskipspace(r);
+        skip_space(r);
         if (peek(r) == '}') return close_container(r, LUAHIER_JSON_END_OBJECT);
         /* fallthrough */
     case STATE_KEY:
         if (!read_key(r)) return LUAHIER_JSON_FAILED;
+        r->counts[r->depth - 1]++;
         r->state = STATE_VALUE;
         return LUAHIER_JSON_KEY;
     case STATE_FIRST_ITEM:
-        luahier_jsonskipspace(r);
+        skip_space(r);
         if (peek(r) == ']') return close_container(r, LUAHIER_JSON_END_ARRAY);
         /* fallthrough */
     case STATE_ITEM:
         return read_item(r);
     case STATE_AFTER: {
-        luahier_jsonskipspace(r);
+        skip_space(r);
         int byte = peek(r);
         if (r->kinds[r->depth - 1] == LUAHIER_JSON_IN_OBJECT) {
             if (byte == '}') return close_container(r, LUAHIER_JSON_END_OBJECT);
@@ -484,8 +530,9 @@ int luahier_jsonnext(luahier_JSONReader *r) {
                 return fail(r, r->index, "expected ',' or '}' in an object, found %s", found);
             }
             r->index++;
-            luahier_jsonskipspace(r);
+            skip_space(r);
             if (!read_key(r)) return LUAHIER_JSON_FAILED;
+            r->counts[r->depth - 1]++;
             r->state = STATE_VALUE;
             return LUAHIER_JSON_KEY;
         }
@@ -505,7 +552,7 @@ int luahier_jsonnext(luahier_JSONReader *r) {
 }
 
 int luahier_jsonexpectend(luahier_JSONReader *r) {
-    luahier_jsonskipspace(r);
+    skip_space(r);
     if (r->index < r->length) {
         char found[16];
         describe_byte(r, r->index, found);
@@ -518,7 +565,7 @@ int luahier_jsonexpectend(luahier_JSONReader *r) {
 int luahier_jsonmember(luahier_JSONReader *r) {
     switch (r->member_state) {
     case MEMBERS_START:
-        luahier_jsonskipspace(r);
+        skip_space(r);
         if (peek(r) != '{') {
             r->member_state = MEMBERS_CLOSED;
             return LUAHIER_JSON_DONE;
@@ -527,7 +574,7 @@ int luahier_jsonmember(luahier_JSONReader *r) {
         r->member_state = MEMBERS_FIRST;
         return LUAHIER_JSON_BEGIN_OBJECT;
     case MEMBERS_FIRST:
-        luahier_jsonskipspace(r);
+        skip_space(r);
         if (peek(r) == '}') {
             r->index++;
             r->member_state = MEMBERS_CLOSED;
@@ -535,7 +582,7 @@ int luahier_jsonmember(luahier_JSONReader *r) {
         }
         break;
     case MEMBERS_NEXT: {
-        luahier_jsonskipspace(r);
+        skip_space(r);
         int byte = peek(r);
         if (byte == '}') {
             r->index++;
@@ -549,7 +596,7 @@ int luahier_jsonmember(luahier_JSONReader *r) {
             return fail(r, r->index, "expected ',' or '}' in an object, found %s", found);
         }
         r->index++;
-        luahier_jsonskipspace(r);
+        skip_space(r);
         break;
     }
     default:

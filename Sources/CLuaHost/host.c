@@ -62,16 +62,32 @@ int luahier_nodeindex(lua_State *L) {
     lua_settop(L, 2);
     lua_pushvalue(L, 2);
     if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+    /* `node.path`: the string its getter made last, kept in the node's first user value while the
+     * tree's chains stand still (a move or a removal, all that changes a path, changes them). */
+    const long *changes = (const long *)lua_touserdata(L, lua_upvalueindex(4));
+    int path = changes && lua_rawequal(L, 2, lua_upvalueindex(3));
+    if (path && lua_getiuservalue(L, 1, 2) == LUA_TNUMBER && lua_tointegerx(L, -1, NULL) == (lua_Integer)*changes) {
+        lua_getiuservalue(L, 1, 1);
+        return 1;
+    }
+    lua_settop(L, 2);
     lua_pushvalue(L, 2);
     if (lua_rawget(L, lua_upvalueindex(2)) == LUA_TNIL) return 1;
     lua_pushvalue(L, 1);
     lua_call(L, 1, 1);
+    if (path && lua_type(L, -1) == LUA_TSTRING) {
+        lua_pushvalue(L, -1);
+        if (lua_setiuservalue(L, 1, 1)) {
+            lua_pushinteger(L, (lua_Integer)*changes);
+            lua_setiuservalue(L, 1, 2);
+        }
+    }
     return 1;
 }
 
 int luahier_makenodeindex(lua_State *L) {
-    lua_settop(L, 2);
-    lua_pushcclosure(L, luahier_nodeindex, 2);
+    lua_settop(L, 4);
+    lua_pushcclosure(L, luahier_nodeindex, 4);
     return 1;
 }
 

@@ -35,59 +35,81 @@ static int luahier_jsonbyte(luahier_JSONOut *out, char byte) {
     return 1;
 }
 
-/* Whether `s` is well-formed UTF-8 (the JSON reader's test: luahier_jsonread.h). */
-static int luahier_isutf8(const unsigned char *s, size_t length) {
-    return luahier_utf8prefix(s, length) == length;
+#define LUAHIER_ONES 0x0101010101010101ULL
+#define LUAHIER_HIGHS 0x8080808080808080ULL
+
+/* The bytes of `word` a JSON string cannot hold as they are (a quote, a backslash, a control
+ * character) or that need a UTF-8 check (a byte of a multi-byte sequence): the high bit of
+ * each is set; the lowest set bit marks the first exactly (the bits above may be false alarms). */
+static uint64_t luahier_specialbytes(uint64_t word) {
+    uint64_t quote = word ^ (LUAHIER_ONES * '"'), backslash = word ^ (LUAHIER_ONES * '\\');
+    return (((quote - LUAHIER_ONES) & ~quote) | ((backslash - LUAHIER_ONES) & ~backslash) | (word - LUAHIER_ONES * 0x20) |
+            word) & LUAHIER_HIGHS;
 }
 
-/* A JSON string of UTF-8 bytes: `"` and `\` escaped, control characters as \n, \r, \t,
- * \b, \f or \u00XX, everything else as it is (JSONWriter.writeEscaped's rules). */
-static int luahier_jsonstring(luahier_JSONOut *out, const char *s, size_t length) {
+/* Bytes `s` as a JSON string, in one pass: `"` and `\` escaped, control characters as \n, \r,
+ * \t, \b, \f or \u00XX (JSONWriter.writeEscaped's rules), the rest as it is, provided it is
+ * well-formed UTF-8 (the JSON reader's test, luahier_utf8prefix). LUAHIER_JSON_WRITTEN, or
+ * _CAREFUL (not UTF-8) / _LIMIT with nothing appended. */
+static int luahier_jsonstring(luahier_JSONOut *out, const char *text, size_t length) {
     static const char hex[] = "0123456789abcdef";
-    size_t escapes = 0;
-    for (size_t i = 0; i < length; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c == '"' || c == '\\') escapes++;
-    }
-    /* Quotes, the bytes, and at most 5 more bytes per escape. */
-    if (!luahier_jsonreserve(out, length + 2 + 5 * escapes)) {
-        /* Maybe it fits exactly: measure it. */
-        size_t exact = length + 2;
-        for (size_t i = 0; i < length; i++) {
-            unsigned char c = (unsigned char)s[i];
-            if (c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f') exact += 1;
-            else if (c < 0x20) exact += 5;
-        }
-        if (!luahier_jsonreserve(out, exact)) return 0;
-    }
-    char *p = out->bytes + out->size;
-    *p++ = '"';
-    if (escapes == 0) {
-        memcpy(p, s, length);
-        p += length;
-    } else {
-        for (size_t i = 0; i < length; i++) {
-            unsigned char c = (unsigned char)s[i];
-            if (c >= 0x20 && c != '"' && c != '\\') { *p++ = (char)c; continue; }
-            *p++ = '\\';
-            switch (c) {
-            case '"': *p++ = '"'; break;
-            case '\\': *p++ = '\\'; break;
-            case '\n': *p++ = 'n'; break;
-            case '\r': *p++ = 'r'; break;
-            case '\t': *p++ = 't'; break;
-            case '\b': *p++ = 'b'; break;
-            case '\f': *p++ = 'f'; break;
-            default:
-                *p++ = 'u'; *p++ = '0'; *p++ = '0';
-                *p++ = hex[c >> 4];
-                *p++ = hex[c & 0xF];
+    const unsigned char *s = (const unsigned char *)text;
+    size_t mark = out->size;
+    /* Room for the bytes and the quotes; an escape asks for more as it comes. */
+    if (!luahier_jsonreserve(out, length + 2)) return LUAHIER_JSON_LIMIT;
+    out->bytes[out->size++] = '"';
+    size_t i = 0;
+    while (i < length) {
+        /* A plain run, eight bytes at a time. */
+        size_t run = i;
+        while (i + 8 <= length) {
+            uint64_t word;
+            memcpy(&word, s + i, sizeof word);
+            uint64_t special = luahier_specialbytes(word);
+            if (special) {
+                i += (size_t)__builtin_ctzll(special) >> 3;
+                break;
             }
+            i += 8;
         }
+        while (i < length && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\') i++;
+        memcpy(out->bytes + out->size, s + run, i - run);
+        out->size += i - run;
+        if (i == length) break;
+        unsigned char c = s[i];
+        if (c >= 0x80) {
+            /* One multi-byte sequence, checked, then copied. */
+            size_t end = i + 4 < length ? i + 4 : length;
+            size_t valid = luahier_utf8prefix(s + i, end - i);
+            size_t width = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+            if (valid < width) { out->size = mark; return LUAHIER_JSON_CAREFUL; }
+            memcpy(out->bytes + out->size, s + i, width);
+            out->size += width;
+            i += width;
+            continue;
+        }
+        /* An escape: up to six bytes for one. */
+        if (!luahier_jsonreserve(out, (length - i) + 6)) { out->size = mark; return LUAHIER_JSON_LIMIT; }
+        char *p = out->bytes + out->size;
+        *p++ = '\\';
+        switch (c) {
+        case '"': *p++ = '"'; break;
+        case '\\': *p++ = '\\'; break;
+        case '\n': *p++ = 'n'; break;
+        case '\r': *p++ = 'r'; break;
+        case '\t': *p++ = 't'; break;
+        case '\b': *p++ = 'b'; break;
+        case '\f': *p++ = 'f'; break;
+        default:
+            *p++ = 'u'; *p++ = '0'; *p++ = '0';
+            *p++ = hex[c >> 4];
+            *p++ = hex[c & 0xF];
+        }
+        out->size = (size_t)(p - out->bytes);
+        i++;
     }
-    *p++ = '"';
-    out->size = (size_t)(p - out->bytes);
-    return 1;
+    out->bytes[out->size++] = '"';
+    return LUAHIER_JSON_WRITTEN;
 }
 
 static int luahier_jsonvalue(lua_State *L, int index, luahier_JSONOut *out, int depth);
@@ -186,8 +208,8 @@ static int luahier_jsontable(lua_State *L, int table, luahier_JSONOut *out, int 
     for (int i = 0; i < count && result == LUAHIER_JSON_WRITTEN; i++) {
         if (i > 0 && !luahier_jsonbyte(out, ',')) { result = LUAHIER_JSON_LIMIT; break; }
         /* A key that is not UTF-8 is refused (the careful path describes the value). */
-        if (!luahier_isutf8((const unsigned char *)keys[i].bytes, keys[i].length)) { result = LUAHIER_JSON_CAREFUL; break; }
-        if (!luahier_jsonstring(out, keys[i].bytes, keys[i].length) || !luahier_jsonbyte(out, ':')) { result = LUAHIER_JSON_LIMIT; break; }
+        if ((result = luahier_jsonstring(out, keys[i].bytes, keys[i].length)) != LUAHIER_JSON_WRITTEN) break;
+        if (!luahier_jsonbyte(out, ':')) { result = LUAHIER_JSON_LIMIT; break; }
         result = luahier_jsonvalue(L, keys[i].slot + 1, out, depth + 1);
     }
     if (result == LUAHIER_JSON_WRITTEN && !luahier_jsonbyte(out, '}')) result = LUAHIER_JSON_LIMIT;
@@ -218,9 +240,7 @@ static int luahier_jsonvalue(lua_State *L, int index, luahier_JSONOut *out, int 
     case LUA_TSTRING: {
         size_t length;
         const char *s = lua_tolstring(L, index, &length);
-        if (out->size + length > out->limit) return LUAHIER_JSON_LIMIT;
-        if (!luahier_isutf8((const unsigned char *)s, length)) return LUAHIER_JSON_CAREFUL;
-        return luahier_jsonstring(out, s, length) ? LUAHIER_JSON_WRITTEN : LUAHIER_JSON_LIMIT;
+        return luahier_jsonstring(out, s, length);
     }
     case LUA_TTABLE:
         return luahier_jsontable(L, index, out, depth);
@@ -242,7 +262,5 @@ int luahier_appendjson(lua_State *L, int index, luahier_JSONOut *out) {
 }
 
 int luahier_appendjsonstring(luahier_JSONOut *out, const char *s, size_t length) {
-    if (out->size + length > out->limit) return LUAHIER_JSON_LIMIT;
-    if (!luahier_isutf8((const unsigned char *)s, length)) return LUAHIER_JSON_CAREFUL;
-    return luahier_jsonstring(out, s, length) ? LUAHIER_JSON_WRITTEN : LUAHIER_JSON_LIMIT;
+    return luahier_jsonstring(out, s, length);
 }

@@ -2,10 +2,24 @@
 #include "luahier_host.h"
 #include "luahier_lines.h"
 
-#include <stdio.h>
 #include <string.h>
 
-int luahier_pushjson(lua_State *L, luahier_JSONReader *r, int depth) {
+/* The size a table at the reader's depth is made with: the size the last one there had. */
+static int luahier_sizehint(const luahier_JSONMemory *memory, const luahier_JSONReader *r, int kind) {
+    int at = r->depth - 1;
+    if (memory == NULL || at >= LUAHIER_JSON_SHAPE_DEPTH) return 4;
+    return kind == LUAHIER_JSON_IN_OBJECT ? memory->members[at] : memory->items[at];
+}
+
+/* Learns the size of the container just closed at the reader's depth. */
+static void luahier_learnsize(luahier_JSONMemory *memory, const luahier_JSONReader *r, int kind) {
+    if (memory == NULL || r->depth >= LUAHIER_JSON_SHAPE_DEPTH) return;
+    uint32_t size = r->counts[r->depth];
+    unsigned char *sizes = kind == LUAHIER_JSON_IN_OBJECT ? memory->members : memory->items;
+    sizes[r->depth] = (unsigned char)(size < 64 ? size : 64);
+}
+
+int luahier_pushjson(lua_State *L, luahier_JSONReader *r, int depth, luahier_JSONMemory *memory) {
     int top = lua_gettop(L);
     luahier_jsonbegin(r, depth);
     for (;;) {
@@ -13,11 +27,11 @@ int luahier_pushjson(lua_State *L, luahier_JSONReader *r, int depth) {
         case LUAHIER_JSON_BEGIN_OBJECT:
             /* Each open container holds its table and a key on the stack. */
             if (!lua_checkstack(L, 3)) break;
-            lua_createtable(L, 0, 4);
+            lua_createtable(L, 0, luahier_sizehint(memory, r, LUAHIER_JSON_IN_OBJECT));
             continue;
         case LUAHIER_JSON_BEGIN_ARRAY:
             if (!lua_checkstack(L, 3)) break;
-            lua_createtable(L, 4, 0);
+            lua_createtable(L, luahier_sizehint(memory, r, LUAHIER_JSON_IN_ARRAY), 0);
             continue;
         case LUAHIER_JSON_KEY:
             lua_pushlstring(L, r->string, r->string_length);
@@ -28,8 +42,8 @@ int luahier_pushjson(lua_State *L, luahier_JSONReader *r, int depth) {
         case LUAHIER_JSON_INTEGER: lua_pushinteger(L, (lua_Integer)r->integer); goto store;
         case LUAHIER_JSON_DOUBLE: lua_pushnumber(L, (lua_Number)r->number); goto store;
         case LUAHIER_JSON_STRING: lua_pushlstring(L, r->string, r->string_length); goto store;
-        case LUAHIER_JSON_END_OBJECT:
-        case LUAHIER_JSON_END_ARRAY: goto store;
+        case LUAHIER_JSON_END_OBJECT: luahier_learnsize(memory, r, LUAHIER_JSON_IN_OBJECT); goto store;
+        case LUAHIER_JSON_END_ARRAY: luahier_learnsize(memory, r, LUAHIER_JSON_IN_ARRAY); goto store;
         default:
             lua_settop(L, top);
             return 0;
@@ -91,7 +105,7 @@ int luahier_readrequest(lua_State *L, luahier_Engine *e, const char *bytes, size
         /* Any other member, or one given twice (two payloads among them), is the host's to word. */
         int slot = luahier_requestslot(reader.string, reader.string_length, &is_error);
         if (slot == 0 || seen[slot]++) goto host;
-        if (!luahier_pushjson(L, &reader, 1)) goto host;
+        if (!luahier_pushjson(L, &reader, 1, &e->json_memory)) goto host;
         lua_replace(L, top + slot);
     }
     if (!luahier_jsonexpectend(&reader) || !seen[2] || !seen[3]) goto host;
@@ -149,10 +163,15 @@ int luahier_writeoutcome(lua_State *L, long number, int id, int has_id, int plan
                          size_t available, luahier_JSONOut *out) {
     out->size = 0;
     out->limit = (size_t)-1;
-    char line[40];
-    int length = snprintf(line, sizeof line, "{\"line\":%ld", number);
+    /* {"line":N, its digits written backwards (no printf per line). */
+    char line[32];
+    char *end = line + sizeof line, *p = end;
+    unsigned long magnitude = number < 0 ? 0 : (unsigned long)number;
+    do { *--p = (char)('0' + magnitude % 10); magnitude /= 10; } while (magnitude);
+    p -= 8;
+    memcpy(p, "{\"line\":", 8);
     int result = LUAHIER_JSON_WRITTEN;
-    if (!luahier_jsonappend(out, line, (size_t)length)) return LUAHIER_JSON_LIMIT;
+    if (!luahier_jsonappend(out, p, (size_t)(end - p))) return LUAHIER_JSON_LIMIT;
     if (has_id) {
         if (!LUAHIER_APPEND(out, ",\"id\":")) return LUAHIER_JSON_LIMIT;
         if ((result = luahier_appendjson(L, id, out)) != LUAHIER_JSON_WRITTEN) return result;

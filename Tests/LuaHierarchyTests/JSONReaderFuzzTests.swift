@@ -18,7 +18,19 @@ struct JSONReaderFuzzTests {
         let space = [" ", "", "", "\n", "\t", "\r\n "].randomElement(using: &random)!
         switch pick {
         case 0: return ["null", "true", "false", "nul", "True"].randomElement(using: &random)!
-        case 1, 2:
+        case 1:
+            // A number of any shape: the reader's fast paths against strtod.
+            func digits(_ count: Int) -> String {
+                String((0..<count).map { _ in "0123456789".randomElement(using: &random)! })
+            }
+            var text = Bool.random(using: &random) ? "-" : ""
+            text += Bool.random(using: &random) ? "0" : String("123456789".randomElement(using: &random)!) + digits(Int.random(in: 0...20, using: &random))
+            if Bool.random(using: &random) { text += "." + digits(Int.random(in: 1...20, using: &random)) }
+            if Int.random(in: 0..<4, using: &random) == 0 {
+                text += ["e", "E", "e+", "e-"].randomElement(using: &random)! + digits(Int.random(in: 1...3, using: &random))
+            }
+            return text
+        case 2:
             return [
                 "0", "-0", "7", "-12", "9223372036854775807", "-9223372036854775808", "9223372036854775808",
                 "-9223372036854775809", "00", "01", "1.5", "-0.0", "1e2", "1E+2", "2.5e-3", "1e400", "-1e309", "5e-324",

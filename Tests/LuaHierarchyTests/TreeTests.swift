@@ -77,6 +77,28 @@ struct TreeTests {
             """) == ["nil\tnil\tfeed/cell\t0", "true\t/app/feed/cell"])
     }
 
+    /// `node.path` is kept between reads (luahier_nodeindex): every move or removal of the node
+    /// or of an ancestor, and only those, must show in the next read.
+    @Test func aKeptPathFollowsRemovalsAndMoves() throws {
+        let f = try Fixture()
+        #expect(try f.output("""
+            local app, other = hier.root:child("app"), hier.root:child("other")
+            local cell = app:child("feed"):child("cell")
+            local seen = { cell.path, cell.path }
+            app:child("feed"):receiveEvent(function() return "notHandled" end)
+            seen[#seen + 1] = cell.path
+            app:child("feed"):remove()
+            seen[#seen + 1] = cell.path
+            app:child("feed")
+            seen[#seen + 1] = cell.path .. " " .. app:child("feed").path
+            cell:moveTo(other)
+            seen[#seen + 1] = cell.path
+            other:moveTo(app)
+            seen[#seen + 1] = cell.path
+            print(table.concat(seen, ","))
+            """) == ["/app/feed/cell,/app/feed/cell,/app/feed/cell,feed/cell,feed/cell /app/feed,/other/cell,/app/other/cell"])
+    }
+
     @Test func moveToRefusesCyclesNameClashesAndTheRoot() throws {
         let f = try Fixture()
         let lines = try f.output("""

@@ -50,8 +50,10 @@ typedef struct luahier_JSONReader {
     int top_depth;              /* the depth the value itself is at (1 for a document) */
     int state;                  /* what comes next (jsonread.c) */
     unsigned char kinds[LUAHIER_JSON_MAX_DEPTH];     /* LUAHIER_JSON_IN_* per open container */
-    uint32_t counts[LUAHIER_JSON_MAX_DEPTH];         /* an array's items begun so far (1-based
-                                                      * position of the one being read) */
+    uint32_t counts[LUAHIER_JSON_MAX_DEPTH];         /* per open container, its members or items
+                                                      * begun so far (the 1-based position of the
+                                                      * one being read); a container just closed
+                                                      * leaves its count at counts[depth] */
     int member_state;           /* luahier_jsonmember's place */
 
     /* The last token's content. */
@@ -88,7 +90,7 @@ void luahier_jsonbegin(luahier_JSONReader *r, int depth);
 /* The next token of the value begun: scalars, and containers as BEGIN, their members (KEY, then
  * the value) or items, and END. After the value's last token, LUAHIER_JSON_DONE. The innermost
  * open container is `kinds[depth - 1]`; when a value inside an array was just read, its position
- * is `counts[depth - 1]`. */
+ * is `counts[depth - 1]`; after an END, the container's size is `counts[depth]`. */
 int luahier_jsonnext(luahier_JSONReader *r);
 
 /* Refuses the text at the reader's place for a reason of its user's (a builder out of room):

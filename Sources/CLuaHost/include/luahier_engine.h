@@ -17,6 +17,8 @@
 
 #include <lua.h>
 
+#include "luahier_lines.h"
+
 /* A plan: a table, all in its array part. It holds what its dispatches need and nothing
  * that keeps a node alive (paths are strings). The plans kept are current while the tree's
  * chain-change count equals luahier_Engine.plans_epoch; once it moves, they all go. */
@@ -181,6 +183,8 @@ typedef struct luahier_Engine {
     void (*ended)(void *host, lua_State *L, int plan, const luahier_Result *r);
     /* [-0, +1] A host-made error: LUAHIER_FAIL_*. */
     void (*push_failure)(void *host, lua_State *L, int failure);
+    /* What reading request lines into Lua remembers from line to line (luahier_readrequest). */
+    luahier_JSONMemory json_memory;
     /* Counters, for tests: dispatches run, and plans made. */
     long long dispatches, plans_made;
 } luahier_Engine;

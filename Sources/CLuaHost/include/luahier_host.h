@@ -54,10 +54,13 @@ int luahier_finalize(lua_State *L);
 /* [-0, +1, e] `__index` of node userdata: a method (upvalue 1, a table), else a getter
  * (upvalue 2: key -> function(node)) called with the node, else nil. In C because every
  * method call on a node looks up here: a Lua `__index` function cost a Lua call from C each
- * time (about 40 ns of a 300 ns dispatch). */
+ * time (about 40 ns of a 300 ns dispatch). `path` (upvalue 3) is kept in the node's user
+ * values (1: the string, 2: the chain-change count it was read at; upvalue 4 points at the
+ * tree's count): rules read it per dispatch, and a host call cost more than the rest of a hop. */
 int luahier_nodeindex(lua_State *L);
 
-/* lua_CFunction (methods, getters) -> the `__index` function of nodes. */
+/* lua_CFunction (methods, getters, "path", the tree's chain-change count as a light userdata)
+ * -> the `__index` function of nodes. */
 int luahier_makenodeindex(lua_State *L);
 
 /* [-1, +1, m] Replaces the function on top with a copy without debug information: Lua then

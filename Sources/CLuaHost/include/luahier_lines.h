@@ -16,11 +16,22 @@ struct luahier_Engine;
 struct luahier_JSONOut;
 struct luahier_Result;
 
+/* What the builder remembers from one read to the next (the lines of a stream look alike): the
+ * sizes of the tables last read at each depth (up to LUAHIER_JSON_SHAPE_DEPTH), so the next ones
+ * are made that size and fill without a rehash. (A cache of the short strings made last was
+ * measured too: Lua's own interning costs no more than looking one up.) */
+#define LUAHIER_JSON_SHAPE_DEPTH 8
+typedef struct luahier_JSONMemory {
+    unsigned char members[LUAHIER_JSON_SHAPE_DEPTH];
+    unsigned char items[LUAHIER_JSON_SHAPE_DEPTH];
+} luahier_JSONMemory;
+
 /* [-0, +(0|1), m] Reads the value at the reader's place, at nesting depth `depth`, into a Lua
  * value (JSON's nulls as Lua's nil: a null member is absent, a null item refused): objects
  * become tables of their members, arrays sequences, integers integers, other numbers floats.
- * Returns 1, or 0 with nothing pushed and the reader saying why. */
-int luahier_pushjson(lua_State *L, luahier_JSONReader *reader, int depth);
+ * With `memory` (NULL: none), tables are made the sizes it remembers, and it learns from this
+ * read. Returns 1, or 0 with nothing pushed and the reader saying why. */
+int luahier_pushjson(lua_State *L, luahier_JSONReader *reader, int depth, luahier_JSONMemory *memory);
 
 /* What a request line holds, once read. */
 typedef struct luahier_Request {

@@ -41,7 +41,8 @@ final class LuaBridge {
             return
         }
         luahier_pop(L, 1)
-        host.pushRetainingUserdata(node, metatableRef: nodeMetatable)
+        // Two user values: the path `__index` keeps (luahier_nodeindex).
+        host.pushRetainingUserdata(node, metatableRef: nodeMetatable, userValues: 2)
         lua_pushvalue(L, -1)
         lua_rawsetp(L, -3, key)
         luahier_remove(L, -2)
@@ -125,7 +126,8 @@ final class LuaBridge {
             return 0
         }
         luahier_pushcfunction(L, luahier_makenodeindex)
-        try host.runSetup(nargs: 9, "the hier prelude")
+        lua_pushlightuserdata(L, UnsafeMutableRawPointer(hierarchy.root.tree.chainChanges))
+        try host.runSetup(nargs: 10, "the hier prelude")
     }
 
     /// Runs `body` with the table at `ref` pushed, popping it after.
@@ -541,11 +543,11 @@ final class LuaBridge {
 /// Lua-side glue: method lookup stays out of Swift (a C `__index`, luahier_nodeindex), `print`
 /// writes through the host, `hier` settings go through checked accessors.
 private let luaPrelude = """
-    local nodeMeta, handleMeta, methods, getters, handleMethods, hier, settings, write, makeNodeIndex = ...
+    local nodeMeta, handleMeta, methods, getters, handleMethods, hier, settings, write, makeNodeIndex, changes = ...
     local select, tostring, concat, error = select, tostring, table.concat, error
     local get, set = settings.get, settings.set
 
-    nodeMeta.__index = makeNodeIndex(methods, getters)
+    nodeMeta.__index = makeNodeIndex(methods, getters, "path", changes)
     nodeMeta.__newindex = function(_, key)
         error("cannot set field '" .. tostring(key) .. "' of a node", 2)
     end

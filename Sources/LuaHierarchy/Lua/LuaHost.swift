@@ -401,9 +401,9 @@ final class LuaHost {
 
     /// [-0, +1, -] A full userdata that keeps `object` alive until Lua collects it, with the
     /// metatable held in the registry at `metatableRef` (which must release it in `__gc`).
-    func pushRetainingUserdata(_ object: AnyObject, metatableRef: Int32) {
+    func pushRetainingUserdata(_ object: AnyObject, metatableRef: Int32, userValues: Int32 = 0) {
         let L = thread
-        let block = lua_newuserdatauv(L, MemoryLayout<UnsafeRawPointer>.size, 0)!
+        let block = lua_newuserdatauv(L, MemoryLayout<UnsafeRawPointer>.size, userValues)!
         block.storeBytes(of: Unmanaged.passRetained(object).toOpaque(), as: UnsafeRawPointer?.self)
         lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(metatableRef))
         lua_setmetatable(L, -2)

@@ -100,7 +100,7 @@ extension LuaHost {
     func parseMessage(from parser: JSONParser, as domain: Domain) throws(JSONError) -> Result<Message, ShapeFailure> {
         let top = lua_gettop(thread)
         defer { lua_settop(thread, top) }
-        guard luahier_pushjson(thread, parser.reader, 1) != 0 else { throw parser.error }
+        guard luahier_pushjson(thread, parser.reader, 1, nil) != 0 else { throw parser.error }
         do {
             return .success(try message(at: -1, as: domain))
         } catch {
@@ -117,7 +117,7 @@ extension LuaHost {
         defer { lua_settop(thread, top) }
         let parser = JSONParser(bytes.bindMemory(to: UInt8.self), depthLimit: depthLimit, nulls: .asLuaNil)
         luahier_jsonskipspace(parser.reader)
-        guard luahier_pushjson(thread, parser.reader, 1) != 0 else { throw parser.error }
+        guard luahier_pushjson(thread, parser.reader, 1, nil) != 0 else { throw parser.error }
         try parser.expectEnd()
         return try value(at: -1, strict: false)
     }

@@ -138,7 +138,8 @@ final class Batch {
     let answers = Monitor()
     var answered: [UInt8] = []
     var written = 0
-    var counts: [LineStatus: Int] = [:]
+    /// Lines answered, by `LineStatus.index`.
+    var counts = [0, 0, 0, 0]
     /// With strict: the invalid line after which nothing more is answered.
     var stopLine: Int?
 
@@ -240,7 +241,7 @@ final class Pipeline: @unchecked Sendable {
                     else { return }
                     status = answered
                 }
-                batch.counts[status, default: 0] += 1
+                batch.counts[status.index] += 1
                 handOver(batch)
                 if status == .invalid && options.strict {
                     batch.stopLine = line.number
@@ -437,7 +438,7 @@ final class Pipeline: @unchecked Sendable {
                     stopNow = true
                     continue
                 }
-                for (status, count) in next.counts { summary.counts[status, default: 0] += count }
+                for status in LineStatus.allCases where next.counts[status.index] > 0 { summary.counts[status, default: 0] += next.counts[status.index] }
                 if let line = next.stopLine {
                     summary.stoppedAtLine = line
                     stopNow = true

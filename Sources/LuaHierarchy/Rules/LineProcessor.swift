@@ -5,6 +5,26 @@ public enum LineStatus: String, Sendable, CaseIterable {
     case invalid
 }
 
+extension LineStatus {
+    init(_ status: Outcome.Status) {
+        switch status {
+        case .handled: self = .handled
+        case .unhandled: self = .unhandled
+        case .detached: self = .detached
+        }
+    }
+
+    /// Its place in `LineStatus.allCases`, for counts kept in an array.
+    var index: Int {
+        switch self {
+        case .handled: 0
+        case .unhandled: 1
+        case .detached: 2
+        case .invalid: 3
+        }
+    }
+}
+
 /// Turns one JSON request line into one JSON outcome line on one hierarchy (one Lua state).
 ///
 /// Request: `{"id": any, "at": "/path", "event": E}` or `{..., "error": E}`. Outcome:
@@ -99,11 +119,11 @@ struct LineProcessor {
         // The common line, answered by C end to end; anything else by the path below.
         switch hierarchy.answer(line: line, number: number, input: inputName, plainOutcome: { presented.entries.isEmpty }, into: &output) {
         case .written(let status):
-            return LineStatus(rawValue: status.rawValue)!
+            return LineStatus(status)
         case .dispatched(let result, let id):
             write(result, id: id, number: number, into: &output, held: held)
             presented.reset()
-            return LineStatus(rawValue: result.status.rawValue)!
+            return LineStatus(result.status)
         case .interrupted:
             return nil
         case .declined:
@@ -121,7 +141,7 @@ struct LineProcessor {
                 if result.interrupted { return nil }
                 write(result, id: request.id, number: number, into: &output, held: held)
                 presented.reset()
-                return LineStatus(rawValue: result.status.rawValue)!
+                return LineStatus(result.status)
             } catch {
                 let invalid = InvalidLine(id: request.id, type: "InvalidRequest", message: "\(error)", column: nil)
                 write(invalid, number: number, into: &output)
