@@ -193,7 +193,8 @@ int luahier_rundispatch(lua_State *L, luahier_Engine *e, int plan, int value, in
     r->trace = base + 6;
     r->value = base + 7;
     r->type = base + 8;
-    if (e->observes || (e->presents && r->is_error && r->status != LUAHIER_STATUS_HANDLED)) e->ended(e->host, L, plan, r);
+    if (e->observes || (e->presents && depth >= e->presents_from && r->is_error && r->status != LUAHIER_STATUS_HANDLED))
+        e->ended(e->host, L, plan, r);
     e->threads[depth] = NULL;
     --*e->depth;
     g->in_host = caller_in_host;

@@ -205,3 +205,70 @@ int luahier_writeoutcome(lua_State *L, long number, int id, int has_id, int plan
     }
     return LUAHIER_APPEND(out, "}\n") ? LUAHIER_JSON_WRITTEN : LUAHIER_JSON_LIMIT;
 }
+
+/* Whether `size` more bytes fit under the memory cap. */
+static int luahier_fits(const luahier_Guard *g, size_t size) {
+    return g->limit == 0 || (g->used < g->limit && size <= g->limit - g->used);
+}
+
+/* Charges `size` output bytes as the host charges what it holds for the rules (LuaMemory.swift,
+ * charge): a full collection first when they do not fit, and nothing charged (the refusal
+ * noted) if they still do not. Returns the bytes charged. */
+static size_t luahier_chargeoutput(lua_State *L, size_t size) {
+    luahier_Guard *g = luahier_guard(L);
+    if (size == 0) return 0;
+    if (!luahier_fits(g, size)) {
+        lua_gc(L, LUA_GCCOLLECT);
+        if (!luahier_fits(g, size)) {
+            g->memory_refused = 1;
+            return 0;
+        }
+    }
+    g->used += size;
+    if (g->used > g->peak) g->peak = g->used;
+    return size;
+}
+
+int luahier_answerrun(lua_State *L, luahier_Engine *e, luahier_LineRun *run) {
+    luahier_Guard *g = luahier_guard(L);
+    luahier_JSONOut *out = e->json_out;
+    for (; run->next < run->count; run->next++) {
+        const luahier_Line *line = &run->lines[run->next];
+        if (line->oversized || luahier_interrupt_pending()) return LUAHIER_RUN_HOST;
+        if (g->watch) luahier_watchdog_name(g->watch, NULL, line->number);
+        int top = lua_gettop(L);
+        luahier_Request *request = &run->request;
+        if (luahier_readrequest(L, e, run->chunk + line->start, (size_t)line->count, run->depth_limit, run->input,
+                                line->number, request) != LUAHIER_REQUEST_READY)
+            return LUAHIER_RUN_HOST;
+        /* [id, plan, value, type] */
+        long changes = *e->changes;
+        long presented = *run->presented;
+        luahier_Result *r = run->result;
+        if (g->watch) luahier_watchdog_prepare_thread();
+        luahier_beginentry(L, run->instructions, run->seconds, run->scope);
+        luahier_rundispatch(L, e, top + 2, top + 3, top + 4, request->is_error, r);
+        luahier_endentry(L);
+        if (r->tripped == LUAHIER_TRIPPED_INTERRUPTED) {
+            lua_settop(L, top);
+            return LUAHIER_RUN_INTERRUPTED;
+        }
+        int written = LUAHIER_JSON_CAREFUL;
+        if (lua_type(L, r->trace) != LUA_TTABLE && *run->presented == presented) {
+            size_t available = g->limit == 0 ? (size_t)-1 : g->used >= g->limit ? 0 : g->limit - g->used;
+            written = luahier_writeoutcome(L, line->number, top + 1, request->has_id, top + 2, r, available, out);
+        }
+        if (written == LUAHIER_JSON_WRITTEN && !run->deliver(run->context, out->bytes, out->size)) {
+            written = LUAHIER_JSON_LIMIT;
+        }
+        if (written != LUAHIER_JSON_WRITTEN) return LUAHIER_RUN_DISPATCHED;
+        lua_settop(L, top);
+        run->charged += luahier_chargeoutput(L, out->size);
+        run->counts[r->status]++;
+        if (*e->changes != changes) {
+            run->next++;
+            return LUAHIER_RUN_CHANGED;
+        }
+    }
+    return LUAHIER_RUN_DONE;
+}

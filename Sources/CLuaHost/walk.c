@@ -347,6 +347,7 @@ static int luahier_isyieldacrosshost(lua_State *L, const luahier_Engine *e, int 
  * upvalue 1: the engine. */
 static int luahier_accept(lua_State *L) {
     luahier_Engine *e = (luahier_Engine *)lua_touserdata(L, lua_upvalueindex(1));
+    const luahier_Keys keys = { lua_upvalueindex(2), lua_upvalueindex(3) };
     int slot = (int)lua_tointeger(L, 2);
     int is_error = lua_toboolean(L, 4);
     int raised = lua_toboolean(L, 7);
@@ -401,7 +402,7 @@ static int luahier_accept(lua_State *L) {
             if (word == e->handled) return luahier_contracterror(L, e, slot, "\"handled\"");
             if (word == e->not_handled) return luahier_contracterror(L, e, slot, "\"notHandled\"");
         }
-        if (!luahier_asvalue(L, e, 3, is_error)) return luahier_contracterror(L, e, slot, lua_tostring(L, 8));
+        if (!luahier_asvaluewith(L, e, 3, is_error, &keys)) return luahier_contracterror(L, e, slot, lua_tostring(L, 8));
     }
     /* [.. 7 args, 8 type] */
     if (is_error && lua_type(L, 3) == LUA_TTABLE && !luahier_isfrozen(L, 3)) {
@@ -501,8 +502,12 @@ int luahier_pushwalk(lua_State *L, luahier_Engine *engine, int traced) {
     if (status != LUA_OK) return status;
     status = luahier_strip(L, "=[luahier walk]");
     if (status != LUA_OK) return status;
+    /* accept's upvalues: the engine, and what the value rules read on every call (the word
+     * "type" and the domain tags: luahier_Keys), so it looks neither up in the registry. */
     lua_pushlightuserdata(L, engine);
-    lua_pushcclosure(L, luahier_accept, 1);
+    luahier_pushword(L, engine, LUAHIER_WORD_TYPE);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, engine->tags_ref);
+    lua_pushcclosure(L, luahier_accept, 3);
     lua_pushcfunction(L, luahier_copy);
     lua_pushlightuserdata(L, &luahier_skipmark);
     lua_pushcfunction(L, luahier_newrecord);

@@ -200,11 +200,18 @@ public final class Hierarchy {
         try host.parseMessage(from: parser, as: domain)
     }
 
-    /// Answers a `luahier dispatch` request line in C when it can (LuaLines.swift).
-    func answer(
-        line: UnsafeRawBufferPointer, number: Int, input: String, plainOutcome: () -> Bool, into writer: inout JSONWriter
-    ) -> LuaEngine.LineAnswer {
-        bridge.engine.answer(line: line, number: number, input: input, plainOutcome: plainOutcome, into: &writer)
+    /// The shallowest dispatch depth whose unhandled errors reach `presenter` (Dispatcher).
+    var presentsFromDepth: Int {
+        get { dispatcher.presentsFromDepth }
+        set { dispatcher.presentsFromDepth = newValue }
+    }
+
+    /// Answers a run of `luahier dispatch` request lines in C (LuaLines.swift).
+    func answerRun(
+        chunk: UnsafeRawBufferPointer, lines: [LuaEngine.RunLine], from: Int, input: ContiguousArray<CChar>,
+        presented: UnsafePointer<Int>, deliver: (UnsafeRawBufferPointer) -> Bool
+    ) -> LuaEngine.Run {
+        bridge.engine.answerRun(chunk: chunk, lines: lines, from: from, input: input, presented: presented, deliver: deliver)
     }
 
     /// What the JSON text `bytes` reads as in this hierarchy's Lua (a payload's reading), read

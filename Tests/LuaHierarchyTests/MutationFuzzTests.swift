@@ -678,12 +678,21 @@ final class MutationEngine {
             }
             let processor = processor!
             let line = "{\"at\": \"\(node.path)\", \"\(domain == .event ? "event" : "error")\": {\"type\": \"\(type)\"}}"
+            // As `luahier dispatch` answers it: a run of lines C answers end to end, or the
+            // processor's own path for what C leaves to it.
             var output = JSONWriter()
-            _ = line.utf8CString.withUnsafeBytes { bytes in
-                processor.process(
-                    UnsafeRawBufferPointer(rebasing: bytes.dropLast()), number: 1, into: &output, held: processor.outputCharge())
+            var delivered: [UInt8] = []
+            let bytes = Array(line.utf8)
+            _ = bytes.withUnsafeBytes { chunk in
+                processor.answerRun(
+                    chunk, lines: [.init(number: 1, start: 0, count: bytes.count, oversized: false)], from: 0,
+                    into: &output, held: processor.outputCharge()
+                ) { answer in
+                    delivered.append(contentsOf: answer)
+                    return true
+                }
             }
-            let object = try JSONSerialization.jsonObject(with: Data(output.bytes)) as! [String: Any]
+            let object = try JSONSerialization.jsonObject(with: Data(delivered + output.bytes)) as! [String: Any]
             let value = object["value"] as? [String: Any]
             return (
                 .inputLine,

@@ -169,7 +169,9 @@ typedef struct luahier_Engine {
     long long dispatch_charge; /* charged to the instruction budget per dispatch, and */
     long long dispatch_instructions; /* a dispatch's own limits (0: none) */
     double dispatch_seconds;
-    int presents;              /* the host presents errors that end unhandled, */
+    int presents;              /* the host presents errors that end unhandled (at depths from
+                                * `presents_from` on), */
+    long presents_from;
     int observes;              /* and sees every end (an observer) */
     /* Into the host. None of them raises; each runs as a host function does (host mode). */
     /* [-0, +1] The current plan for the node at address `node`, made if need be. */
@@ -183,6 +185,8 @@ typedef struct luahier_Engine {
     void (*ended)(void *host, lua_State *L, int plan, const luahier_Result *r);
     /* [-0, +1] A host-made error: LUAHIER_FAIL_*. */
     void (*push_failure)(void *host, lua_State *L, int failure);
+    /* Where the C writer writes one outcome line (the host's buffer, LuaJSON.swift). */
+    struct luahier_JSONOut *json_out;
     /* What reading request lines into Lua remembers from line to line (luahier_readrequest). */
     luahier_JSONMemory json_memory;
     /* Counters, for tests: dispatches run, and plans made. */

@@ -59,4 +59,68 @@ int luahier_readrequest(lua_State *L, struct luahier_Engine *engine, const char 
 int luahier_writeoutcome(lua_State *L, long number, int id, int has_id, int plan, const struct luahier_Result *r,
                          size_t available, struct luahier_JSONOut *out);
 
+
+/* ---- Runs of lines ------------------------------------------------------------------------- */
+
+/* A line of a batch: its bytes at `start` in the batch's chunk (Sources/LuaHierarchy/Rules/
+ * LineReader.swift), or only its length when it was too long to keep. */
+typedef struct luahier_Line {
+    long number;
+    long start;
+    long count;
+    int oversized;
+} luahier_Line;
+
+/* Hands an answered line's outcome (with its newline) to the host, which keeps it for the
+ * writer: the bytes live only for the call. Returns 0 when it could not take them. */
+typedef int (*luahier_Deliver)(void *context, const char *bytes, size_t size);
+
+/* A run of a batch's lines answered in C, one after the other, until one needs the host. */
+typedef struct luahier_LineRun {
+    /* The lines: lines[next] on, of `count`, in `chunk`; `input` names them in messages. */
+    const char *chunk;
+    const luahier_Line *lines;
+    long count;
+    long next;                  /* in: the first line to answer; out: the one the run stopped at */
+    const char *input;
+    int depth_limit;
+    /* Each line's budget, as luahier_beginentry takes it. */
+    long long instructions;
+    double seconds;
+    int scope;
+    /* Where the answers go, one line at a time, as each is answered (a flusher may write them
+     * while the run goes on). */
+    luahier_Deliver deliver;
+    void *context;
+    /* How many errors the host was handed to present so far (nested dispatches' and publishes'):
+     * a line during which it moves has them in its outcome, which the host writes. */
+    const long *presented;
+    /* Out: lines answered by status (LUAHIER_STATUS_*), the output bytes charged to the memory
+     * cap, and for LUAHIER_RUN_DISPATCHED the line's request and how its dispatch ended. */
+    long counts[3];
+    size_t charged;
+    luahier_Request request;
+    struct luahier_Result *result; /* in: where it goes */
+} luahier_LineRun;
+
+/* Why a run stopped at line `next`. */
+enum {
+    LUAHIER_RUN_DONE = 0,       /* every line is answered */
+    LUAHIER_RUN_HOST = 1,       /* line `next` is the host's, untouched: too long, not a request C
+                                 * reads, or an interrupt came before it */
+    LUAHIER_RUN_DISPATCHED = 2, /* line `next` was dispatched and the host writes its outcome (it
+                                 * has errors presented meanwhile, a trace, or a value for the careful
+                                 * writer): pushed, the id, the plan, the value, its type, then the
+                                 * LUAHIER_DISPATCH_RESULTS values `result` names */
+    LUAHIER_RUN_INTERRUPTED = 3,/* an interrupt cut line `next` short: it is not answered */
+    LUAHIER_RUN_CHANGED = 4     /* the tree's chains changed during the line before `next` (the
+                                 * rules' doing): the host looks at its settings before going on */
+};
+
+/* [-0, +(0|4+LUAHIER_DISPATCH_RESULTS), m] Answers the run's lines: each read
+ * (luahier_readrequest), dispatched inside its own top-level budget (nothing may be under way),
+ * its outcome written (luahier_writeoutcome) and delivered, charged to the memory cap as the
+ * host's path charges it. Returns LUAHIER_RUN_*. */
+int luahier_answerrun(lua_State *L, struct luahier_Engine *engine, luahier_LineRun *run);
+
 #endif

@@ -77,6 +77,10 @@ final class Dispatcher {
     private var warnedCharge: MemoryCharge?
     /// Receives errors that pass the root unhandled.
     var presenter: ((PresentedError) -> Void)? { didSet { engine?.settingsChanged() } }
+    /// The shallowest nesting depth whose unhandled errors go to the presenter: 1, all of them;
+    /// 2 where the caller reports the top-level dispatch's end itself (a `dispatch` line's
+    /// outcome is its own), so describing it for the presenter would be work for nothing.
+    var presentsFromDepth = 1 { didSet { engine?.settingsChanged() } }
     /// Whether the host is stopping every script (an interrupt): an error that passes the
     /// root then is not presented; the entry that ends says so once.
     var isStopping: () -> Bool = { false }
@@ -170,7 +174,7 @@ final class Dispatcher {
     /// dispatch's snapshot found the chain.
     func present(_ error: Message, reportedAt origin: String, chainCut: Bool) {
         // An interrupt is not the script's error: it ends the whole entry, which says so once.
-        guard let presenter, !isStopping() else { return }
+        guard let presenter, depth == 0 || depth >= presentsFromDepth, !isStopping() else { return }
         if chainCut && detachedPolicy == .drop { return }
         var presented = PresentedError(error: error.describedValue(bounded: true), reportedAt: origin, detached: chainCut)
         presented.nestingDepth = depth

@@ -23,6 +23,8 @@ final class LuaEngine: DispatchEngine {
     static let maxPlans = 1024
     /// The node at a request line's path, if any (the hierarchy's lookup).
     var nodeAtPath: ((String) -> Node?)?
+    /// The lines of a run of request lines, as C reads them (LuaLines.swift), reused.
+    var lineBuffer: [luahier_Line] = []
     private var planCount = 0
     /// Per nesting depth, the Swift value the dispatch there holds as a Lua table, while no Lua
     /// code can have changed the table: in a plan whose entries are all the host's
@@ -90,6 +92,7 @@ final class LuaEngine: DispatchEngine {
         }
         state.pointee.ended = { engine, L, plan, result in LuaEngine.from(engine).ended(L!, plan, result!.pointee) }
         state.pointee.push_failure = { engine, L, failure in LuaEngine.from(engine).pushFailure(L!, failure) }
+        state.pointee.json_out = host.jsonOut
         state.pointee.plan_at = { engine, L, path, length in
             let path = String(decoding: UnsafeRawBufferPointer(start: path, count: length), as: UTF8.self)
             return LuaEngine.from(engine).planAt(L!, path) ? 1 : 0
@@ -108,6 +111,7 @@ final class LuaEngine: DispatchEngine {
     func settingsChanged() {
         state.pointee.depth_limit = dispatcher.depthLimit
         state.pointee.presents = dispatcher.presenter != nil ? 1 : 0
+        state.pointee.presents_from = dispatcher.presentsFromDepth
         state.pointee.observes = dispatcher.observer != nil ? 1 : 0
     }
 

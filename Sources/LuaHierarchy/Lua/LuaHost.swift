@@ -168,30 +168,35 @@ final class LuaHost {
     /// trip ends this budget; the enclosing one then goes on with what is left of it.
     func withBudget<T, E: Error>(_ scope: BudgetScope, _ body: () throws(E) -> T) throws(E) -> T {
         let L = thread
-        var (instructions, seconds) =
-            scope == .chunk
-            ? (limits.instructions, limits.time) : (limits.dispatchInstructions, limits.dispatchTime)
-        // How a trip is worded: which flag set the limit.
-        var wording = scope
-        if guardState.pointee.active == 0 && scope == .dispatch
-            && (instructions ?? 0) == 0 && (seconds ?? 0) == 0
-        {
-            // A top-level dispatch (from Swift, or a `dispatch` input line) has no script run
-            // around it: with no limit of its own, the script's apply.
-            (instructions, seconds, wording) = (limits.instructions, limits.time, .chunk)
-        }
         if guardState.pointee.active == 0 {
+            let budget = topLevelBudget(scope)
             if guardState.pointee.watch != nil { luahier_watchdog_prepare_thread() }
-            luahier_beginentry(
-                L, Int64(instructions ?? 0), seconds ?? 0,
-                Int32(wording == .chunk ? LUAHIER_SCOPE_CHUNK : LUAHIER_SCOPE_DISPATCH))
+            luahier_beginentry(L, budget.instructions, budget.seconds, budget.scope)
             defer { luahier_endentry(L) }
             return try body()
         }
+        let (instructions, seconds) =
+            scope == .chunk
+            ? (limits.instructions, limits.time) : (limits.dispatchInstructions, limits.dispatchTime)
         var enclosing = luahier_Budget()
         luahier_pushbudget(L, &enclosing, Int64(instructions ?? 0), seconds ?? 0)
         defer { luahier_popbudget(L, &enclosing) }
         return try body()
+    }
+
+    /// The budget of a top-level entry of `scope`, as luahier_beginentry takes it: the limits
+    /// that apply, and how a trip is worded (which flag set the limit).
+    func topLevelBudget(_ scope: BudgetScope) -> (instructions: Int64, seconds: Double, scope: Int32) {
+        var (instructions, seconds) =
+            scope == .chunk
+            ? (limits.instructions, limits.time) : (limits.dispatchInstructions, limits.dispatchTime)
+        var wording = scope
+        if scope == .dispatch && (instructions ?? 0) == 0 && (seconds ?? 0) == 0 {
+            // A top-level dispatch (from Swift, or a `dispatch` input line) has no script run
+            // around it: with no limit of its own, the script's apply.
+            (instructions, seconds, wording) = (limits.instructions, limits.time, .chunk)
+        }
+        return (Int64(instructions ?? 0), seconds ?? 0, Int32(wording == .chunk ? LUAHIER_SCOPE_CHUNK : LUAHIER_SCOPE_DISPATCH))
     }
 
     /// Whether the running budget has tripped on a limit (it must end).
@@ -431,7 +436,7 @@ final class LuaHost {
 
     /// Releases the Swift objects whose userdata Lua finalized (host.c, luahier_finalize).
     /// Called where no Lua call is under way in Swift: a release may run a `deinit`.
-    private func drainReleases() {
+    func drainReleases() {
         let state = guardState
         while state.pointee.released_count > 0 {
             state.pointee.released_count -= 1

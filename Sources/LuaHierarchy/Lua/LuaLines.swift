@@ -1,61 +1,109 @@
 import CLua
 import CLuaHost
 
-/// `luahier dispatch`'s lines answered by C end to end (Sources/CLuaHost/lines.c): the request
-/// read from JSON into Lua by the one JSON reader, its node's plan kept by path, the engine's
-/// dispatch, the outcome line written by the C writer. Nothing is built in Swift on the way.
-/// What C declines goes back to the host's own path (LineProcessor), which reads the line again
-/// and words what is wrong with it: C answers a line only as that path would.
+/// `luahier dispatch`'s lines answered by C end to end (Sources/CLuaHost/lines.c), a run of
+/// them at a time: each request read from JSON into Lua by the one JSON reader, its node's plan
+/// kept by path, the engine's dispatch inside the line's own budget, the outcome line written
+/// by the C writer and handed over. Nothing is built in Swift on the way. The first line C
+/// leaves to the host ends the run: LineProcessor answers it its own way (and words every
+/// refusal), then starts the next run. C answers a line only as that path would.
 extension LuaEngine {
-    /// How a line went.
-    enum LineAnswer {
-        /// The outcome line is in `writer`: the line ended so.
-        case written(Outcome.Status)
-        /// Dispatched, but the outcome is the host's to write: it has what `write` did not
-        /// take (errors presented meanwhile, a trace) or a value the C writer leaves to the
-        /// careful path. The id as it came (nil: none).
+    /// How a run ended.
+    enum RunStop {
+        /// Every line was answered.
+        case done
+        /// The line before `next` changed the tree's chains (the rules did): the host looks at
+        /// its settings before the next run.
+        case changed
+        /// Line `next` is the host's to answer; nothing was done with it.
+        case host
+        /// Line `next` was dispatched, and its outcome is the host's to write: it has errors
+        /// presented meanwhile, a trace, or a value the C writer leaves to the careful one. The
+        /// id as it came (nil: none).
         case dispatched(DispatchResult, id: Value?)
-        /// An interrupt (SIGINT) cut the dispatch short: the line was not answered.
+        /// An interrupt (SIGINT) cut line `next` short: it is not answered.
         case interrupted
-        /// Not a request C answers (anything unusual): nothing was done.
-        case declined
     }
 
-    /// Answers request line `line` (number `number` of `input`): reads it, dispatches it within
-    /// a dispatch's budget, and writes its outcome into `writer` when `plainOutcome` (asked once
-    /// the dispatch ended) says the outcome has nothing but its own fields.
-    func answer(
-        line: UnsafeRawBufferPointer, number: Int, input: String, plainOutcome: () -> Bool, into writer: inout JSONWriter
-    ) -> LineAnswer {
+    /// What a run did.
+    struct Run {
+        /// Lines answered and handed over, by status (LUAHIER_STATUS_*: handled, unhandled,
+        /// detached).
+        var counts = [0, 0, 0]
+        /// Where it stopped (an index into the lines given).
+        var next = 0
+        /// Output bytes it charged to the memory cap.
+        var charged = 0
+        var stop = RunStop.done
+    }
+
+    /// A line of a run (of a batch: LineReader.swift): where its bytes are in the chunk, or
+    /// only its length when it was too long to keep.
+    struct RunLine {
+        var number: Int
+        var start: Int
+        var count: Int
+        var oversized: Bool
+    }
+
+    /// Answers `lines[from...]` of `chunk` (named `input`, a C string, in messages) until one
+    /// needs the host, handing each outcome line to `deliver` as it is written. `presented`
+    /// counts the errors the host was handed to present. Top level only (no entry under way).
+    func answerRun(
+        chunk: UnsafeRawBufferPointer, lines: [RunLine], from: Int, input: ContiguousArray<CChar>,
+        presented: UnsafePointer<Int>, deliver: (UnsafeRawBufferPointer) -> Bool
+    ) -> Run {
         let L = host.thread
         let top = lua_gettop(L)
-        defer { lua_settop(L, top) }
-        var request = luahier_Request()
-        let ready = input.withCString { name in
-            luahier_readrequest(
-                L, state, line.baseAddress?.assumingMemoryBound(to: CChar.self), line.count,
-                Int32(JSON.defaultDepthLimit), name, number, &request)
+        lineBuffer.removeAll(keepingCapacity: true)
+        for line in lines {
+            lineBuffer.append(luahier_Line(number: line.number, start: line.start, count: line.count, oversized: line.oversized ? 1 : 0))
         }
-        guard ready == LUAHIER_REQUEST_READY else { return .declined }
-        let (id, plan, value, type) = (top + 1, top + 2, top + 3, top + 4)
-        var r = luahier_Result()
-        let failure = host.withBudget(.dispatch) {
-            luahier_rundispatch(L, state, plan, value, type, request.is_error, &r)
-        }
-        // A request starts at depth 0: it cannot nest too deep.
-        guard failure == 0 else { return .declined }
-        if r.tripped == LUAHIER_TRIPPED_INTERRUPTED { return .interrupted }
-        if lua_type(L, r.trace) != LUA_TTABLE && plainOutcome() {
-            let out = host.jsonOut
-            let available = host.memoryAvailable ?? Int.max
-            let written = luahier_writeoutcome(L, number, id, request.has_id, plan, &r, available, out)
-            if written == LUAHIER_JSON_WRITTEN {
-                writer.bytes.append(contentsOf: UnsafeRawBufferPointer(start: out.pointee.bytes, count: out.pointee.size))
-                return .written(Self.status(r.status))
+        let budget = host.topLevelBudget(.dispatch)
+        var run = luahier_LineRun()
+        var ended = luahier_Result()
+        run.chunk = chunk.baseAddress?.assumingMemoryBound(to: CChar.self)
+        run.count = lines.count
+        run.next = from
+        run.depth_limit = Int32(JSON.defaultDepthLimit)
+        run.instructions = budget.instructions
+        run.seconds = budget.seconds
+        run.scope = budget.scope
+        run.presented = presented
+        typealias Deliver = (UnsafeRawBufferPointer) -> Bool
+        let stop = withoutActuallyEscaping(deliver) { deliver in
+            var handler: Deliver = deliver
+            return withUnsafeMutablePointer(to: &handler) { handler in
+                run.context = UnsafeMutableRawPointer(handler)
+                run.deliver = { context, bytes, size in
+                    let deliver = context!.assumingMemoryBound(to: Deliver.self).pointee
+                    return deliver(UnsafeRawBufferPointer(start: bytes, count: size)) ? 1 : 0
+                }
+                return withUnsafeMutablePointer(to: &ended) { ended in
+                    run.result = ended
+                    return lineBuffer.withUnsafeBufferPointer { lines in
+                        run.lines = lines.baseAddress
+                        return input.withUnsafeBufferPointer { name in
+                            run.input = name.baseAddress
+                            return luahier_answerrun(L, state, &run)
+                        }
+                    }
+                }
             }
         }
-        let idValue = request.has_id != 0 ? ((try? host.value(at: id, strict: false)) ?? .null) : nil
-        return .dispatched(dispatchResult(r, planAt: plan), id: idValue)
+        defer { lua_settop(L, top) }
+        if host.guardState.pointee.released_count > 0 { host.drainReleases() }
+        var result = Run(counts: [run.counts.0, run.counts.1, run.counts.2], next: run.next, charged: run.charged)
+        switch stop {
+        case Int32(LUAHIER_RUN_DONE): result.stop = .done
+        case Int32(LUAHIER_RUN_CHANGED): result.stop = .changed
+        case Int32(LUAHIER_RUN_INTERRUPTED): result.stop = .interrupted
+        case Int32(LUAHIER_RUN_DISPATCHED):
+            let id = run.request.has_id != 0 ? ((try? host.value(at: top + 1, strict: false)) ?? .null) : nil
+            result.stop = .dispatched(dispatchResult(ended, planAt: top + 2), id: id)
+        default: result.stop = .host
+        }
+        return result
     }
 
     static func status(_ status: Int32) -> Outcome.Status {

@@ -118,32 +118,29 @@ public enum LineDispatcher {
 /// A run of whole input lines, answered together.
 final class Batch {
     /// A line: its bytes in `chunk`, or only its length when it was too long to keep.
-    struct Line {
-        var number: Int
-        var start: Int
-        var count: Int
-        var oversized: Bool
-    }
+    typealias Line = LuaEngine.RunLine
 
     let sequence: Int
     let chunk: [UInt8]
-    let lines: ArraySlice<Line>
+    let lines: [Line]
     /// The worker's: the answer being written (one line at a time), and how many it handed
     /// over.
-    var output = JSONWriter()
-    var answeredLines = 0
+    // Unchecked: the worker alone touches these (`answered` under `answers`); a dynamic
+    // exclusivity check per line was a measurable share of a line's cost.
+    @exclusivity(unchecked) var output = JSONWriter()
+    @exclusivity(unchecked) var answeredLines = 0
     /// The answers handed over, guarded by `answers` (the worker appends while the flusher
     /// may write them); how many of their bytes are written, guarded by the pipeline's
     /// `writer`.
     let answers = Monitor()
-    var answered: [UInt8] = []
+    @exclusivity(unchecked) var answered: [UInt8] = []
     var written = 0
     /// Lines answered, by `LineStatus.index`.
-    var counts = [0, 0, 0, 0]
+    @exclusivity(unchecked) var counts = [0, 0, 0, 0]
     /// With strict: the invalid line after which nothing more is answered.
     var stopLine: Int?
 
-    init(sequence: Int, chunk: [UInt8], lines: ArraySlice<Line>) {
+    init(sequence: Int, chunk: [UInt8], lines: [Line]) {
         self.sequence = sequence
         self.chunk = chunk
         self.lines = lines
@@ -228,23 +225,26 @@ final class Pipeline: @unchecked Sendable {
         let held = processor.outputCharge()
         defer { withExtendedLifetime(held) {} }
         batch.chunk.withUnsafeBytes { bytes in
-            for line in batch.lines {
-                let status: LineStatus
+            var next = 0
+            while next < batch.lines.count {
                 if Interruption.signal != nil { return }
-                if line.oversized {
-                    processor.refuseOversized(length: line.count, number: line.number, into: &batch.output)
-                    status = .invalid
-                } else {
-                    let text = UnsafeRawBufferPointer(rebasing: bytes[line.start..<line.start + line.count])
-                    // Nil: an interrupt cut it short; it and the lines after it are unanswered.
-                    guard let answered = processor.process(text, number: line.number, into: &batch.output, held: held)
-                    else { return }
-                    status = answered
+                // A run of lines C answers end to end, each handed over as it is written; then
+                // the line it left to the processor's own path, if any.
+                let run = processor.answerRun(bytes, lines: batch.lines, from: next, into: &batch.output, held: held) {
+                    answer in
+                    handOver(answer, of: batch)
+                    return true
                 }
+                for (index, count) in run.counts.enumerated() { batch.counts[index] += count }
+                // Interrupted: the line and the ones after it are unanswered.
+                if run.interrupted { return }
+                next = run.next
+                guard let status = run.answered else { continue }
                 batch.counts[status.index] += 1
-                handOver(batch)
+                batch.output.bytes.withUnsafeBytes { handOver($0, of: batch) }
+                batch.output.bytes.removeAll(keepingCapacity: true)
                 if status == .invalid && options.strict {
-                    batch.stopLine = line.number
+                    batch.stopLine = batch.lines[next - 1].number
                     return
                 }
             }
@@ -331,7 +331,7 @@ final class Pipeline: @unchecked Sendable {
     /// wait behind a slow line after it in its batch (SPEC §8). The batch's own lock, which
     /// only the flusher ever contends: a lock every worker took per line cost 10% of the
     /// throughput with two jobs.
-    private func handOver(_ batch: Batch) {
+    private func handOver(_ answer: UnsafeRawBufferPointer, of batch: Batch) {
         if batch.answeredLines == 0 {
             writer.locked {
                 // The flusher sleeps while no batch is open.
@@ -340,8 +340,7 @@ final class Pipeline: @unchecked Sendable {
             }
         }
         batch.answeredLines += 1
-        batch.answers.locked { batch.answered += batch.output.bytes }
-        batch.output.bytes.removeAll(keepingCapacity: true)
+        batch.answers.locked { batch.answered.append(contentsOf: answer) }
     }
 
     /// The flusher's loop, until `stopFlushing()`: every `flushPeriod`, writes what the batch

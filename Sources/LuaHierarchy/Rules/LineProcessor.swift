@@ -34,6 +34,8 @@ struct LineProcessor {
     let hierarchy: Hierarchy
     /// How `where` names the input: `alerts.jsonl` reads `alerts.jsonl:12`.
     let inputName: String
+    /// The same, as C reads it.
+    let inputNameC: ContiguousArray<CChar>
     let maxLineBytes: Int
     /// Paths seen before and their nodes (a class: the processor itself is passed by value).
     let nodeCache = NodeCache()
@@ -48,12 +50,16 @@ struct LineProcessor {
     init(hierarchy: Hierarchy, inputName: String, maxLineBytes: Int) {
         self.hierarchy = hierarchy
         self.inputName = inputName
+        inputNameC = inputName.utf8CString
         self.maxLineBytes = maxLineBytes
         traceLevel = hierarchy.traceLevel
         hierarchy.nameEntries(inputName, line: 0)
         let log = presented
         log.budget = hierarchy.root.tree.meter?.memoryLimit.map { $0 / 2 } ?? Int.max
         let previous = hierarchy.presenter
+        // A line's own dispatch ends in its outcome: with no presenter before this one to see
+        // it, only nested dispatches' errors need presenting.
+        if previous == nil { hierarchy.presentsFromDepth = 2 }
         hierarchy.presenter = { error in
             log.record(error)
             previous?(error)
@@ -72,10 +78,20 @@ struct LineProcessor {
         private(set) var omitted = 0
         var budget = Int.max
         private var held = 0
+        /// How many were recorded since the log was made (kept or omitted): C answering a run
+        /// of lines watches it, and leaves a line during which it moved to this side.
+        let count: UnsafeMutablePointer<Int> = {
+            let count = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+            count.initialize(to: 0)
+            return count
+        }()
+
+        deinit { count.deallocate() }
 
         func record(_ error: PresentedError) {
             // The line's own dispatch presents at depth 1 (0 for a limit, after it ended).
             guard error.nestingDepth > 1 else { return }
+            count.pointee += 1
             let cost = budget == Int.max ? 0 : MemoryCost.value(error.error)
             guard entries.count < Self.kept, held + cost <= budget else {
                 omitted += 1
@@ -103,10 +119,71 @@ struct LineProcessor {
         MemoryCharge(meter: hierarchy.root.tree.meter)
     }
 
-    /// Appends the outcome line (with its newline) for input line `number` to `output`,
-    /// charging what it adds to `held`. Trace values the cap refuses are left out (the
-    /// dispatch that recorded them has ended by then). Nil when an interrupt (SIGINT) cut the
-    /// line's dispatch short: the line was not answered, and nothing is appended.
+    /// What `answerRun` did: lines answered by C (handed over as they were written), where it
+    /// stopped, and the line after them that this side answered into `output`, if any.
+    struct RunResult {
+        /// By `LineStatus.index`.
+        var counts = [0, 0, 0, 0]
+        var next = 0
+        /// The status of the line answered into `output` (it ends the run: `next` is past it).
+        var answered: LineStatus?
+        /// An interrupt cut line `next` short: it and the lines after it are unanswered.
+        var interrupted = false
+    }
+
+    /// Answers `lines[from...]` of `chunk`: a run of them by C end to end (each outcome handed
+    /// to `deliver` as it is written), then the first line C leaves to this side, answered its
+    /// own way into `output`. Output bytes are charged to `held` (SPEC §7).
+    func answerRun(
+        _ chunk: UnsafeRawBufferPointer, lines: [LuaEngine.RunLine], from: Int, into output: inout JSONWriter,
+        held: MemoryCharge, deliver: (UnsafeRawBufferPointer) -> Bool
+    ) -> RunResult {
+        // Each run starts with the processor's settings (a line's rules may change them).
+        if hierarchy.traceLevel != traceLevel { hierarchy.traceLevel = traceLevel }
+        presented.reset()
+        let run = hierarchy.answerRun(
+            chunk: chunk, lines: lines, from: from, input: inputNameC, presented: presented.count, deliver: deliver)
+        held.adopt(run.charged)
+        if run.next < lines.count { hierarchy.nameEntries(nil, line: lines[run.next].number) }
+        var result = RunResult(counts: run.counts + [0], next: run.next)
+        guard run.next < lines.count else { return result }
+        let line = lines[run.next]
+        switch run.stop {
+        case .done, .changed:
+            return result
+        case .interrupted:
+            result.interrupted = true
+            return result
+        case .dispatched(let dispatch, let id):
+            // Charged as `process` charges: what the writing did not charge itself.
+            let start = output.bytes.count
+            let chargedBefore = held.bytes
+            write(dispatch, id: id, number: line.number, into: &output, held: held)
+            _ = held.add(output.bytes.count - start - (held.bytes - chargedBefore))
+            presented.reset()
+            result.answered = LineStatus(dispatch.status)
+        case .host:
+            if line.oversized {
+                refuseOversized(length: line.count, number: line.number, into: &output)
+                result.answered = .invalid
+            } else {
+                let text = UnsafeRawBufferPointer(rebasing: chunk[line.start..<line.start + line.count])
+                guard let status = process(text, number: line.number, into: &output, held: held) else {
+                    result.interrupted = true
+                    return result
+                }
+                result.answered = status
+            }
+        }
+        result.next += 1
+        return result
+    }
+
+    /// Appends the outcome line (with its newline) for input line `number` to `output`, the
+    /// host's own way (for lines C leaves to it), charging what it adds to `held`. Trace values
+    /// the cap refuses are left out (the dispatch that recorded them has ended by then). Nil
+    /// when an interrupt (SIGINT) cut the line's dispatch short: the line was not answered,
+    /// and nothing is appended.
     func process(
         _ line: UnsafeRawBufferPointer, number: Int, into output: inout JSONWriter, held: MemoryCharge
     ) -> LineStatus? {
@@ -116,19 +193,6 @@ struct LineProcessor {
         hierarchy.nameEntries(nil, line: number)
         if hierarchy.traceLevel != traceLevel { hierarchy.traceLevel = traceLevel }
         presented.reset()
-        // The common line, answered by C end to end; anything else by the path below.
-        switch hierarchy.answer(line: line, number: number, input: inputName, plainOutcome: { presented.entries.isEmpty }, into: &output) {
-        case .written(let status):
-            return LineStatus(status)
-        case .dispatched(let result, let id):
-            write(result, id: id, number: number, into: &output, held: held)
-            presented.reset()
-            return LineStatus(result.status)
-        case .interrupted:
-            return nil
-        case .declined:
-            break
-        }
         switch request(from: line, number: number) {
         case .failure(let invalid):
             write(invalid, number: number, into: &output)

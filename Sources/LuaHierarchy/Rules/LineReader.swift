@@ -125,7 +125,7 @@ struct LineReader {
         var start = 0
         while start < lines.count {
             let end = min(lines.count, start + share)
-            let batch = Batch(sequence: sequence, chunk: chunk, lines: lines[start..<end])
+            let batch = Batch(sequence: sequence, chunk: chunk, lines: Array(lines[start..<end]))
             sequence += 1
             guard pipeline.submit(batch) else { return false }
             start = end
