@@ -11,8 +11,11 @@ import CLuaHost
 /// - starts dispatches from Swift and reads how they ended;
 /// - makes removals reach the dispatches under way (the empty filter).
 final class LuaEngine: DispatchEngine {
-    unowned let host: LuaHost
-    unowned let dispatcher: Dispatcher
+    // Unchecked: the bridge owns this engine, and the hierarchy owns the bridge, the host and the
+    // dispatcher, so both outlive every call into it; a checked `unowned` reference costs an
+    // atomic retain and release on every access (a fifth of a Swift responder's call).
+    unowned(unsafe) let host: LuaHost
+    unowned(unsafe) let dispatcher: Dispatcher
     /// What C shares with this side.
     let state = UnsafeMutablePointer<luahier_Engine>.allocate(capacity: 1)
     /// The metatable of the userdata that holds an entry's Swift object (LUAHIER_ENTRY_OBJECT).
@@ -30,11 +33,14 @@ final class LuaEngine: DispatchEngine {
     /// code can have changed the table: in a plan whose entries are all the host's
     /// (LUAHIER_PLAN_HOSTONLY), the table never reaches Lua code, so Swift closures get the value
     /// it was made from (or was first read as) instead of a new reading of it per call.
-    private var known = [KnownValue?](repeating: nil, count: Int(LUAHIER_MAX_DEPTH) + 1)
+    @exclusivity(unchecked) private var known = [KnownValue?](repeating: nil, count: Int(LUAHIER_MAX_DEPTH) + 1)
     private struct KnownValue {
         let serial: Int64
         let table: UnsafeRawPointer
         let value: Value
+        /// Whether the dispatch's plan is the host's alone (LUAHIER_PLAN_HOSTONLY): only then
+        /// may the value stand for the table.
+        let hostOnly: Bool
     }
 
     init(host: LuaHost, dispatcher: Dispatcher) throws(HierarchyError) {
@@ -86,7 +92,7 @@ final class LuaEngine: DispatchEngine {
         }
         host.guardState.pointee.walk_ref = state.pointee.walk_ref
         host.guardState.pointee.traced_walk_ref = state.pointee.traced_walk_ref
-        entryFunction = host.register { [unowned self] call in try callEntry(call) }
+        entryFunction = host.register { [unowned(unsafe) self] call in try callEntry(call) }
         state.pointee.plan_for = { engine, L, node in
             LuaEngine.from(engine).planFor(L!, Unmanaged<Node>.fromOpaque(node!).takeUnretainedValue())
         }
@@ -134,7 +140,8 @@ final class LuaEngine: DispatchEngine {
         // answers get it as it is.
         if let made, lua_type(L, top + 2) == LUA_TTABLE, dispatcher.depth < Int(LUAHIER_MAX_DEPTH) {
             known[dispatcher.depth + 1] = KnownValue(
-                serial: state.pointee.dispatches + 1, table: lua_topointer(L, top + 2), value: made)
+                serial: state.pointee.dispatches + 1, table: lua_topointer(L, top + 2), value: made,
+                hostOnly: hostOnly(planAt: top + 1))
         }
         var result = luahier_Result()
         let failure = luahier_rundispatch(L, state, top + 1, top + 2, top + 3, message.domain == .error ? 1 : 0, &result)
@@ -256,6 +263,9 @@ final class LuaEngine: DispatchEngine {
         for (entries, base, otherBase) in [(plan.events, first, errorsFirst), (plan.errors, errorsFirst, first)] {
             for (index, entry) in entries.enumerated() {
                 let slot = base + stride * index
+                // The object first: a host closure's call binds it (pushCall).
+                pushObject(of: entry)
+                set(slot + Int(LUAHIER_ENTRY_OBJECT))
                 pushCall(of: entry, slot: slot, planAt: table)
                 set(slot + Int(LUAHIER_ENTRY_CALL))
                 pushFilter(of: entry)
@@ -272,8 +282,6 @@ final class LuaEngine: DispatchEngine {
                 set(slot + Int(LUAHIER_ENTRY_WHERE))
                 host.push(entry.responder?.kind.rawValue ?? "arrive")
                 set(slot + Int(LUAHIER_ENTRY_KIND))
-                pushObject(of: entry)
-                set(slot + Int(LUAHIER_ENTRY_OBJECT))
             }
             // Runs of plain receives, each entry of one naming the run's last slot.
             var runLast: Int?
@@ -301,9 +309,24 @@ final class LuaEngine: DispatchEngine {
             lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(body.ref))
             return
         }
+        // A host closure over (plan, slot, the object, its role): the object is kept alive by
+        // the entry's object userdata (pushObject), in the same plan.
         lua_pushvalue(L, table)
         lua_pushinteger(L, lua_Integer(slot))
-        host.pushFunction(registered: entryFunction, upvalues: 2)
+        let role: EntryRole
+        switch entry.role {
+        case .responder(let responder):
+            role = responder.kind == .handleAlertErrors ? .alert : .swift
+            precondition(role == .alert || responder.body is SwiftResponderBody, "a responder body of another host")
+            lua_pushlightuserdata(L, Unmanaged.passUnretained(responder).toOpaque())
+        case .arrival:
+            role = .arrival
+            lua_rawgeti(L, table, lua_Integer(slot + LUAHIER_ENTRY_OBJECT))
+            lua_pushlightuserdata(L, lua_touserdata(L, -1)!.load(as: UnsafeMutableRawPointer.self))
+            luahier_remove(L, -2)
+        }
+        lua_pushinteger(L, lua_Integer(role.rawValue))
+        host.pushFunction(registered: entryFunction, upvalues: 4)
     }
 
     /// Whether the walk calls `responder`'s own Lua function.
@@ -437,18 +460,18 @@ final class LuaEngine: DispatchEngine {
     private func callEntry(_ call: HostCall) throws -> Int32 {
         let L = call.L
         let plan = luahier_upvalueindex(3)
-        let slot = Int(luahier_tointeger(L, luahier_upvalueindex(4)))
         lua_settop(L, 1)
-        lua_rawgeti(L, plan, lua_Integer(slot + LUAHIER_ENTRY_OBJECT))
-        let held = object(at: -1)
-        luahier_pop(L, 1)
-        if let responder = held as? Responder, let body = responder.body as? SwiftResponderBody,
-            responder.kind != .handleAlertErrors
-        {
-            return try callSwift(body, of: responder, planAt: plan, call)
-        }
-        let origin = field(LUAHIER_PLAN_AT, of: plan) ?? ""
-        if let arrival = (held as? ArrivalBox)?.arrival {
+        // The entry's object and role, as pushCall bound them (the plan's object userdata keeps
+        // the object alive): no lookup and no cast per call.
+        let object = lua_touserdata(L, luahier_upvalueindex(5))!
+        switch EntryRole(rawValue: Int(luahier_tointeger(L, luahier_upvalueindex(6)))) {
+        case .swift:
+            let responder = Unmanaged<Responder>.fromOpaque(object).takeUnretainedValue()
+            return try callSwift(unsafeDowncast(responder.body, to: SwiftResponderBody.self), of: responder, planAt: plan, call)
+        case .arrival:
+            let slot = Int(luahier_tointeger(L, luahier_upvalueindex(4)))
+            let arrival = Unmanaged<ArrivalBox>.fromOpaque(object).takeUnretainedValue().arrival
+            let origin = field(LUAHIER_PLAN_AT, of: plan) ?? ""
             let domain: Domain = slot < integer(LUAHIER_PLAN_ERRORS, of: plan) ? .event : .error
             let type = host.stringField(ofTableAt: 1, "type") ?? ""
             let violation = dispatcher.arrive(at: arrival, from: origin, domain: domain, type: type) {
@@ -461,11 +484,19 @@ final class LuaEngine: DispatchEngine {
             host.pushPayload(of: &violation)
             host.push(violation.type)
             return 2
-        }
-        guard let responder = held as? Responder, responder.kind == .handleAlertErrors else {
+        case .alert:
+            let slot = Int(luahier_tointeger(L, luahier_upvalueindex(4)))
+            let responder = Unmanaged<Responder>.fromOpaque(object).takeUnretainedValue()
+            let origin = field(LUAHIER_PLAN_AT, of: plan) ?? ""
+            return try alert(responder, handledBy: field(slot + LUAHIER_ENTRY_NODE, of: plan) ?? "", reportedAt: origin, call)
+        case nil:
             throw LuaArgumentError("not a responder of this hierarchy")
         }
-        return try alert(responder, handledBy: field(slot + LUAHIER_ENTRY_NODE, of: plan) ?? "", reportedAt: origin, call)
+    }
+
+    /// What an entry the walk calls through the host is (pushCall).
+    private enum EntryRole: Int {
+        case swift = 1, alert, arrival
     }
 
     /// A Swift closure's call: its answer as Lua's are read (a value goes to the walk as it is).
@@ -506,7 +537,7 @@ final class LuaEngine: DispatchEngine {
     /// it is known and its plan is the host's alone.
     private func knownValue(of index: Int32, serial: Int64, depth: Int, planAt plan: Int32) -> Value? {
         guard depth >= 1, depth < known.count, let kept = known[depth], kept.serial == serial,
-            kept.table == lua_topointer(host.thread, index), hostOnly(planAt: plan)
+            kept.hostOnly, kept.table == lua_topointer(host.thread, index)
         else { return nil }
         return kept.value
     }
@@ -514,7 +545,7 @@ final class LuaEngine: DispatchEngine {
     /// Keeps `value` as what the table at `index` stands for, in a plan that is the host's alone.
     private func remember(_ value: Value, madeAt index: Int32, serial: Int64, depth: Int, planAt plan: Int32) {
         guard depth >= 1, depth < known.count, lua_type(host.thread, index) == LUA_TTABLE, hostOnly(planAt: plan) else { return }
-        known[depth] = KnownValue(serial: serial, table: lua_topointer(host.thread, index), value: value)
+        known[depth] = KnownValue(serial: serial, table: lua_topointer(host.thread, index), value: value, hostOnly: true)
     }
 
     private func hostOnly(planAt plan: Int32) -> Bool {

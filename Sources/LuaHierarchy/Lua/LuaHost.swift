@@ -22,7 +22,7 @@ final class LuaHost {
     /// innermost host function. Every push and call goes to it.
     @exclusivity(unchecked) private(set) var thread: LuaState
     @exclusivity(unchecked) private(set) var isClosed = false
-    private var functions: [HostFunction] = []
+    @exclusivity(unchecked) private var functions: [HostFunction] = []
     /// Scratch for copying Lua values as plain data (LuaValues.swift): the tables being copied.
     @exclusivity(unchecked) var payloadAncestors: [UnsafeRawPointer] = []
     @exclusivity(unchecked) private var protectedDepth = 0
