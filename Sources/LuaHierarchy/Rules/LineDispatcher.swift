@@ -171,6 +171,9 @@ final class Pipeline: @unchecked Sendable {
     private var submittedLines = 0
 
     // Guarded by `writer`.
+    /// A thread has the writing turn: it writes answers in order, outside the lock; the others
+    /// leave what is ready to it.
+    private var writing = false
     private var finished: [Int: Batch] = [:]
     private var nextToWrite = 0
     /// Batches being answered, by sequence: the flusher writes what the one next in order
@@ -372,11 +375,12 @@ final class Pipeline: @unchecked Sendable {
                     continue
                 }
                 seen = nil
-                if !writeRest(of: batch) {
-                    queue.locked {
-                        stopped = true
-                        queue.broadcast()
-                    }
+                // The writing turn, or nothing this period: a worker is writing in order.
+                guard !writing else { continue }
+                writing = true
+                writer.unlocked {
+                    if let code = writeRest(of: batch) { fail(writing: code) }
+                    writeFinished()
                 }
             }
         }
@@ -390,21 +394,31 @@ final class Pipeline: @unchecked Sendable {
         }
     }
 
-    /// Under `writer`: writes the answers of `batch` not written yet; false (with
-    /// `summary.ioError` set) when that failed.
-    private func writeRest(of batch: Batch) -> Bool {
+    /// With the writing turn: writes the answers of `batch` not written yet; the errno of a
+    /// failure.
+    private func writeRest(of batch: Batch) -> Int32? {
         batch.answers.locked {
             let count = batch.answered.count
-            guard batch.written < count else { return true }
-            if let code = writeAll(batch.answered[batch.written..<count]) {
-                summary.ioError = code == OutputWriter.abandoned
-                ? "stopped writing: the output was not being read"
-                : "cannot write the output: \(String(cString: strerror(code)))"
-                summary.outputClosed = code == EPIPE
-                return false
-            }
+            guard batch.written < count else { return nil }
+            if let code = writeAll(batch.answered[batch.written..<count]) { return code }
             batch.written = count
-            return true
+            return nil
+        }
+    }
+
+    /// Output failed with `code`: the summary says so, and the run stops.
+    private func fail(writing code: Int32) {
+        writer.locked {
+            if summary.ioError == nil {
+                summary.ioError = code == OutputWriter.abandoned
+                    ? "stopped writing: the output was not being read"
+                    : "cannot write the output: \(String(cString: strerror(code)))"
+                summary.outputClosed = code == EPIPE
+            }
+        }
+        queue.locked {
+            stopped = true
+            queue.broadcast()
         }
     }
 
@@ -420,35 +434,59 @@ final class Pipeline: @unchecked Sendable {
         }
     }
 
-    /// Files a finished batch and writes every batch that is now next in order.
+    /// Files a finished batch, and writes every batch now next in order unless another thread
+    /// has the writing turn (it writes them before it gives the turn back).
     private func complete(_ batch: Batch) {
-        var written = 0
-        var writtenBytes = 0
-        var stopNow = false
-        writer.locked {
+        let turn: Bool = writer.locked {
             finished[batch.sequence] = batch
             open.removeValue(forKey: batch.sequence)
-            while let next = finished.removeValue(forKey: nextToWrite) {
-                nextToWrite += 1
-                written += 1
-                writtenBytes += next.chunk.count
-                if summary.stoppedAtLine != nil || summary.ioError != nil { continue }
-                guard writeRest(of: next) else {
-                    stopNow = true
+            guard !writing else { return false }
+            writing = true
+            return true
+        }
+        if turn { writeFinished() }
+    }
+
+    /// With the writing turn: writes the finished batches next in order, outside the `writer`
+    /// lock (a worker finishing a batch meanwhile is not held up behind a write), until none is
+    /// ready; then gives the turn back.
+    private func writeFinished() {
+        while true {
+            var ready: [Batch] = []
+            var skipping = false
+            writer.locked {
+                while let next = finished.removeValue(forKey: nextToWrite) {
+                    nextToWrite += 1
+                    ready.append(next)
+                }
+                if ready.isEmpty { writing = false }
+                skipping = summary.stoppedAtLine != nil || summary.ioError != nil
+            }
+            if ready.isEmpty { return }
+            var stopNow = false
+            for next in ready where !skipping {
+                if let code = writeRest(of: next) {
+                    fail(writing: code)
+                    skipping = true
                     continue
                 }
-                for status in LineStatus.allCases where next.counts[status.index] > 0 { summary.counts[status, default: 0] += next.counts[status.index] }
-                if let line = next.stopLine {
-                    summary.stoppedAtLine = line
-                    stopNow = true
+                writer.locked {
+                    for status in LineStatus.allCases where next.counts[status.index] > 0 {
+                        summary.counts[status, default: 0] += next.counts[status.index]
+                    }
+                    if let line = next.stopLine {
+                        summary.stoppedAtLine = line
+                        stopNow = true
+                        skipping = true
+                    }
                 }
             }
-        }
-        queue.locked {
-            inFlight -= written
-            inFlightBytes -= writtenBytes
-            if stopNow { stopped = true }
-            queue.broadcast()
+            queue.locked {
+                inFlight -= ready.count
+                inFlightBytes -= ready.reduce(0) { $0 + $1.chunk.count }
+                if stopNow { stopped = true }
+                queue.broadcast()
+            }
         }
     }
 

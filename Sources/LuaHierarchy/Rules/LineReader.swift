@@ -18,7 +18,7 @@ struct LineReader {
     /// Most lines per batch: small enough to share a read among workers, large enough that
     /// handing over costs little per line.
     static let batchLimit = 512
-    static let readSize = 1 << 16
+    static let readSize = 1 << 18
 
     private var carry: [UInt8] = []
     /// Inside a line already known to be too long: its length so far.

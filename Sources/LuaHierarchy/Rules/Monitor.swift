@@ -27,6 +27,13 @@ final class Monitor: @unchecked Sendable {
         return try body()
     }
 
+    /// Runs `body` with the lock let go (from inside `locked`), and takes it again.
+    func unlocked<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_unlock(mutex)
+        defer { pthread_mutex_lock(mutex) }
+        return try body()
+    }
+
     /// Waits (the lock held, as from inside `locked`) until `broadcast`.
     func wait() { pthread_cond_wait(condition, mutex) }
 
