@@ -30,11 +30,18 @@
  * calling the same functions in a plain Lua loop does. */
 /* A trace step, written where it happens (a function call per step cost as much as the
  * step): the entry, the type it was called with, what came of it, the type that came of it,
- * and with full tracing the value before and after. */
+ * and with full tracing the value before and after (left nil otherwise: readers take nil as
+ * none, and two writes fewer a step are a third of what a path trace costs). */
 #define LUAHIER_STEP(slot, input, result, rtype, before, after) \
     "local n = record[1] " \
-    "record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[n + 5], record[n + 6], record[1] = " \
-    slot ", " input ", " result ", " rtype ", " before ", " after ", n + STEP"
+    "record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[1] = " \
+    slot ", " input ", " result ", " rtype ", n + STEP " \
+    "if full then record[n + 5], record[n + 6] = " before ", " after " end"
+/* A step that has no values to keep (a verdict): the first four fields. */
+#define LUAHIER_VERDICT(slot, input, result) \
+    "local n = record[1] " \
+    "record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[1] = " \
+    slot ", " input ", " result ", false, n + STEP"
 
 static const char luahier_walk_source[] =
     "local accept, copy, SKIP, newrecord = ...\n"
@@ -95,7 +102,7 @@ static const char luahier_walk_source[] =
     "          local answer = plan[j](value)\n"
     "          if answer ~= 'notHandled' then\n"
     "            if answer == 'handled' then\n"
-    "T|            " LUAHIER_STEP("j", "vtype", "'handled'", "false", "false", "false") "\n"
+    "T|            " LUAHIER_VERDICT("j", "vtype", "'handled'") "\n"
     "T|            state[BEFORE], state[RECORD] = false, false\n"
     "T|            do return HANDLED, j, nil, record end\n"
     "              return HANDLED, j\n"
@@ -105,7 +112,7 @@ static const char luahier_walk_source[] =
     "T|            " LUAHIER_STEP("j", "input", "iserror and 'error' or 'event'", "vtype", "full and state[BEFORE]", "full and copy(value)") "\n"
     "              state[VALUE], state[TYPE], state[ERROR] = value, vtype, iserror\n"
     "            end\n"
-    "T|        else " LUAHIER_STEP("j", "vtype", "'notHandled'", "false", "false", "false") "\n"
+    "T|        else " LUAHIER_VERDICT("j", "vtype", "'notHandled'") "\n"
     "          end\n"
     "        end\n"
     "        i = run + STRIDE\n"
@@ -119,9 +126,9 @@ static const char luahier_walk_source[] =
     "          if answer == SKIP then\n"
     /*          Removed during this dispatch: passed by. */
     "          elseif class == RECEIVE and answer == 'notHandled' then\n"
-    "T|          " LUAHIER_STEP("i", "vtype", "'notHandled'", "false", "false", "false") "\n"
+    "T|          " LUAHIER_VERDICT("i", "vtype", "'notHandled'") "\n"
     "          elseif class == HANDLE or (class == RECEIVE and answer == 'handled') or (class == ALERT and answer ~= nil) then\n"
-    "T|          " LUAHIER_STEP("i", "vtype", "'handled'", "false", "false", "false") "\n"
+    "T|          " LUAHIER_VERDICT("i", "vtype", "'handled'") "\n"
     "T|          state[BEFORE], state[RECORD] = false, false\n"
     "T|          do return HANDLED, i, class == ALERT and extra or nil, record end\n"
     "            return HANDLED, i, class == ALERT and extra or nil\n"
