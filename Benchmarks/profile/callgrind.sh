@@ -6,7 +6,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 swift build -c release --product luahier >/dev/null
 out=$(mktemp /tmp/luahier-callgrind.XXXXXX)
+# valgrind cannot read the debug information of a Swift release build: a stripped copy.
+binary=$(mktemp /tmp/luahier-stripped.XXXXXX)
+trap 'rm -f "$binary"' EXIT
+cp .build/release/luahier "$binary" && chmod +x "$binary" && strip --strip-debug "$binary"
 valgrind --tool=callgrind --callgrind-out-file="$out" \
-    .build/release/luahier run Benchmarks/profile/dispatch.lua -- "${1:-10}" "${2:-20000}" "${3:-}" 2>&1 | grep "refs"
-callgrind_annotate --inclusive=yes "$out" | grep -E "LuaHierarchy|lua_|swift_(retain|release)" | head -40
-echo "full profile: $out (callgrind_annotate --auto=yes $out)"
+    "$binary" run --timeout 0 --max-memory 0 --dispatch-timeout 0 \
+    Benchmarks/profile/dispatch.lua -- "${1:-10}" "${2:-20000}" "${3:-}" 2>&1 | grep "Collected"
+callgrind_annotate --inclusive=yes "$out" | grep -E "luahier_|LuaHierarchy|lua_|swift_(retain|release)" | head -40
+echo "full profile: $out (callgrind_annotate --inclusive=yes $out)"

@@ -51,10 +51,25 @@ struct ArchitectureTests {
         }
         let host = Luahier.packageRoot.appendingPathComponent("Sources/CLuaHost")
         let cFiles = try FileManager.default.contentsOfDirectory(atPath: host.path).filter { $0.hasSuffix(".c") }
-        #expect(Set(cFiles).isSuperset(of: ["host.c", "limits.c", "errors.c", "sandbox.c", "pattern.c", "walk.c", "engine.c", "watchdog.c", "jsonwrite.c"]))
+        #expect(Set(cFiles).isSuperset(of: ["host.c", "limits.c", "errors.c", "sandbox.c", "pattern.c", "walk.c", "engine.c", "watchdog.c", "jsonwrite.c", "lines.c"]))
         for header in try FileManager.default.contentsOfDirectory(atPath: host.appendingPathComponent("include").path) {
             let text = try String(contentsOf: host.appendingPathComponent("include/" + header), encoding: .utf8)
             #expect(!text.contains("static inline"), "\(header) holds code: it belongs in a .c file")
         }
+    }
+
+    /// The one JSON reader is C without Lua: Swift's `Value`s are read with it outside the Lua
+    /// bridge, so it must not pull Lua's headers into the code that may not import them.
+    @Test func theJSONReaderIsCWithoutLua() throws {
+        let reader = Luahier.packageRoot.appendingPathComponent("Sources/CJSONReader")
+        let files = try FileManager.default.subpathsOfDirectory(atPath: reader.path).filter { $0.hasSuffix(".c") || $0.hasSuffix(".h") }
+        #expect(Set(files) == ["jsonread.c", "include/luahier_jsonread.h"])
+        for file in files {
+            let text = try String(contentsOf: reader.appendingPathComponent(file), encoding: .utf8)
+            #expect(!text.contains("lua.h") && !text.contains("lauxlib.h"), "\(file) includes Lua")
+            #expect(!text.contains("static inline") || file.hasSuffix(".c"), "\(file) holds code: it belongs in a .c file")
+        }
+        let importers = try ArchitectureTests.swiftFiles(under: "Sources").filter { $0.text.contains("import CJSONReader") }.map(\.path)
+        #expect(importers.allSatisfy { $0.hasPrefix("Sources/LuaHierarchy/JSON/") || $0.hasPrefix("Sources/LuaHierarchy/Lua/") }, "\(importers)")
     }
 }
