@@ -5,17 +5,11 @@
  * This runs once per dispatch, so it keeps to few calls of Lua's API: words come from the
  * trigger's upvalues, the state table of each depth is one registry reference. */
 #include "luahier_host.h"
+#include "engine_internal.h"
 
 #include <lauxlib.h>
 #include <string.h>
 
-/* [-0, +1, -] Pushes interned word `word` (the words table through the registry: off the hot path). */
-static void luahier_word(lua_State *L, const luahier_Engine *e, int word) {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, e->words_ref);
-    lua_rawgeti(L, -1, word);
-    lua_copy(L, -1, -2);
-    lua_pop(L, 1);
-}
 
 /* [-0, +0, -] The integer at slot `n` of the table at `t`. */
 static lua_Integer luahier_slot(lua_State *L, int t, lua_Integer n) {
@@ -40,16 +34,6 @@ static void luahier_pushstate(lua_State *L, luahier_Engine *e, long depth) {
     e->state_refs[depth] = luaL_ref(L, LUA_REGISTRYINDEX);
 }
 
-/* [-0, +0, m] t[word] = the value at `value` unless t has that field. */
-static void luahier_setifabsent(lua_State *L, const luahier_Engine *e, int t, int word, int value) {
-    luahier_word(L, e, word);
-    if (lua_rawget(L, t) == LUA_TNIL) {
-        luahier_word(L, e, word);
-        lua_pushvalue(L, value);
-        lua_rawset(L, t);
-    }
-    lua_pop(L, 1);
-}
 
 /* [-0, +1, m] The error a limit ended the dispatch with: the limit's own, with the entry it
  * tripped in as `where` if it names none, and the error being handled (the value at `value`,
@@ -164,10 +148,10 @@ int luahier_rundispatch(lua_State *L, luahier_Engine *e, int plan, int value, in
         if (status == LUA_ERRERR) {
             /* The message handler itself failed: the error says so. */
             lua_createtable(L, 0, 2);
-            luahier_word(L, e, LUAHIER_WORD_TYPE);
-            luahier_word(L, e, LUAHIER_WORD_LUAERROR);
+            luahier_pushword(L, e, LUAHIER_WORD_TYPE);
+            luahier_pushword(L, e, LUAHIER_WORD_LUAERROR);
             lua_rawset(L, -3);
-            luahier_word(L, e, LUAHIER_WORD_MESSAGE);
+            luahier_pushword(L, e, LUAHIER_WORD_MESSAGE);
             lua_pushfstring(L, "error while handling an error: %s",
                             lua_type(L, base + 3) == LUA_TSTRING ? lua_tostring(L, base + 3) : "?");
             lua_rawset(L, -3);

@@ -1,6 +1,7 @@
 /* JSON into Lua, and `luahier dispatch`'s lines answered in C (luahier_lines.h). */
 #include "luahier_host.h"
 #include "luahier_lines.h"
+#include "engine_internal.h"
 
 #include <string.h>
 
@@ -116,16 +117,8 @@ int luahier_readrequest(lua_State *L, luahier_Engine *e, const char *bytes, size
     if (!luahier_asvalue(L, e, top + 3, is_error)) goto host;
     if (is_error) {
         /* [id, plan, value, type] An error names its input line unless it names a place. */
-        lua_rawgeti(L, LUA_REGISTRYINDEX, e->words_ref);
-        lua_rawgeti(L, -1, LUAHIER_WORD_WHERE);
-        lua_pushvalue(L, -1);
-        if (lua_rawget(L, top + 3) == LUA_TNIL) {
-            lua_pop(L, 1);
-            lua_pushfstring(L, "%s:%I", input, (LUAI_UACINT)number);
-            lua_rawset(L, top + 3);
-        } else {
-            lua_pop(L, 2);
-        }
+        lua_pushfstring(L, "%s:%I", input, (LUAI_UACINT)number);
+        luahier_setifabsent(L, e, top + 3, LUAHIER_WORD_WHERE, -1);
         lua_settop(L, top + 4);
     }
     luahier_jsonfree(&reader);

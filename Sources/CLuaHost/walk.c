@@ -1,6 +1,7 @@
 /* The walk: the one loop every dispatch runs (luahier_engine.h), and the value rules it calls
  * in C (SPEC §3: what a value of a domain is; SPEC §4: `where` and `cause`, contract errors). */
 #include "luahier_host.h"
+#include "engine_internal.h"
 
 #include <lauxlib.h>
 #include <string.h>
@@ -182,8 +183,7 @@ void luahier_pushskipper(lua_State *L) {
 
 /* ---- Values of a domain (SPEC §3) ------------------------------------------------------ */
 
-/* [-0, +1, -] Pushes interned word `word` of `e`. */
-static void luahier_pushword(lua_State *L, const luahier_Engine *e, int word) {
+void luahier_pushword(lua_State *L, const luahier_Engine *e, int word) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, e->words_ref);
     lua_rawgeti(L, -1, word);
     lua_copy(L, -1, -2);
@@ -281,8 +281,7 @@ int luahier_asvaluewith(lua_State *L, luahier_Engine *e, int index, int is_error
     }
 }
 
-/* [-0, +0, m] table[word] = the value at `value`, unless the table has that field. */
-static void luahier_setifabsent(lua_State *L, const luahier_Engine *e, int table, int word, int value) {
+void luahier_setifabsent(lua_State *L, const luahier_Engine *e, int table, int word, int value) {
     table = lua_absindex(L, table);
     value = lua_absindex(L, value);
     luahier_pushword(L, e, word);

@@ -290,15 +290,11 @@ final class LuaHost {
     /// Runs host function `index` for the C trampoline. Returns its result count, or -1
     /// with the error value pushed for the trampoline to raise.
     fileprivate func runFunction(_ index: Int, on L: LuaState) -> Int32 {
-        let caller = thread
-        let callerMode = guardState.pointee.in_host
-        thread = L
-        guardState.pointee.in_host = 1
-        defer {
-            thread = caller
-            guardState.pointee.in_host = callerMode
-        }
-        let call = HostCall(host: self, L: L)
+        asHost(on: L) { runFunction(index, call: HostCall(host: self, L: L)) }
+    }
+
+    private func runFunction(_ index: Int, call: HostCall) -> Int32 {
+        let L = call.L
         let transientMark = transientBytes
         defer {
             if transientBytes != transientMark {
