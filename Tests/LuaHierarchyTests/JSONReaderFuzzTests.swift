@@ -11,6 +11,7 @@ import Testing
 @Suite("The JSON reader against the parser it replaced")
 struct JSONReaderFuzzTests {
     static let cases = Int(ProcessInfo.processInfo.environment["JSON_FUZZ_CASES"] ?? "") ?? 6000
+    static let seed = UInt64(ProcessInfo.processInfo.environment["FUZZ_SEED"] ?? "") ?? 0x150A_D0C5
 
     /// Texts: values of every kind, with the spellings JSON allows and some it does not.
     static func generate(_ random: inout SplitMix64, depth: Int = 0) -> String {
@@ -142,7 +143,7 @@ struct JSONReaderFuzzTests {
     }
 
     @Test func readsEveryTextAsTheParserItReplacedDid() throws {
-        var random = SplitMix64(state: 0x150A_D0C5)
+        var random = SplitMix64(state: Self.seed)
         let hierarchy = try Hierarchy()
         var accepted = 0, refused = 0
         for index in 0..<Self.cases {
