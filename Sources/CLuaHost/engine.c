@@ -118,7 +118,9 @@ int luahier_rundispatch(lua_State *L, luahier_Engine *e, int plan, int value, in
         if (tripped || status == LUA_ERRMEM || (status == LUA_ERRERR && memory_refused)) {
             /* Ended by a limit: unhandled, the limit's error the value (the results as the
              * walk would leave them). */
-            luahier_pushlimitend(L, e, !tripped, plan, state, base + 4, is_error);
+            /* Out of memory with no trip: the cap's refusal when there is a cap (its error says
+             * so, and where), malloc's own failure when there is none. */
+            luahier_pushlimitend(L, e, !tripped && g->limit == 0, plan, state, base + 4, is_error);
             lua_replace(L, base + 4);
             luahier_asvalue(L, e, base + 4, 1);
             lua_replace(L, base + 5);

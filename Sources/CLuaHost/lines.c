@@ -110,6 +110,10 @@ int luahier_readrequest(lua_State *L, luahier_Engine *e, const char *bytes, size
         lua_replace(L, top + slot);
     }
     if (!luahier_jsonexpectend(&reader) || !seen[2] || !seen[3]) goto host;
+    /* Read as the host's (no refusal halfway through a value): one past the memory cap is the
+     * host's to refuse (LineProcessor). */
+    const luahier_Guard *g = luahier_guard(L);
+    if (g->limit && g->used > g->limit) goto host;
     /* An id is echoed as it came; a table cannot say whether it came as [] or {}. */
     if (lua_type(L, top + 1) == LUA_TTABLE || lua_type(L, top + 2) != LUA_TSTRING) goto host;
     if (!luahier_pushplanat(L, e, top + 2)) goto host;
@@ -199,29 +203,6 @@ int luahier_writeoutcome(lua_State *L, long number, int id, int has_id, int plan
     return LUAHIER_APPEND(out, "}\n") ? LUAHIER_JSON_WRITTEN : LUAHIER_JSON_LIMIT;
 }
 
-/* Whether `size` more bytes fit under the memory cap. */
-static int luahier_fits(const luahier_Guard *g, size_t size) {
-    return g->limit == 0 || (g->used < g->limit && size <= g->limit - g->used);
-}
-
-/* Charges `size` output bytes as the host charges what it holds for the rules (LuaMemory.swift,
- * charge): a full collection first when they do not fit, and nothing charged (the refusal
- * noted) if they still do not. Returns the bytes charged. */
-static size_t luahier_chargeoutput(lua_State *L, size_t size) {
-    luahier_Guard *g = luahier_guard(L);
-    if (size == 0) return 0;
-    if (!luahier_fits(g, size)) {
-        lua_gc(L, LUA_GCCOLLECT);
-        if (!luahier_fits(g, size)) {
-            g->memory_refused = 1;
-            return 0;
-        }
-    }
-    g->used += size;
-    if (g->used > g->peak) g->peak = g->used;
-    return size;
-}
-
 int luahier_answerrun(lua_State *L, luahier_Engine *e, luahier_LineRun *run) {
     luahier_Guard *g = luahier_guard(L);
     luahier_JSONOut *out = e->json_out;
@@ -256,7 +237,6 @@ int luahier_answerrun(lua_State *L, luahier_Engine *e, luahier_LineRun *run) {
         }
         if (written != LUAHIER_JSON_WRITTEN) return LUAHIER_RUN_DISPATCHED;
         lua_settop(L, top);
-        run->charged += luahier_chargeoutput(L, out->size);
         run->counts[r->status]++;
         if (*e->changes != changes) {
             run->next++;

@@ -206,6 +206,12 @@ public final class Hierarchy {
         set { dispatcher.presentsFromDepth = newValue }
     }
 
+    /// Whether what the hierarchy holds fits under its memory cap, after a full collection
+    /// if it seemed not to (true without a cap).
+    func memoryUsedFitsTheCap() -> Bool {
+        host.memoryUsedFitsTheCap()
+    }
+
     /// Answers a run of `luahier dispatch` request lines in C (LuaLines.swift).
     func answerRun(
         chunk: UnsafeRawBufferPointer, lines: [LuaEngine.RunLine], from: Int, input: ContiguousArray<CChar>,

@@ -129,12 +129,6 @@ final class MemoryCharge {
         return true
     }
 
-    /// Takes over `count` bytes charged to the meter already (by C, for output it wrote).
-    func adopt(_ count: Int) {
-        guard count > 0, meter != nil else { return }
-        bytes += count
-    }
-
     /// Gives back `count` of the bytes charged.
     func remove(_ count: Int) {
         let count = min(count, bytes)

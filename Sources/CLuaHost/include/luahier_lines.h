@@ -95,10 +95,9 @@ typedef struct luahier_LineRun {
     /* How many errors the host was handed to present so far (nested dispatches' and publishes'):
      * a line during which it moves has them in its outcome, which the host writes. */
     const long *presented;
-    /* Out: lines answered by status (LUAHIER_STATUS_*), the output bytes charged to the memory
-     * cap, and for LUAHIER_RUN_DISPATCHED the line's request and how its dispatch ended. */
+    /* Out: lines answered by status (LUAHIER_STATUS_*), and for LUAHIER_RUN_DISPATCHED the
+     * line's request and how its dispatch ended. */
     long counts[3];
-    size_t charged;
     luahier_Request request;
     struct luahier_Result *result; /* in: where it goes */
 } luahier_LineRun;
@@ -119,8 +118,8 @@ enum {
 
 /* [-0, +(0|4+LUAHIER_DISPATCH_RESULTS), m] Answers the run's lines: each read
  * (luahier_readrequest), dispatched inside its own top-level budget (nothing may be under way),
- * its outcome written (luahier_writeoutcome) and delivered, charged to the memory cap as the
- * host's path charges it. Returns LUAHIER_RUN_*. */
+ * its outcome written (luahier_writeoutcome, the value within what the memory cap leaves) and
+ * delivered (the host holds it on the rules' behalf until written). Returns LUAHIER_RUN_*. */
 int luahier_answerrun(lua_State *L, struct luahier_Engine *engine, luahier_LineRun *run);
 
 #endif

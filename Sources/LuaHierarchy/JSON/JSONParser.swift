@@ -108,8 +108,28 @@ final class JSONParser {
         case object([String: Value], key: String)
     }
 
-    /// One value (whitespace before it skipped) as a `Value`.
-    func parseValue() throws(JSONError) -> Value {
+    /// One value (whitespace before it skipped) as a `Value`, reading `null` as the parser
+    /// does, or kept wherever it is (`keepingNulls`: a request's `id`, echoed as it came).
+    func parseValue(keepingNulls: Bool = false) throws(JSONError) -> Value {
+        guard keepingNulls, nulls == .asLuaNil else { return try parseValue(nulls: nulls) }
+        reader.pointee.nulls_as_nil = 0
+        defer { reader.pointee.nulls_as_nil = 1 }
+        return try parseValue(nulls: .keep)
+    }
+
+    /// Whether the value at the parser's place is `null`; if so it is read.
+    func skipNull() throws(JSONError) -> Bool {
+        luahier_jsonskipspace(reader)
+        let r = reader.pointee
+        guard r.index + 4 <= r.length, let bytes = r.bytes,
+            bytes[r.index] == UInt8(ascii: "n"), bytes[r.index + 1] == UInt8(ascii: "u"),
+            bytes[r.index + 2] == UInt8(ascii: "l"), bytes[r.index + 3] == UInt8(ascii: "l")
+        else { return false }
+        _ = try parseValue(keepingNulls: true)
+        return true
+    }
+
+    private func parseValue(nulls: Nulls) throws(JSONError) -> Value {
         luahier_jsonbegin(reader, 1)
         var frames: [Frame] = []
         while true {

@@ -32,8 +32,6 @@ extension LuaEngine {
         var counts = [0, 0, 0]
         /// Where it stopped (an index into the lines given).
         var next = 0
-        /// Output bytes it charged to the memory cap.
-        var charged = 0
         var stop = RunStop.done
     }
 
@@ -93,13 +91,16 @@ extension LuaEngine {
         }
         defer { lua_settop(L, top) }
         if host.guardState.pointee.released_count > 0 { host.drainReleases() }
-        var result = Run(counts: [run.counts.0, run.counts.1, run.counts.2], next: run.next, charged: run.charged)
+        var result = Run(counts: [run.counts.0, run.counts.1, run.counts.2], next: run.next)
         switch stop {
         case Int32(LUAHIER_RUN_DONE): result.stop = .done
         case Int32(LUAHIER_RUN_CHANGED): result.stop = .changed
         case Int32(LUAHIER_RUN_INTERRUPTED): result.stop = .interrupted
         case Int32(LUAHIER_RUN_DISPATCHED):
-            let id = run.request.has_id != 0 ? ((try? host.value(at: top + 1, strict: false)) ?? .null) : nil
+            // Not `cond ? value : nil`: Value takes `nil` as a literal, so that reads as
+            // `.some(.null)` ("id": null) instead of no id.
+            var id: Value?
+            if run.request.has_id != 0 { id = (try? host.value(at: top + 1, strict: false)) ?? .null }
             result.stop = .dispatched(dispatchResult(ended, planAt: top + 2), id: id)
         default: result.stop = .host
         }

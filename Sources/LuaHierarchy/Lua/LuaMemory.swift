@@ -40,6 +40,15 @@ extension LuaHost: MemoryMeter {
         state.pointee.used -= min(state.pointee.used, size_t(bytes))
     }
 
+    /// Whether what the state holds fits under the cap, after a full collection if it seemed
+    /// not to (true without a cap).
+    func memoryUsedFitsTheCap() -> Bool {
+        let state = guardState
+        guard !isClosed, state.pointee.limit > 0, state.pointee.used > state.pointee.limit else { return true }
+        luahier_fullgc(mainThread)
+        return state.pointee.used <= state.pointee.limit
+    }
+
     /// Bytes left under the cap (nil: no cap).
     var memoryAvailable: Int? {
         guard !isClosed, guardState.pointee.limit > 0 else { return nil }

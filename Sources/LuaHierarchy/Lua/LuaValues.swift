@@ -100,6 +100,10 @@ extension LuaHost {
 
         var fields: [String: Value] = [:]
         var items: [(key: Int64, value: Value)] = []
+        // Keys plain data cannot hold, described (non-strict only): placed after the others,
+        // in an order of their own, so the description does not depend on Lua's table order
+        // (which its hash seed changes from run to run) and no key silently replaces another.
+        var described: [(order: [UInt8], key: String, value: Value)] = []
         var cut = false
         lua_pushnil(L)
         while lua_next(L, table) != 0 {
@@ -116,7 +120,9 @@ extension LuaHost {
             case LUA_TSTRING:
                 guard let key = validString(at: -2) else {
                     if strict { throw PayloadError(path: "", reason: "a key that is not valid UTF-8") }
-                    fields[string(at: -2)!] = .string("<bytes key>")
+                    let raw = bytes(at: -2)!
+                    let field = try value(at: lua_gettop(L), ancestors: &ancestors, budget: &budget, strict: strict)
+                    described.append(([1] + raw, String(decoding: raw, as: UTF8.self), field))
                     break
                 }
                 do {
@@ -135,6 +141,9 @@ extension LuaHost {
                 if strict {
                     throw PayloadError(path: "", reason: "a key of type \(typeName(at: -2)) (keys are strings, or 1...n for arrays)")
                 }
+                let name = describeKey(at: -2)
+                let field = try value(at: lua_gettop(L), ancestors: &ancestors, budget: &budget, strict: strict)
+                described.append(([2] + Array(name.utf8), name, field))
             }
             luahier_pop(L, 1)
         }
@@ -147,18 +156,41 @@ extension LuaHost {
             }
             fields["…"] = Self.tooLarge
         }
-        if items.isEmpty { return .map(fields) }
+        if items.isEmpty && described.isEmpty { return .map(fields) }
         items.sort { $0.key < $1.key }
         let isSequence = items.enumerated().allSatisfy { Int64($0.offset + 1) == $0.element.key }
-        if fields.isEmpty && isSequence { return .array(items.map(\.value)) }
+        if fields.isEmpty && described.isEmpty && isSequence { return .array(items.map(\.value)) }
         if strict {
             let reason = fields.isEmpty
                 ? "an array with holes or keys not starting at 1"
                 : "a table that mixes string keys and integer keys"
             throw PayloadError(path: "", reason: reason)
         }
-        for item in items { fields[String(item.key)] = item.value }
+        // Integer keys as their digits, then the described keys in their order; a name taken
+        // already gets " (2)", " (3)", ...
+        let all = items.map { (order: [UInt8](), key: String($0.key), value: $0.value) }
+            + described.sorted { $0.order.lexicographicallyPrecedes($1.order) }
+        for entry in all {
+            var key = entry.key
+            var copy = 2
+            while fields[key] != nil {
+                key = "\(entry.key) (\(copy))"
+                copy += 1
+            }
+            fields[key] = entry.value
+        }
         return .map(fields)
+    }
+
+    /// [-0, +0, -] A key plain data cannot hold, as a description reads it: `<number 1.5>`,
+    /// `<boolean true>`, `<table>`, `<function>`.
+    private func describeKey(at index: Int32) -> String {
+        let L = thread
+        switch lua_type(L, index) {
+        case LUA_TNUMBER: return "<number \(String(describing: luahier_tonumber(L, index)))>"
+        case LUA_TBOOLEAN: return "<boolean \(lua_toboolean(L, index) != 0)>"
+        default: return "<\(typeName(at: index))>"
+        }
     }
 
     /// [-0, +1, m] Pushes `value` as a new Lua value (tables are fresh tables).

@@ -129,12 +129,15 @@ final class Batch {
     // exclusivity check per line was a measurable share of a line's cost.
     @exclusivity(unchecked) var output = JSONWriter()
     @exclusivity(unchecked) var answeredLines = 0
-    /// The answers handed over, guarded by `answers` (the worker appends while the flusher
-    /// may write them); how many of their bytes are written, guarded by the pipeline's
-    /// `writer`.
+    /// The answers handed over and not yet let go, guarded by `answers` (the worker appends
+    /// while the flusher may write them); how many of them are written (by whoever has the
+    /// writing turn), and how many bytes were written and let go before them.
     let answers = Monitor()
     @exclusivity(unchecked) var answered: [UInt8] = []
     var written = 0
+    var writtenBefore = 0
+    /// The worker's: the answer bytes written whose charge it gave back.
+    @exclusivity(unchecked) var released = 0
     /// Lines answered, by `LineStatus.index`.
     @exclusivity(unchecked) var counts = [0, 0, 0, 0]
     /// With strict: the invalid line after which nothing more is answered.
@@ -156,7 +159,9 @@ final class Pipeline: @unchecked Sendable {
     private let writer = Monitor()
 
     // Guarded by `queue`.
-    private var waiting: [Batch] = []
+    /// Batches read and not yet taken; a slot is emptied when its batch is taken, so a batch
+    /// (its input, its answers) lives no longer than its work.
+    private var waiting: [Batch?] = []
     private var waitingHead = 0
     private var inputDone = false
     private var stopped = false
@@ -233,9 +238,8 @@ final class Pipeline: @unchecked Sendable {
                 if Interruption.signal != nil { return }
                 // A run of lines C answers end to end, each handed over as it is written; then
                 // the line it left to the processor's own path, if any.
-                let run = processor.answerRun(bytes, lines: batch.lines, from: next, into: &batch.output, held: held) {
-                    answer in
-                    handOver(answer, of: batch)
+                let run = processor.answerRun(bytes, lines: batch.lines, from: next, into: &batch.output, held: held) { answer in
+                    handOver(answer, of: batch, held: held)
                     return true
                 }
                 for (index, count) in run.counts.enumerated() { batch.counts[index] += count }
@@ -244,7 +248,7 @@ final class Pipeline: @unchecked Sendable {
                 next = run.next
                 guard let status = run.answered else { continue }
                 batch.counts[status.index] += 1
-                batch.output.bytes.withUnsafeBytes { handOver($0, of: batch) }
+                batch.output.bytes.withUnsafeBytes { handOver($0, of: batch, held: held, charged: true) }
                 batch.output.bytes.removeAll(keepingCapacity: true)
                 if status == .invalid && options.strict {
                     batch.stopLine = batch.lines[next - 1].number
@@ -275,6 +279,7 @@ final class Pipeline: @unchecked Sendable {
             while waitingHead == waiting.count && !inputDone && !halted { queue.wait() }
             if halted || waitingHead == waiting.count { return nil }
             let batch = waiting[waitingHead]
+            waiting[waitingHead] = nil
             waitingHead += 1
             if waitingHead > 64 && waitingHead * 2 > waiting.count {
                 waiting.removeFirst(waitingHead)
@@ -334,7 +339,9 @@ final class Pipeline: @unchecked Sendable {
     /// wait behind a slow line after it in its batch (SPEC §8). The batch's own lock, which
     /// only the flusher ever contends: a lock every worker took per line cost 10% of the
     /// throughput with two jobs.
-    private func handOver(_ answer: UnsafeRawBufferPointer, of batch: Batch) {
+    /// Hands an answer over to be written. `charged`: the processor charged it to `held`
+    /// already (its own path charges as it writes, to leave out trace values the cap refuses).
+    private func handOver(_ answer: UnsafeRawBufferPointer, of batch: Batch, held: MemoryCharge, charged: Bool = false) {
         if batch.answeredLines == 0 {
             writer.locked {
                 // The flusher sleeps while no batch is open.
@@ -343,8 +350,43 @@ final class Pipeline: @unchecked Sendable {
             }
         }
         batch.answeredLines += 1
-        batch.answers.locked { batch.answered.append(contentsOf: answer) }
+        // Held until written, on the rules' behalf (SPEC §7): charged now, given back once
+        // written (what the cap refuses is held all the same, and its line is answered).
+        if !charged { _ = held.add(answer.count) }
+        let (written, unwritten) = batch.answers.locked {
+            batch.answered.append(contentsOf: answer)
+            return (batch.writtenBefore + batch.written, batch.answered.count - batch.written)
+        }
+        if written > batch.released {
+            held.remove(written - batch.released)
+            batch.released = written
+        }
+        if unwritten > Self.maxUnwrittenBytes { writeOwnAnswers(of: batch) }
     }
+
+    /// Unwritten answers one batch may hold before its worker stops to write them: the
+    /// memory a stream of large answers holds stays bounded, whatever the cap.
+    static let maxUnwrittenBytes = 4 << 20
+
+    /// The worker of `batch`, holding more than `maxUnwrittenBytes` of unwritten answers,
+    /// writes them: once its batch is next in order (a batch before it is being answered
+    /// by another worker, who never waits here) and it has the writing turn.
+    private func writeOwnAnswers(of batch: Batch) {
+        let turn: Bool = writer.locked {
+            while (nextToWrite != batch.sequence || writing) && summary.ioError == nil && !isHalted {
+                writer.wait(until: Monitor.now + Self.flushPeriod)
+            }
+            guard nextToWrite == batch.sequence, !writing else { return false }
+            writing = true
+            return true
+        }
+        guard turn else { return }
+        if let code = writeRest(of: batch) { fail(writing: code) }
+        writeFinished()
+    }
+
+    /// Whether the run has stopped (under `writer`: a look at the queue's flag).
+    private var isHalted: Bool { queue.locked { halted } }
 
     /// The flusher's loop, until `stopFlushing()`: every `flushPeriod`, writes what the batch
     /// next in order has answered and not written, once its worker has answered nothing more
@@ -360,10 +402,12 @@ final class Pipeline: @unchecked Sendable {
                     continue
                 }
                 writer.wait(until: Monitor.now + Self.flushPeriod)
-                guard flushing, let batch = open[nextToWrite], summary.stoppedAtLine == nil, summary.ioError == nil
+                guard flushing, let batch = open[nextToWrite], !writing, summary.stoppedAtLine == nil, summary.ioError == nil
                 else { continue }
-                let answered = batch.answers.locked { batch.answered.count }
-                guard answered > batch.written else { continue }
+                let (answered, unwritten) = batch.answers.locked {
+                    (batch.writtenBefore + batch.answered.count, batch.answered.count - batch.written)
+                }
+                guard unwritten > 0 else { continue }
                 let now = Monitor.now
                 guard let last = seen, last.sequence == batch.sequence else {
                     seen = (batch.sequence, answered, now)   // first seen waiting: give it a period
@@ -401,7 +445,10 @@ final class Pipeline: @unchecked Sendable {
             let count = batch.answered.count
             guard batch.written < count else { return nil }
             if let code = writeAll(batch.answered[batch.written..<count]) { return code }
-            batch.written = count
+            // Written: let the bytes go (a batch of large answers would otherwise hold them all).
+            batch.writtenBefore += count
+            batch.answered.removeAll()
+            batch.written = 0
             return nil
         }
     }
@@ -460,6 +507,8 @@ final class Pipeline: @unchecked Sendable {
                     ready.append(next)
                 }
                 if ready.isEmpty { writing = false }
+                // A worker may wait for its batch's turn to write (writeOwnAnswers).
+                writer.broadcast()
                 skipping = summary.stoppedAtLine != nil || summary.ioError != nil
             }
             if ready.isEmpty { return }

@@ -132,8 +132,8 @@ struct LineProcessor {
     }
 
     /// Answers `lines[from...]` of `chunk`: a run of them by C end to end (each outcome handed
-    /// to `deliver` as it is written), then the first line C leaves to this side, answered its
-    /// own way into `output`. Output bytes are charged to `held` (SPEC §7).
+    /// to `deliver` as it is written, for the deliverer to hold and charge), then the first line
+    /// C leaves to this side, answered its own way into `output`, charged to `held` (SPEC §7).
     func answerRun(
         _ chunk: UnsafeRawBufferPointer, lines: [LuaEngine.RunLine], from: Int, into output: inout JSONWriter,
         held: MemoryCharge, deliver: (UnsafeRawBufferPointer) -> Bool
@@ -143,7 +143,6 @@ struct LineProcessor {
         presented.reset()
         let run = hierarchy.answerRun(
             chunk: chunk, lines: lines, from: from, input: inputNameC, presented: presented.count, deliver: deliver)
-        held.adopt(run.charged)
         if run.next < lines.count { hierarchy.nameEntries(nil, line: lines[run.next].number) }
         var result = RunResult(counts: run.counts + [0], next: run.next)
         guard run.next < lines.count else { return result }
@@ -243,14 +242,16 @@ struct LineProcessor {
         let parser = JSONParser(line.bindMemory(to: UInt8.self), depthLimit: JSON.defaultDepthLimit, nulls: .asLuaNil)
         var id: Value?, at: Value?, unknown: String?
         var payload: (key: String, shape: Result<Message, ShapeFailure>)?
-        var payloads = 0
+        var payloadKeys: [String] = []
         do {
             let isObject = try parser.parseMembers { (key: String, parser: JSONParser) throws(JSONError) in
                 switch key {
-                case "id": id = try parser.parseValue()
+                case "id": id = try parser.parseValue(keepingNulls: true)
                 case "at": at = try parser.parseValue()
                 case "event", "error":
-                    payloads += 1
+                    // A null member is an absent one, as in a payload.
+                    if try parser.skipNull() { return }
+                    payloadKeys.append(key)
                     let domain: Domain = key == "event" ? .event : .error
                     payload = (key, try hierarchy.parseMessage(from: parser, as: domain))
                 default:
@@ -284,9 +285,21 @@ struct LineProcessor {
             return invalid("\"at\": \(error)")
         }
         guard let payload else { return invalid("missing \"event\" or \"error\"") }
-        guard payloads == 1 else { return invalid("a request has one \"event\" or one \"error\", not both") }
+        guard payloadKeys.count == 1 else {
+            return invalid(Set(payloadKeys).count == 1
+                ? "\"\(payload.key)\" is given \(payloadKeys.count) times (a request has one)"
+                : "a request has one \"event\" or one \"error\", not both")
+        }
         switch payload.shape {
         case .success(let message):
+            // The payload is read as the host's (a refusal halfway through would leave half a
+            // value); one the memory cap cannot hold is refused here, before any rule runs.
+            guard hierarchy.memoryUsedFitsTheCap() else {
+                return .failure(InvalidLine(
+                    id: id, type: "MemoryLimitExceeded",
+                    message: "the request does not fit in the memory the cap leaves (set with --max-memory or Limits.memory)",
+                    column: nil))
+            }
             return .success(Request(id: id, node: node, message: message))
         case .failure(let failure) where payload.key == "event":
             return invalid("\"event\" must be a type name or an object with a string \"type\", not \(failure.described)")

@@ -74,12 +74,16 @@ struct LineReader {
                 return true
             }
         }
+        // The last newline can only be in what this read added: a long line is not scanned
+        // again at every read (that made reading it quadratic).
+        let carried = carry.count
+        let lastNew = rest.lastIndex(of: UInt8(ascii: "\n")).map { carried + ($0 - rest.startIndex) }
         carry.append(contentsOf: rest)
         let chunk: [UInt8]
         if atEnd {
             chunk = carry
             carry = []
-        } else if let lastNewline = carry.lastIndex(of: UInt8(ascii: "\n")) {
+        } else if let lastNewline = lastNew {
             chunk = Array(carry[...lastNewline])
             carry.removeFirst(lastNewline + 1)
         } else {
