@@ -47,6 +47,12 @@ public final class Hierarchy {
         }
     }
 
+    /// Sees every subscription a publish calls, before it runs (nested publishes too).
+    public var onDelivery: ((PublishDelivery) -> Void)? {
+        get { dispatcher.deliveryObserver }
+        set { dispatcher.deliveryObserver = newValue }
+    }
+
     /// Run-time checking of `triggers`/`reports` declarations (SPEC §6). Default relaxed.
     public var safety: SafetyLevel {
         get { dispatcher.safety }

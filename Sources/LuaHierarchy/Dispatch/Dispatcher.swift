@@ -30,11 +30,15 @@ struct DispatchResult {
     /// Read from the snapshot, never from the tree at the end, which the responders may
     /// have changed. No default: every result says it.
     var chainCut: Bool
+    /// Observed with tracing on, for a dispatch a responder started: which step of the
+    /// enclosing dispatch's trace that responder's is (0-based).
+    var enclosingStep: Int?
 
     var outcome: Outcome {
         Outcome(
             status: status, kind: message.domain, value: message.describedValue(),
-            by: by, responder: responder, trace: trace?.steps, at: at, choice: choice)
+            by: by, responder: responder, trace: trace?.steps, at: at, choice: choice,
+            enclosingStep: enclosingStep)
     }
 }
 
@@ -88,6 +92,8 @@ final class Dispatcher {
     var alertPresenter: ((Alert) -> String?)?
     /// Sees every finished dispatch (nested ones too), e.g. to print traces.
     var observer: ((DispatchResult, _ depth: Int) -> Void)? { didSet { engine?.settingsChanged() } }
+    /// Sees every subscription a publish calls, before it is called (tools: test coverage).
+    var deliveryObserver: ((PublishDelivery) -> Void)?
     /// How many dispatches and publishes are under way, nested: at a fixed address, so the
     /// engine's C driver counts its dispatches in the same place.
     let depthCounter: UnsafeMutablePointer<Int> = {

@@ -66,6 +66,10 @@ public struct Outcome {
     /// For an alert a `handleAlertErrors` handled: the recovery option chosen (by the
     /// responder's function, or else by the host's alert presenter), if any.
     public var choice: String?
+    /// Seen by `Hierarchy.onDispatch` with tracing on, for a dispatch started inside a
+    /// responder: the position (0-based) in the enclosing dispatch's trace of that responder's
+    /// step. Nil for a top-level dispatch, or one a publish subscriber started.
+    public var enclosingStep: Int? = nil
 }
 
 /// An error that reached a presenter: it passed the root unhandled.

@@ -438,8 +438,27 @@ final class LuaEngine: DispatchEngine {
                     payload: .foreign(LuaPayload(host: host, ref: host.ref(), identity: lua_topointer(L, r.value))))
                 dispatcher.present(error, reportedAt: field(LUAHIER_PLAN_AT, of: planIndex) ?? "", chainCut: r.chain_cut != 0)
             }
-            if let observer = dispatcher.observer { observer(dispatchResult(r, planAt: planIndex), dispatcher.depth) }
+            if let observer = dispatcher.observer {
+                var result = dispatchResult(r, planAt: planIndex)
+                result.enclosingStep = stepsRecorded(atDepth: dispatcher.depth - 1)
+                observer(result, dispatcher.depth)
+            }
         }
+    }
+
+    /// How many steps the traced dispatch at `depth` has recorded so far (nil when none runs
+    /// there, or it records no trace): a dispatch nested in it was started by the responder of
+    /// the step after those, the one running.
+    private func stepsRecorded(atDepth depth: Int) -> Int? {
+        guard depth >= 1, depth <= Int(LUAHIER_MAX_DEPTH) else { return nil }
+        let ref = withUnsafeBytes(of: &state.pointee.state_refs) { $0.bindMemory(to: Int32.self)[depth] }
+        guard ref != 0 else { return nil }
+        let L = host.thread
+        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(ref))
+        lua_rawgeti(L, -1, lua_Integer(LUAHIER_STATE_RECORD))
+        defer { luahier_pop(L, 2) }
+        guard lua_type(L, -1) == LUA_TTABLE else { return nil }
+        return stepCount(ofRecordAt: lua_gettop(L))
     }
 
     /// `push_failure`: [-0, +1] a host-made error.

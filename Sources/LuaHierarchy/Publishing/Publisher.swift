@@ -41,6 +41,16 @@ final class Subscription: Registration {
     var summary: String { "subscription \(filter.summary) (\(location))" }
 }
 
+/// One subscription receiving a published event, as `Hierarchy.onDelivery` sees it.
+public struct PublishDelivery: Sendable, Hashable {
+    /// The subscriber node's path.
+    public var node: String
+    /// Where the subscription's code is, `file:line`.
+    public var location: String
+    /// The event's type as it was delivered.
+    public var type: String
+}
+
 /// How a publish went: how many subscriptions received the event.
 public struct PublishResult: Sendable, Hashable {
     /// Subscriptions called (one that raised an error still received the event).
@@ -81,6 +91,9 @@ extension Dispatcher {
             // moved) is skipped, as a removed subscription is.
             guard stillBelow.contains(node, visited: &result.visited) else { continue }
             result.delivered += 1
+            if let observe = deliveryObserver {
+                observe(PublishDelivery(node: node.path, location: subscription.location, type: current.type))
+            }
             switch subscription.body.call(with: &current, returning: .event) {
             case .raised(var error):
                 result.failed += 1

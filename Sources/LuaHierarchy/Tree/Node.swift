@@ -27,6 +27,25 @@ final class TreeToken {
 
     deinit { chainChanges.deallocate() }
 
+    /// The tops of removed subtrees, weakly, newest last: tools find a node that is still
+    /// alive in one by its relative path (`Hierarchy.detachedNode(at:)`). Dead entries go
+    /// once the list has doubled since it was last swept, so it stays within twice the
+    /// removed subtrees alive.
+    private(set) var removedTops: [Weak] = []
+    private var sweptCount = 0
+
+    struct Weak {
+        weak var node: Node?
+    }
+
+    func noteRemoved(_ top: Node) {
+        removedTops.append(Weak(node: top))
+        if removedTops.count > max(64, 2 * sweptCount) {
+            removedTops.removeAll { $0.node == nil || $0.node?.parent != nil }
+            sweptCount = removedTops.count
+        }
+    }
+
     /// Notes a change that cached chains must see.
     @inline(__always)
     func noteChainChange() { chainChanges.pointee &+= 1 }
@@ -221,6 +240,7 @@ public final class Node {
         previousSibling = nil
         nextSibling = nil
         self.parent = nil
+        tree.noteRemoved(self)
     }
 
     /// Moves this subtree under `newParent`, at the end of its children. Refused when it

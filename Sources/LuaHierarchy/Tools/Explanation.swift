@@ -1,0 +1,312 @@
+/// `luahier explain` without `--run` (SPEC §9): which responders could see a value sent at a
+/// node, in the order they would be offered it, and why each other one would not. Nothing
+/// runs: it reads the chain plan a dispatch from that node would run (ChainPlan, the one
+/// place the chain's order and the safety check's arrivals are decided) and follows it the
+/// way the walk does, knowing only the value's type. What a responder's code decides is
+/// said, not guessed: a `receive` may answer either way, a `transform` returns what it
+/// returns.
+public struct Explanation: Sendable {
+    public enum Verdict: String, Sendable {
+        /// It would be offered the value.
+        case offered
+        /// It would be, depending on what a responder before it returns.
+        case maybe
+        /// It would not be (`reason` says why).
+        case notOffered
+    }
+
+    /// One responder of the chain, or a safety check as the value arrives at a declaring node.
+    public struct Step: Sendable, Hashable {
+        public var node: String
+        /// Its position on the node; nil for a safety check.
+        public var index: Int?
+        /// The responder kind, or `safety`.
+        public var kind: String
+        /// The filter's types (empty: any); for a safety check, what may pass there.
+        public var filter: [String]
+        public var location: String
+        public var verdict: Verdict
+        /// One word: `filter`, `domain`, `unreachable`, `cut chain` (not offered); `decides`,
+        /// `handles`, `replaces`, `catches`, `alert` (offered); `passes`, `warns`, `refuses`,
+        /// `unchecked` (a safety check).
+        public var reason: String
+        public var detail: String
+    }
+
+    public var domain: Domain
+    public var type: String
+    public var at: String
+    public var safety: SafetyLevel
+    public var steps: [Step]
+    /// How the dispatch would end, as far as can be told without running it.
+    public var ending: String
+}
+
+extension Hierarchy {
+    /// Explains a dispatch of a value of `domain` and `type` from `node`, without running it.
+    public func explain(_ domain: Domain, type: String, at node: Node) -> Explanation {
+        let plan = ChainPlan.make(
+            from: node, root: root, trace: .off, checksSafety: root.tree.declaringNodes > 0)
+        var walk = ExplainWalk(
+            domain: domain, type: type, safety: safety, detachedPolicy: detachedPolicy, origin: plan.origin)
+        for entry in Self.merged(plan) { walk.visit(entry) }
+        if plan.detached {
+            // The chain ends at the cut: the tree above it (the root's responders) never sees it.
+            for (offset, responder) in root.responders.enumerated() {
+                walk.steps.append(
+                    Explanation.Step(
+                        node: "/", index: offset + 1, kind: responder.kind.rawValue, filter: responder.filter.typeNames,
+                        location: responder.location, verdict: .notOffered, reason: "cut chain",
+                        detail: "the chain is cut: \(plan.origin)'s subtree was removed from the tree"))
+            }
+        }
+        return Explanation(
+            domain: domain, type: type, at: plan.origin, safety: safety, steps: walk.steps,
+            ending: walk.ending(detached: plan.detached, top: Self.top(of: node).path))
+    }
+
+    /// The node at `path`: one in the tree (`/a/b`), or one alive in a removed subtree, by
+    /// the relative path such a node has (`tab-2/editor`; the most recently removed subtree
+    /// of that name).
+    public func explainableNode(at path: String) throws(TreeError) -> Node? {
+        if path.hasPrefix("/") { return try node(at: path) }
+        let names = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard let first = names.first, !names.contains(where: \.isEmpty) else { throw .invalidPath(path) }
+        for candidate in root.tree.removedTops.reversed() {
+            guard let top = candidate.node, top.parent == nil, top.name == first else { continue }
+            var node = top
+            for name in names.dropFirst() {
+                guard let child = node.existingChild(name) else { return nil }
+                node = child
+            }
+            return node
+        }
+        return nil
+    }
+
+    private static func top(of node: Node) -> Node {
+        var top = node
+        while let parent = top.parent { top = parent }
+        return top
+    }
+
+    /// Both domains' entries in chain order, each declaring node's arrival once.
+    private static func merged(_ plan: ChainPlan) -> [PlanEntry] {
+        var result: [PlanEntry] = []
+        var events = plan.events[...], errors = plan.errors[...]
+        while let next = [events.first, errors.first].compactMap({ $0 }).min(by: { $0.comes(before: $1, orWith: false) }) {
+            if let event = events.first, event.link == next.link, event.offset == next.offset { events.removeFirst() }
+            if let error = errors.first, error.link == next.link, error.offset == next.offset { errors.removeFirst() }
+            result.append(next)
+        }
+        return result
+    }
+}
+
+/// The static walk: what is known of the value as it goes up the plan.
+private struct ExplainWalk {
+    var domain: Domain
+    /// The value's type, while it is known (a catch makes an event only its code knows).
+    var type: String?
+    let safety: SafetyLevel
+    let detachedPolicy: DetachedPolicy
+    let origin: String
+    var steps: [Explanation.Step] = []
+    /// Responders before, in this domain, that may have replaced the value.
+    var mayReplace: [String] = []
+    /// The responder that ends the dispatch for sure, once one does.
+    var handledBy: Explanation.Step?
+
+    init(domain: Domain, type: String, safety: SafetyLevel, detachedPolicy: DetachedPolicy, origin: String) {
+        self.domain = domain
+        self.type = type
+        self.safety = safety
+        self.detachedPolicy = detachedPolicy
+        self.origin = origin
+    }
+
+    /// Who may have replaced the value: how many, and the nearest.
+    private var replacers: String {
+        let count = mayReplace.count
+        return "\(count == 1 ? "one responder" : "\(count) responders") before may replace it, the nearest \(mayReplace.last!)"
+    }
+
+    private var valueText: String { "the \(domain.rawValue) \(type ?? "(made by a responder)")" }
+
+    mutating func visit(_ entry: PlanEntry) {
+        switch entry.role {
+        case .arrival(let arrival): arrive(at: arrival, entry)
+        case .responder(let responder): offer(to: responder, entry)
+        }
+    }
+
+    private mutating func arrive(at arrival: Arrival, _ entry: PlanEntry) {
+        guard let location = arrival.declarations.location(domain), handledBy == nil else { return }
+        let allowed = (domain == .event ? arrival.allowed.events : arrival.allowed.errors).sorted()
+        var step = Explanation.Step(
+            node: entry.node, index: nil, kind: "safety", filter: allowed, location: location, verdict: .offered,
+            reason: "passes", detail: "")
+        let verb = domain == .event ? "triggers" : "reports"
+        guard let type else {
+            step.verdict = .maybe
+            step.reason = "unchecked"
+            step.detail = "checked against {\(allowed.joined(separator: ", "))} (\(verb)) once the value is known (hier.safety = \(safety.rawValue))"
+            steps.append(step)
+            return
+        }
+        // SafetyCheck says what the check does: the same judgement the dispatch makes.
+        switch SafetyCheck.verdict(level: safety, at: arrival, from: origin, domain: domain, type: type, value: { .null }) {
+        case .pass:
+            step.detail = safety == .disabled
+                ? "not checked (hier.safety = disabled)"
+                : "\(type) is declared (\(verb) {\(allowed.joined(separator: ", "))})"
+            step.reason = safety == .disabled ? "unchecked" : "passes"
+        case .warn:
+            step.reason = "warns"
+            step.detail = "\(type) is not declared (\(verb) {\(allowed.joined(separator: ", "))}): hier.safety = relaxed warns once and lets it pass"
+        case .replace(let violation):
+            step.reason = "refuses"
+            step.detail = "\(type) is not declared (\(verb) {\(allowed.joined(separator: ", "))}): hier.safety = strict replaces it with a \(violation.type) error, which goes on from \(entry.node)'s first error responder"
+            domain = .error
+            self.type = violation.type
+            mayReplace = []
+        }
+        steps.append(step)
+    }
+
+    private mutating func offer(to responder: Responder, _ entry: PlanEntry) {
+        var step = Explanation.Step(
+            node: entry.node, index: Int(entry.offset) + 1, kind: responder.kind.rawValue,
+            filter: responder.filter.typeNames, location: responder.location, verdict: .offered, reason: "", detail: "")
+        defer { steps.append(step) }
+        if let handledBy {
+            step.verdict = .notOffered
+            step.reason = "unreachable"
+            step.detail = "\(handledBy.node) #\(handledBy.index ?? 0) \(handledBy.kind) (\(handledBy.location)) handles it first"
+            return
+        }
+        let kind = responder.kind
+        guard kind.domain == domain else {
+            step.verdict = .notOffered
+            step.reason = "domain"
+            step.detail = "it takes \(kind.domain.rawValue)s; the value is an \(domain.rawValue) here"
+            return
+        }
+        let names = responder.filter.typeNames
+        var ifStill = ""
+        if !names.isEmpty {
+            let list = names.joined(separator: ", ")
+            if let type, !names.contains(type) {
+                if mayReplace.isEmpty {
+                    step.verdict = .notOffered
+                    step.reason = "filter"
+                    step.detail = "it takes only {\(list)}; the value is \(type)"
+                    return
+                }
+                step.verdict = .maybe
+                step.reason = "filter"
+                step.detail = "it takes only {\(list)}: offered if a responder before replaces \(valueText) with one of those (\(replacers))"
+                return
+            }
+            if type == nil {
+                step.verdict = .maybe
+                step.reason = "filter"
+                step.detail = "it takes only {\(list)}: offered if \(valueText) is one of those"
+                return
+            }
+            if !mayReplace.isEmpty {
+                step.verdict = .maybe
+                ifStill = ", if the value is still \(type!) (\(replacers))"
+            }
+        }
+        let name = "\(entry.node) #\(step.index!) \(kind.rawValue) (\(responder.location))"
+        switch kind {
+        case .handleEvent, .handleError:
+            step.reason = "handles"
+            step.detail = "it handles \(valueText): the dispatch ends here" + ifStill
+            if ifStill.isEmpty { handledBy = step }
+        case .handleAlertErrors:
+            step.reason = "alert"
+            step.detail = "it handles the error if it is alertable (a string title); other errors pass it" + ifStill
+        case .receiveEvent, .receiveError:
+            step.reason = "decides"
+            step.detail = "its code decides: \"handled\" ends the dispatch, \"notHandled\" passes it on, a value replaces it" + ifStill
+            mayReplace.append(name)
+        case .transformEvent, .transformError:
+            step.reason = "replaces"
+            step.detail = "its code returns the \(domain.rawValue) that goes on in its place" + ifStill
+            mayReplace.append(name)
+        case .catchError:
+            step.reason = "catches"
+            step.detail = "it turns the error into the event its code returns, which goes on as an event" + ifStill
+            if ifStill.isEmpty {
+                domain = .event
+                type = nil
+                mayReplace = []
+            }
+        }
+    }
+
+    func ending(detached: Bool, top: String) -> String {
+        if let handledBy {
+            return "handled by \(handledBy.node) #\(handledBy.index ?? 0) \(handledBy.kind) (\(handledBy.location)), unless a responder before it ends the dispatch"
+        }
+        if detached {
+            let presenter = domain == .error
+                ? (detachedPolicy == .drop
+                    ? " (hier.detached = drop: nothing reaches the presenter)"
+                    : " (hier.detached = presenter: the presenter sees it, marked detached)")
+                : ""
+            return "if no responder handles it: detached at \(top), the top of a removed subtree\(presenter)"
+        }
+        return domain == .error
+            ? "if no responder handles it: unhandled at /, and the error reaches the presenter"
+            : "if no responder handles it: unhandled at /"
+    }
+}
+
+extension Explanation {
+    /// The explanation as text, one line per responder, grouped by node.
+    public func lines() -> [String] {
+        var lines = ["\(domain.rawValue) \(type) at \(at) (hier.safety = \(safety.rawValue))"]
+        var currentNode: String?
+        for step in steps {
+            if step.node != currentNode {
+                currentNode = step.node
+                lines.append(PrintableText.field(step.node))
+            }
+            let filter = step.filter.isEmpty ? "any" : step.filter.joined(separator: ", ")
+            let head = step.index.map { "#\($0) \(step.kind) \(filter)" } ?? "safety \(filter)"
+            let verdict: String
+            switch step.verdict {
+            case _ where step.index == nil: verdict = "safety \(step.reason)"
+            case .offered: verdict = "offered"
+            case .maybe: verdict = "maybe"
+            case .notOffered: verdict = "not offered (\(step.reason))"
+            }
+            lines.append(PrintableText.field("  \(head)  \(step.location)"))
+            lines.append(PrintableText.field("      \(verdict): \(step.detail)", limit: 4000))
+        }
+        if steps.isEmpty { lines.append("(no responder on the chain)") }
+        lines.append(PrintableText.field("ends: \(ending)", limit: 4000))
+        return lines
+    }
+
+    /// The explanation as a JSON value (format version 1).
+    public var json: Value {
+        .map([
+            "version": 1,
+            "kind": .string(domain.rawValue), "type": .string(type), "at": .string(at), "safety": .string(safety.rawValue),
+            "chain": .array(steps.map { step in
+                var object: [String: Value] = [
+                    "node": .string(step.node), "kind": .string(step.kind), "filter": .array(step.filter.map(Value.string)),
+                    "where": .string(step.location), "verdict": .string(step.verdict.rawValue), "reason": .string(step.reason),
+                    "detail": .string(step.detail),
+                ]
+                if let index = step.index { object["index"] = .int(Int64(index)) }
+                return .map(object)
+            }),
+            "ends": .string(ending),
+        ])
+    }
+}
