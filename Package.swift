@@ -40,6 +40,6 @@ let package = Package(
         ),
         .testTarget(name: "LuaHierarchyTests", dependencies: ["LuaHierarchy"]),
         // Depends on the executable so `swift test` builds the binary these tests run.
-        .testTarget(name: "luahierTests", dependencies: ["luahier"], exclude: ["Golden"]),
+        .testTarget(name: "luahierTests", dependencies: ["luahier"], exclude: ["Golden", "Fixtures"]),
     ]
 )

@@ -86,10 +86,10 @@ struct Explain: ParsableCommand {
             throw ExitCode(ExitStatus.scriptFailed)
         }
         if runsDispatch {
-            let (outcome, drawing) = try hierarchy.drawDispatch(value, as: domain, at: node)
+            let drawing = try hierarchy.drawDispatch(value, as: domain, at: node).drawing
             switch format {
             case .text: for line in drawing.lines() { Console.out(line) }
-            case .json: Console.out(JSON.encode(Self.json(outcome)))
+            case .json: Console.out(JSON.encode(drawing.json))
             }
         } else {
             let explanation = hierarchy.explain(domain, type: value.typeName ?? "?", at: node)
@@ -99,26 +99,5 @@ struct Explain: ParsableCommand {
             }
         }
         try ExitStatus.finishCommand()
-    }
-
-    /// An outcome with its trace, as `dispatch --trace full` writes one (the fields it has).
-    static func json(_ outcome: Outcome) -> Value {
-        var object: [String: Value] = [
-            "status": .string(outcome.status.rawValue), "kind": .string(outcome.kind.rawValue), "value": outcome.value,
-            "at": .string(outcome.at),
-        ]
-        if let by = outcome.by { object["by"] = .string(by) }
-        if let responder = outcome.responder { object["responder"] = .string(responder.location) }
-        object["trace"] = .array((outcome.trace ?? []).map { step in
-            var fields: [String: Value] = [
-                "node": .string(step.node), "index": .int(Int64(step.responder.index)),
-                "kind": .string(step.responder.kind.rawValue), "responder": .string(step.responder.location),
-                "input": .string(step.input), "result": .string(step.resultDescription),
-            ]
-            if let before = step.before { fields["before"] = before }
-            if let after = step.after { fields["after"] = after }
-            return .map(fields)
-        })
-        return .map(object)
     }
 }

@@ -108,7 +108,7 @@ private let sandboxPrelude = #"""
     local error, type, select, tostring, rawget, rawset, rawequal, next, ipairs =
       error, type, select, tostring, rawget, rawset, rawequal, next, ipairs
     local setmeta, rawload, rawloadfile, collect = setmetatable, load, loadfile, collectgarbage
-    local strfind, strgsub, concat = string.find, string.gsub, table.concat
+    local strfind, strgsub, strsub, concat = string.find, string.gsub, string.sub, table.concat
     local cocreate, coclose, costatus, coresume = coroutine.create, hostlib.trackclose(coroutine.close), coroutine.status, hostlib.resume
     local pcall, tpack, tunpack, ssub = pcall, table.pack, table.unpack, string.sub
 
@@ -286,7 +286,9 @@ private let sandboxPrelude = #"""
       local tried = {}
       for i = 1, #folders do
         for _, form in ipairs({ "%s/%s.lua", "%s/%s/init.lua" }) do
+          -- The current folder is named as a script in it is: "mod.lua:3", not "./mod.lua:3".
           local path = form:format(folders[i], relative)
+          if folders[i] == "." then path = strsub(path, 3) end
           local chunk, message = rawloadfile(path, "t", env)
           if chunk then return chunk, path end
           if not strfind(message, "^cannot open ") then error(message, 0) end

@@ -152,3 +152,26 @@ extension Hierarchy {
         outcome.trace?.first?.responder.kind.domain ?? outcome.kind
     }
 }
+
+extension TraceDrawing {
+    /// The drawing as JSON: `title`, `steps` (each with its `nested` dispatches), `alongside`
+    /// and `ending`, the same content as the text.
+    public var json: Value {
+        .map([
+            "title": .string(title),
+            "steps": .array(steps.enumerated().map { index, step in
+                var fields: [String: Value] = [
+                    "node": .string(step.node), "index": .int(Int64(step.responder.index)),
+                    "kind": .string(step.responder.kind.rawValue), "responder": .string(step.responder.location),
+                    "input": .string(step.input), "result": .string(step.resultDescription),
+                ]
+                if let before = step.before { fields["before"] = before }
+                if let after = step.after { fields["after"] = after }
+                if let inner = nested[index] { fields["nested"] = .array(inner.map(\.json)) }
+                return .map(fields)
+            }),
+            "alongside": .array(alongside.map(\.json)),
+            "ending": .string(ending),
+        ])
+    }
+}
