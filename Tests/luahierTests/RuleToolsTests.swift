@@ -156,6 +156,25 @@ struct RuleToolsTests {
         #expect(result.stdout.contains("    routing.lua:19  1 test    /shop/checkout subscribe PriceChanged"), "\(result.stdout)")
     }
 
+    /// An assertion that fails where its error is swallowed (in a responder, a pcall, a
+    /// coroutine) still fails the test; a non-string error is described, not "nil".
+    @Test func swallowedAssertionsStillFailAndOddErrorsAreDescribed() throws {
+        let path = try Luahier.script(
+            """
+            test("in a responder", function()
+              hier.root:child("x"):handleEvent("Foo", function(e) expect(1):equals(2) end)
+              trigger("/x", { type = "Foo" })
+            end)
+            test("in a pcall", function() pcall(function() expect(1):equals(2) end) end)
+            test("a table error", function() error({ code = 1 }) end)
+            """, name: "swallow_test.lua")
+        let result = try Luahier.run(["test", path])
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("0 passed, 2 failed, 1 errors"), "\(result.stdout)")
+        #expect(result.stdout.contains("swallow_test.lua:2: values differ"), "\(result.stdout)")
+        #expect(result.stdout.contains("{code = 1}"), "\(result.stdout)")
+    }
+
     @Test func runSelectsTestsByName() throws {
         let result = try Luahier.run(["test", "routing_test.lua", "--run", "bulk"], in: Self.fixtures)
         #expect(result.status == 0)

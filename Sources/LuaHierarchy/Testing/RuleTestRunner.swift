@@ -183,7 +183,7 @@ public struct RuleTestRunner {
                 return .null
             }
             hierarchy.register(function: "__luahier_listed") { [unowned self] arguments in
-                listed.append((arguments.first?.stringValue ?? "?", arguments.dropFirst().first?.stringValue ?? "?"))
+                listed.append((Self.text(arguments.first), Self.text(arguments.dropFirst().first)))
                 return .null
             }
             hierarchy.register(function: "__luahier_presented") { [unowned self] _ in
@@ -197,11 +197,20 @@ public struct RuleTestRunner {
             try hierarchy.run(file: file)
         }
 
+        /// A Lua string as text, its bytes that are not UTF-8 as U+FFFD.
+        static func text(_ value: Value?) -> String {
+            switch value {
+            case .string(let text)?: return text
+            case .bytes(let bytes)?: return String(decoding: bytes, as: UTF8.self)
+            default: return "?"
+            }
+        }
+
         static func result(from value: Value) -> (TestResult.Status, TestFailure?) {
             switch value["status"]?.stringValue {
             case "passed": return (.passed, nil)
             case let status:
-                var failure = TestFailure(message: value["message"]?.stringValue ?? "failed")
+                var failure = TestFailure(message: value["message"].map { Self.text($0) } ?? "failed")
                 failure.location = value["where"]?.stringValue
                 failure.expected = value["expected"]?.stringValue
                 failure.actual = value["actual"]?.stringValue

@@ -83,14 +83,18 @@ local function contains(actual, wanted)
 end
 
 -- Raises an assertion failure at `at` (the test file's "file:line").
+local first_failure = nil   -- kept even if a responder, pcall or coroutine swallows the error
+
 local function fail(at, message, expected, actual, outcome)
-  error(setmetatable({
+  local failure = setmetatable({
     message = message,
     where = at,
     expected = expected ~= nil and describe(expected) or nil,
     actual = describe(actual),
     outcome = outcome,
-  }, failure_mark), 0)
+  }, failure_mark)
+  first_failure = first_failure or failure
+  error(failure, 0)
 end
 
 local function is_outcome(value)
@@ -292,7 +296,9 @@ function __luahier_name(index) return tests[index].name, tests[index].where end
 
 function __luahier_run(index)
   local entry = tests[index]
+  first_failure = nil
   local ok, err = xpcall(entry.body, function(e) return e end)
+  if first_failure ~= nil then ok, err = false, first_failure end
   if ok then return report_result({ status = "passed" }) end
   if getmetatable(err) == failure_mark then
     local trace = nil
@@ -302,7 +308,14 @@ function __luahier_run(index)
       expected = err.expected, actual = err.actual, trace = trace,
     })
   end
-  local message = type(err) == "table" and ((err.type or "Error") .. ": " .. tostring(err.message)) or tostring(err)
+  local message
+  if type(err) == "table" and err.message ~= nil then
+    message = tostring(err.type or "Error") .. ": " .. tostring(err.message)
+  else
+    local described, text = pcall(tostring, err)
+    message = (described and type(text) == "string" and not (type(err) == "table" and getmetatable(err) == nil)) and text
+      or describe(err)
+  end
   return report_result({ status = "error", message = message })
 end
 """#

@@ -45,7 +45,7 @@ public struct TraceDrawing: Sendable {
 
     /// The drawing, one line each.
     public func lines() -> [String] {
-        var lines = [title]
+        var lines = [PrintableText.field(title)]
         draw(into: &lines, prefix: "")
         return lines
     }
@@ -70,13 +70,13 @@ public struct TraceDrawing: Sendable {
                 if let before = step.before { lines.append(below + "   before " + Self.short(before)) }
                 if let after = step.after { lines.append(below + "   after  " + Self.short(after)) }
                 for inner in nested[index] ?? [] {
-                    lines.append(below + "   ↳ " + inner.title)
+                    lines.append(below + "   ↳ " + PrintableText.field(inner.title))
                     inner.draw(into: &lines, prefix: below + "     ")
                 }
             }
         }
         for inner in alongside {
-            lines.append(prefix + "├─ ↳ " + inner.title)
+            lines.append(prefix + "├─ ↳ " + PrintableText.field(inner.title))
             inner.draw(into: &lines, prefix: prefix + "│    ")
         }
         lines.append(prefix + "└─ " + PrintableText.field(ending))
