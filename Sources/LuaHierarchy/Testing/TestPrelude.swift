@@ -230,13 +230,19 @@ expect = setmetatable({}, {
   __call = function(_, value) return setmetatable({ subject = value }, Expectation) end,
 })
 
+-- The types of the errors that reached the presenter during this test, in order.
+local function presented_types()
+  local types = {}
+  for _, entry in ipairs(presented_list()) do types[#types + 1] = entry.error.type end
+  return types
+end
+
 -- An error of `errorType` reached the presenter during this test (`count`: exactly that many).
 function expect.presented(errorType, count)
   local at = where(2)
-  local seen, types = 0, {}
-  for _, entry in ipairs(presented_list()) do
-    types[#types + 1] = entry.error.type
-    if entry.error.type == errorType then seen = seen + 1 end
+  local seen, types = 0, presented_types()
+  for _, name in ipairs(types) do
+    if name == errorType then seen = seen + 1 end
   end
   if (count == nil and seen == 0) or (count ~= nil and seen ~= count) then
     fail(at, format("expected %s %s to reach the presenter, %d did",
@@ -247,12 +253,8 @@ end
 -- Nothing reached the presenter during this test.
 function expect.nothingPresented()
   local at = where(2)
-  local list = presented_list()
-  if #list > 0 then
-    local types = {}
-    for _, entry in ipairs(list) do types[#types + 1] = entry.error.type end
-    fail(at, "expected nothing to reach the presenter", {}, types)
-  end
+  local types = presented_types()
+  if #types > 0 then fail(at, "expected nothing to reach the presenter", {}, types) end
 end
 
 -- Globals for test files ---------------------------------------------------------------------

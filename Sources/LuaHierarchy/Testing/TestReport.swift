@@ -52,9 +52,10 @@ extension TestRun {
             let padded = location + String(repeating: " ", count: max(0, width - location.count))
             let filter = entry.filter.isEmpty ? "any" : entry.filter.joined(separator: ", ")
             let what = "\(PrintableText.field(entry.node)) \(entry.index.map { "#\($0) " } ?? "")\(entry.kind) \(PrintableText.field(filter))"
-            let count = entry.tests == 0 ? paint("never") : "\(entry.tests) test\(entry.tests == 1 ? "" : "s")"
-            let padCount = String(repeating: " ", count: max(0, 8 - (entry.tests == 0 ? 5 : "\(entry.tests) test\(entry.tests == 1 ? "" : "s")".count)))
-            lines.append("  \(entry.tests == 0 ? paint("!") : " ") \(padded)  \(count)\(padCount)  \(what)")
+            let count = entry.tests == 0 ? "never" : "\(entry.tests) test\(entry.tests == 1 ? "" : "s")"
+            let padCount = String(repeating: " ", count: max(0, 8 - count.count))
+            let never = entry.tests == 0
+            lines.append("  \(never ? paint("!") : " ") \(padded)  \(never ? paint(count) : count)\(padCount)  \(what)")
         }
         return lines
     }

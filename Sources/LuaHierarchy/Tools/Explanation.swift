@@ -62,7 +62,7 @@ extension Hierarchy {
         }
         return Explanation(
             domain: domain, type: type, at: plan.origin, safety: safety, steps: walk.steps,
-            ending: walk.ending(detached: plan.detached, top: Self.top(of: node).path))
+            ending: walk.ending(detached: plan.detached, top: node.top.path))
     }
 
     /// The node at `path`: one in the tree (`/a/b`), or one alive in a removed subtree, by
@@ -82,12 +82,6 @@ extension Hierarchy {
             return node
         }
         return nil
-    }
-
-    private static func top(of node: Node) -> Node {
-        var top = node
-        while let parent = top.parent { top = parent }
-        return top
     }
 
     /// Both domains' entries in chain order, each declaring node's arrival once.

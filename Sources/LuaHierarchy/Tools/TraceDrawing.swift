@@ -128,7 +128,7 @@ extension Hierarchy {
         onDispatch = { outcome, depth in
             savedObserver?(outcome, depth)
             let type = outcome.trace?.first?.input ?? outcome.value.typeName ?? "?"
-            var drawing = TraceDrawing(outcome, sent: outcome.trace?.first == nil ? outcome.kind : Self.domain(ofFirst: outcome), type: type)
+            var drawing = TraceDrawing(outcome, sent: Self.domain(ofFirst: outcome), type: type)
             for deeper in pending.keys.filter({ $0 > depth }).sorted() {
                 for inner in pending.removeValue(forKey: deeper) ?? [] {
                     if deeper == depth + 1, let step = inner.step, step < drawing.steps.count {

@@ -186,10 +186,13 @@ public final class Node {
     }
 
     /// Whether the chain from this node reaches `root` (false inside a detached subtree).
-    func isAttached(to root: Node) -> Bool {
+    func isAttached(to root: Node) -> Bool { top === root }
+
+    /// The top of this node's chain: the root, or the top of the detached subtree it is in.
+    var top: Node {
         var node = self
         while let parent = node.parent { node = parent }
-        return node === root
+        return node
     }
 
     /// The number of nodes from the root (or the detached top) down to this one.
