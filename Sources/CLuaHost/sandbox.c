@@ -6,6 +6,8 @@
 #include <lauxlib.h>
 #include <lualib.h>
 #include <limits.h>
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 /* An xpcall message handler, guarded: once a limit has tripped the error passes through
@@ -398,4 +400,42 @@ int luahier_tunpack(lua_State *L) {
     }
     lua_geti(L, 1, last);
     return (int)count;
+}
+
+int luahier_readsource(lua_State *L) {
+    const char *path = luaL_checkstring(L, 1);
+    FILE *file = fopen(path, "rb");
+    if (!file) {
+        lua_pushnil(L);
+        lua_pushfstring(L, "cannot open %s: %s", path, strerror(errno));
+        return 2;
+    }
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    size_t count;
+    do {
+        char *p = luaL_prepbuffer(&b);
+        count = fread(p, 1, LUAL_BUFFERSIZE, file);
+        luaL_addsize(&b, count);
+    } while (count == LUAL_BUFFERSIZE);
+    int failed = ferror(file);
+    int saved = errno;
+    fclose(file);
+    if (failed) {
+        lua_pushnil(L);
+        lua_pushfstring(L, "cannot read %s: %s", path, strerror(saved));
+        return 2;
+    }
+    luaL_pushresult(&b);
+    /* As luaL_loadfilex reads a file: a UTF-8 BOM and a first line starting with '#' (a
+     * shebang) are skipped, the newline kept so line numbers stay the file's. */
+    size_t length;
+    const char *text = lua_tolstring(L, -1, &length);
+    size_t skip = length >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    if (skip < length && text[skip] == '#') {
+        const char *newline = memchr(text + skip, '\n', length - skip);
+        skip = newline ? (size_t)(newline - text) : length;
+    }
+    if (skip > 0) lua_pushlstring(L, text + skip, length - skip);
+    return 1;
 }

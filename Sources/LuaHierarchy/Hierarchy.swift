@@ -251,6 +251,18 @@ public final class Hierarchy {
             path == "-" ? .standardInput : .file(path), name: path, arguments: arguments, commandLine: commandLine)
     }
 
+    /// Runs the rules file `path` from its `text`, read once by a pool for all its states, as
+    /// `run(file:)` would run the file. `require` takes the module texts in `modules` instead
+    /// of reading their files, and the texts of every module it loads are returned (the
+    /// sandbox only; full libraries return none).
+    func run(file path: String, text: [UInt8], modules: [String: [UInt8]], arguments: [String]) throws(ScriptError) -> [String: [UInt8]] {
+        let folder = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        setModuleFolders(folder)
+        if moduleFolderList != 0 { host.recordModuleSources(modules, ref: moduleFolderList) }
+        try host.runChunk(.text(text), name: path, arguments: arguments)
+        return moduleFolderList != 0 ? host.recordedModuleSources(ref: moduleFolderList) : [:]
+    }
+
     /// Runs Lua `source`; `chunkName` is how messages name it (`rules.lua` reads `rules.lua:3:`).
     public func run(source: String, chunkName: String = "source", arguments: [String] = []) throws(ScriptError) {
         try host.runChunk(.source(source), name: chunkName, arguments: arguments)

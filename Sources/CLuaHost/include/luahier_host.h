@@ -109,6 +109,11 @@ int luahier_tunpack(lua_State *L);
  * the longest copy is half the result (a memcpy, ~30 ms for 125 MB). */
 int luahier_rep(lua_State *L);
 
+/* lua_CFunction (path) for the sandbox's `require`: the file's text as luaL_loadfilex would
+ * read it (a BOM and a '#' first line skipped), or nil and "cannot open PATH: reason". The
+ * sandbox loads the text itself, so a pool can hand every state of a revision the same text. */
+int luahier_readsource(lua_State *L);
+
 /* lua_CFunction (table): makes it the globals of the state (the registry's LUA_RIDX_GLOBALS),
  * so `load` and everything else that reaches for "the globals" gets the sandbox's. */
 int luahier_setglobals(lua_State *L);
@@ -174,5 +179,18 @@ int luahier_msgh(lua_State *L);
 #include "luahier_engine.h"
 #include "luahier_lines.h"
 #include "luahier_watchdog.h"
+
+/* ---- Signals for a service (service_signals.c) ----------------------------------------- */
+
+/* SIGHUP sets a flag luahier_service_takehangup reads and clears (a reload request); the
+ * calling thread unblocks it. 0, or -1 on failure. */
+int luahier_service_handlehangup(void);
+/* SIGTERM and SIGINT set the stop flag (a graceful shutdown, no script is stopped); a second
+ * one ends the process the default way. The calling thread unblocks them. */
+int luahier_service_handlestops(void);
+/* 1 if SIGHUP came since the last call (and clears it), else 0. */
+int luahier_service_takehangup(void);
+/* The first SIGTERM or SIGINT since luahier_service_handlestops, 0 while none came. */
+int luahier_service_stopsignal(void);
 
 #endif

@@ -37,7 +37,7 @@ extension LuaHost {
             for (name, function) in [
                 ("resume", luahier_resume), ("trackclose", luahier_trackclose), ("sort", luahier_sort), ("rep", luahier_rep), ("setglobals", luahier_setglobals),
                 ("setstringmetatable", luahier_setstringmetatable), ("getstringmetatable", luahier_getstringmetatable),
-                ("setfrozen", luahier_setfrozen), ("insert", luahier_tinsert), ("remove", luahier_tremove),
+                ("setfrozen", luahier_setfrozen), ("readsource", luahier_readsource), ("insert", luahier_tinsert), ("remove", luahier_tremove),
                 ("move", luahier_tmove), ("concat", luahier_tconcat), ("unpack", luahier_tunpack),
             ] as [(String, lua_CFunction)] {
                 luahier_pushcfunction(L, function)
@@ -75,6 +75,47 @@ extension LuaHost {
         luahier_pop(L, 1)
     }
 
+    /// [-0, +0, m] Starts recording the text of every module `require` reads into the folder
+    /// list's `sources`, given `known` texts to take instead of reading their files.
+    func recordModuleSources(_ known: [String: [UInt8]], ref folderList: Int32) {
+        let L = thread
+        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(folderList))
+        lua_createtable(L, 0, Int32(clamping: known.count))
+        for (path, text) in known {
+            push(path)
+            text.withUnsafeBufferPointer { bytes in
+                bytes.withMemoryRebound(to: CChar.self) { _ = lua_pushlstring(L, $0.baseAddress, $0.count) }
+            }
+            lua_rawset(L, -3)
+        }
+        setRawField(of: -2, "sources")
+        luahier_pop(L, 1)
+    }
+
+    /// [-0, +0, m] The module texts recorded since `recordModuleSources` (empty without it).
+    func recordedModuleSources(ref folderList: Int32) -> [String: [UInt8]] {
+        let L = thread
+        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(folderList))
+        defer { luahier_pop(L, 1) }
+        guard pushRawField(of: -1, "sources") == LUA_TTABLE else {
+            luahier_pop(L, 1)
+            return [:]
+        }
+        var sources: [String: [UInt8]] = [:]
+        lua_pushnil(L)
+        while lua_next(L, -2) != 0 {
+            var length = 0
+            if lua_type(L, -2) == LUA_TSTRING, lua_type(L, -1) == LUA_TSTRING,
+                let key = string(at: -2), let text = lua_tolstring(L, -1, &length)
+            {
+                sources[key] = Array(UnsafeRawBufferPointer(start: text, count: length))
+            }
+            luahier_pop(L, 1)
+        }
+        luahier_pop(L, 1)
+        return sources
+    }
+
     /// [-0, +1, -] Loads a host chunk, stripped of its debug information. Its name must start
     /// with "=[luahier": frames of host code are never what a `where` names
     /// (luahier_ishostcode).
@@ -107,7 +148,7 @@ private let sandboxPrelude = #"""
     local real = _G
     local error, type, select, tostring, rawget, rawset, rawequal, next, ipairs =
       error, type, select, tostring, rawget, rawset, rawequal, next, ipairs
-    local setmeta, rawload, rawloadfile, collect = setmetatable, load, loadfile, collectgarbage
+    local setmeta, rawload, collect = setmetatable, load, collectgarbage
     local strfind, strgsub, strsub, concat = string.find, string.gsub, string.sub, table.concat
     local cocreate, coclose, costatus, coresume = coroutine.create, hostlib.trackclose(coroutine.close), coroutine.status, hostlib.resume
     local pcall, tpack, tunpack, ssub = pcall, table.pack, table.unpack, string.sub
@@ -278,6 +319,20 @@ private let sandboxPrelude = #"""
 
     -- require: Lua source from the configured folders, into a loaded table of the sandbox's own.
     local loaded, standardModules = {}, {}
+    -- A module's text: read once per state, or taken from `folders.sources` when a host set
+    -- it (a pool: every state of a revision loads the text the first one read, recorded there).
+    local readsource = hostlib.readsource
+    local function loadModule(path)
+      local sources = rawget(folders, "sources")
+      local text = sources and sources[path]
+      if text == nil then
+        local message
+        text, message = readsource(path)
+        if not text then return nil, message end
+        if sources then sources[path] = text end
+      end
+      return rawload(text, "@" .. path, "t", env)
+    end
     local function fromFolders(name)
       if type(name) ~= "string" or not strfind(name, "^[%w_%-]+[%w_%-%.]*$") or strfind(name, "%.%.") or strfind(name, "%.$") then
         return "\n\tno module '" .. tostring(name) .. "' (module names are letters, digits, '_', '-' and '.')"
@@ -289,7 +344,7 @@ private let sandboxPrelude = #"""
           -- The current folder is named as a script in it is: "mod.lua:3", not "./mod.lua:3".
           local path = form:format(folders[i], relative)
           if folders[i] == "." then path = strsub(path, 3) end
-          local chunk, message = rawloadfile(path, "t", env)
+          local chunk, message = loadModule(path)
           if chunk then return chunk, path end
           if not strfind(message, "^cannot open ") then error(message, 0) end
           tried[#tried + 1] = "\n\tno file '" .. path .. "'"

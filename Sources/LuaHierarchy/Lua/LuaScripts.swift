@@ -9,6 +9,8 @@ extension LuaHost {
         /// Read to its end; messages name it `stdin`.
         case standardInput
         case source(String)
+        /// A file's text read already (a BOM and a `#` first line are skipped, as for a file).
+        case text([UInt8])
     }
 
     /// Loads (text only) and runs a chunk as one top-level entry, with `arguments` as `...`
@@ -24,6 +26,14 @@ extension LuaHost {
         case .file(let path): status = luaL_loadfilex(L, path, "t")
         case .standardInput: status = luahier_loadstdin(L, "t")
         case .source(let source): status = luaL_loadbufferx(L, source, source.utf8.count, "@" + name, "t")
+        case .text(let text):
+            var start = text.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+            if start < text.count && text[start] == UInt8(ascii: "#") {
+                start = text[start...].firstIndex(of: UInt8(ascii: "\n")) ?? text.count
+            }
+            status = text[start...].withUnsafeBufferPointer { bytes in
+                bytes.withMemoryRebound(to: CChar.self) { luaL_loadbufferx(L, $0.baseAddress, $0.count, "@" + name, "t") }
+            }
         }
         guard status == LUA_OK else {
             let text = string(at: -1) ?? "cannot load \(name)"

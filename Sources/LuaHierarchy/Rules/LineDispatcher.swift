@@ -50,8 +50,24 @@ public enum LineDispatcher {
         /// rules. Errors while lines are answered go into their lines' `presented`.
         public var presentWhileLoading: (@Sendable (PresentedError) -> Void)?
 
+        /// Outcomes carry the `revision` that answered them (for a pool that reloads).
+        public var stampsRevision = false
+
         public init(rulesFile: String) {
             self.rulesFile = rulesFile
+        }
+
+        /// The pool these options describe: `jobs` states, lines named by `inputName`.
+        public var pool: RulesPool.Options {
+            var pool = RulesPool.Options(rulesFile: rulesFile, workers: jobs)
+            pool.arguments = arguments
+            pool.hierarchy = hierarchy
+            pool.maxLineBytes = maxLineBytes
+            pool.inputName = inputName
+            pool.stampsRevision = stampsRevision
+            pool.print = print
+            pool.presentWhileLoading = presentWhileLoading
+            return pool
         }
     }
 
@@ -86,31 +102,29 @@ public enum LineDispatcher {
         }
     }
 
-    /// Loads the rules in every worker, then answers every line of `input` on `output`.
-    /// Throws the rules' error if they fail to load (nothing is read then).
+    /// Loads the rules in a pool of `options.jobs` states, then answers every line of `input`
+    /// on `output`. Throws the rules' error if they fail to load (nothing is read then).
     public static func run(_ options: Options, input: Int32, output: Int32) throws(ScriptError) -> Summary {
-        let pipeline = Pipeline(options: options, output: output)
-        let workers = (0..<pipeline.jobs).map { index in
-            LargeStack.spawn { pipeline.work(first: index == 0) }
-        }
-        let flusher = LargeStack.spawn(size: 256 << 10) { pipeline.flushWaitingAnswers() }
-        func shutDown() {
-            pipeline.finish()
-            for worker in workers { worker?.join() }
-            pipeline.stopFlushing()
-            flusher?.join()
-        }
-        guard !workers.contains(where: { $0 == nil }), flusher != nil else {
-            shutDown()
-            throw ScriptError(type: "HostError", message: "could not start \(options.jobs) worker threads")
-        }
-        if let failure = pipeline.waitUntilLoaded() {
-            shutDown()
-            throw failure
+        let pool = try RulesPool(options: options.pool)
+        defer { pool.shutDown() }
+        return run(options, on: pool, input: input, output: output)
+    }
+
+    /// Answers every line of `input` on `output` with `pool`'s states (its options, not these,
+    /// say how they load the rules); a pool that reloads meanwhile answers the lines read
+    /// after the swap with the new revision.
+    public static func run(_ options: Options, on pool: RulesPool, input: Int32, output: Int32) -> Summary {
+        let pipeline = Pipeline(options: options, pool: pool, output: output)
+        guard let flusher = LargeStack.spawn(size: 256 << 10, { pipeline.flushWaitingAnswers() }) else {
+            var summary = Summary()
+            summary.ioError = "could not start a thread"
+            return summary
         }
         var reader = LineReader(pipeline: pipeline, input: input, maxLineBytes: options.maxLineBytes)
         reader.readAll()
-        shutDown()
+        pipeline.waitUntilAnswered()
+        pipeline.stopFlushing()
+        flusher.join()
         return pipeline.finalSummary()
     }
 }
@@ -123,11 +137,9 @@ final class Batch {
     let sequence: Int
     let chunk: [UInt8]
     let lines: [Line]
-    /// The worker's: the answer being written (one line at a time), and how many it handed
-    /// over.
+    /// The worker's: how many answers it handed over.
     // Unchecked: the worker alone touches these (`answered` under `answers`); a dynamic
     // exclusivity check per line was a measurable share of a line's cost.
-    @exclusivity(unchecked) var output = JSONWriter()
     @exclusivity(unchecked) var answeredLines = 0
     /// The answers handed over and not yet let go, guarded by `answers` (the worker appends
     /// while the flusher may write them); how many of them are written (by whoever has the
@@ -150,23 +162,19 @@ final class Batch {
     }
 }
 
-/// The state workers, the reader and the writer share, under one monitor (the queue) plus
-/// one for the output.
+/// The state the pool's workers, the reader and the writer share, under one monitor (the
+/// queue) plus one for the output.
 final class Pipeline: @unchecked Sendable {
     let options: LineDispatcher.Options
+    private let pool: RulesPool
     private let outputDescriptor: Int32
     private let queue = Monitor()
     private let writer = Monitor()
 
     // Guarded by `queue`.
-    /// Batches read and not yet taken; a slot is emptied when its batch is taken, so a batch
-    /// (its input, its answers) lives no longer than its work.
-    private var waiting: [Batch?] = []
-    private var waitingHead = 0
-    private var inputDone = false
     private var stopped = false
-    private var loaded = 0
-    private var loadFailure: ScriptError?
+    /// Batches handed to the pool and not yet completed.
+    private var pending = 0
     /// Batches handed in and not yet written, and the input bytes they hold: bounds memory
     /// (long lines would otherwise hold `maxInFlight` megabytes outside any cap).
     private var inFlight = 0
@@ -189,103 +197,47 @@ final class Pipeline: @unchecked Sendable {
     static let flushLimit = 0.05
     private(set) var summary = LineDispatcher.Summary()
 
-    /// Workers: `options.jobs`, at least one.
+    /// The pool's states.
     let jobs: Int
     var maxInFlight: Int { 4 * jobs + 4 }
 
-    init(options: LineDispatcher.Options, output: Int32) {
+    init(options: LineDispatcher.Options, pool: RulesPool, output: Int32) {
         self.options = options
+        self.pool = pool
         self.outputDescriptor = output
-        self.jobs = max(1, options.jobs)
+        self.jobs = pool.workers
     }
 
     // MARK: Workers
 
-    /// One worker: load the rules, then answer batches until the input ends or the run stops.
-    /// The `first` one presents what passes the root while they load.
-    func work(first: Bool) {
-        let processor: LineProcessor
-        do {
-            let hierarchy = try Hierarchy(options: options.hierarchy)
-            hierarchy.output = options.print
-            hierarchy.presenter = nil
-            if first, let present = options.presentWhileLoading { hierarchy.presenter = { present($0) } }
-            try hierarchy.run(file: options.rulesFile, arguments: options.arguments)
-            hierarchy.presenter = nil
-            processor = LineProcessor(hierarchy: hierarchy, inputName: options.inputName, maxLineBytes: options.maxLineBytes)
-        } catch let error as ScriptError {
-            reportLoaded(error)
-            return
-        } catch {
-            reportLoaded(ScriptError(type: "HostError", message: "\(error)"))
-            return
-        }
-        reportLoaded(nil)
-        while let batch = nextBatch() {
-            answer(batch, with: processor)
-            complete(batch)
-        }
-    }
-
-    private func answer(_ batch: Batch, with processor: LineProcessor) {
-        // The batch's output counts against the worker's memory cap while it is answered (its
-        // later lines see it); given back when the batch goes to the writer.
-        let held = processor.outputCharge()
-        defer { withExtendedLifetime(held) {} }
-        batch.chunk.withUnsafeBytes { bytes in
-            var next = 0
-            while next < batch.lines.count {
-                if Interruption.signal != nil { return }
-                // A run of lines C answers end to end, each handed over as it is written; then
-                // the line it left to the processor's own path, if any.
-                let run = processor.answerRun(bytes, lines: batch.lines, from: next, into: &batch.output, held: held) { answer in
-                    handOver(answer, of: batch, held: held)
-                    return true
-                }
-                for (index, count) in run.counts.enumerated() { batch.counts[index] += count }
-                // Interrupted: the line and the ones after it are unanswered.
-                if run.interrupted { return }
-                next = run.next
-                guard let status = run.answered else { continue }
-                batch.counts[status.index] += 1
-                batch.output.bytes.withUnsafeBytes { handOver($0, of: batch, held: held, charged: true) }
-                batch.output.bytes.removeAll(keepingCapacity: true)
-                if status == .invalid && options.strict {
-                    batch.stopLine = batch.lines[next - 1].number
-                    return
+    /// On a state of the pool: answers `batch` (nothing once the run stopped) and files it
+    /// for writing.
+    private func work(on batch: Batch, with worker: PoolWorker) {
+        if !isStopped {
+            // The batch's output counts against the state's memory cap while it is answered
+            // (its later lines see it); given back as it is written.
+            let held = worker.processor.outputCharge()
+            let answered = batch.chunk.withUnsafeBytes { bytes in
+                worker.answer(bytes, lines: batch.lines, held: held, strict: options.strict) { answer, charged in
+                    handOver(answer, of: batch, held: held, charged: charged)
                 }
             }
+            batch.counts = answered.counts
+            batch.stopLine = answered.stopLine
+            withExtendedLifetime(held) {}
         }
-    }
-
-    private func reportLoaded(_ failure: ScriptError?) {
+        complete(batch)
         queue.locked {
-            loaded += 1
-            if let failure, loadFailure == nil { loadFailure = failure }
+            pending -= 1
             queue.broadcast()
         }
     }
 
-    /// Waits until every worker loaded the rules; the first failure, if any.
-    func waitUntilLoaded() -> ScriptError? {
+    /// Waits until every batch handed to the pool was completed (the input ended, or the run
+    /// stopped).
+    func waitUntilAnswered() {
         queue.locked {
-            while loaded < jobs { queue.wait() }
-            return loadFailure
-        }
-    }
-
-    private func nextBatch() -> Batch? {
-        queue.locked {
-            while waitingHead == waiting.count && !inputDone && !halted { queue.wait() }
-            if halted || waitingHead == waiting.count { return nil }
-            let batch = waiting[waitingHead]
-            waiting[waitingHead] = nil
-            waitingHead += 1
-            if waitingHead > 64 && waitingHead * 2 > waiting.count {
-                waiting.removeFirst(waitingHead)
-                waitingHead = 0
-            }
-            return batch
+            while pending > 0 { queue.wait() }
         }
     }
 
@@ -304,24 +256,29 @@ final class Pipeline: @unchecked Sendable {
             inFlight += 1
             inFlightBytes += batch.chunk.count
             submittedLines += batch.lines.count
-            waiting.append(batch)
-            queue.broadcast()
+            pending += 1
             return true
+        } && handToPool(batch)
+    }
+
+    private func handToPool(_ batch: Batch) -> Bool {
+        if pool.run({ self.work(on: batch, with: $0) }) { return true }
+        queue.locked {
+            pending -= 1
+            inFlight -= 1
+            inFlightBytes -= batch.chunk.count
+            submittedLines -= batch.lines.count
+            stopped = true
+            queue.broadcast()
         }
+        writer.locked { if summary.ioError == nil { summary.ioError = "the pool was shut down" } }
+        return false
     }
 
     var isStopped: Bool { queue.locked { halted } }
 
     /// Under `queue`: the run has stopped, or an interrupt asked it to.
     private var halted: Bool { stopped || Interruption.signal != nil }
-
-    /// No more input (or the run is over): idle workers end.
-    func finish() {
-        queue.locked {
-            inputDone = true
-            queue.broadcast()
-        }
-    }
 
     /// Ends the run on an I/O failure (`ioError` goes into the summary).
     func stop(ioError: String) {

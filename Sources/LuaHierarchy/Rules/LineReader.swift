@@ -98,6 +98,36 @@ struct LineReader {
     }
 
     private mutating func cutLines(of chunk: [UInt8], into lines: inout [Batch.Line]) {
+        var cutter = LineCutter(maxLineBytes: maxLineBytes, lineNumber: lineNumber)
+        lines += cutter.cut(chunk)
+        lineNumber = cutter.lineNumber
+    }
+
+    /// Splits the lines so every worker gets a share, at most `batchLimit` each.
+    private mutating func submit(_ lines: [Batch.Line], chunk: [UInt8]) -> Bool {
+        guard !lines.isEmpty else { return true }
+        let share = min(Self.batchLimit, max(1, (lines.count + pipeline.jobs - 1) / pipeline.jobs))
+        var start = 0
+        while start < lines.count {
+            let end = min(lines.count, start + share)
+            let batch = Batch(sequence: sequence, chunk: chunk, lines: Array(lines[start..<end]))
+            sequence += 1
+            guard pipeline.submit(batch) else { return false }
+            start = end
+        }
+        return true
+    }
+}
+
+/// Cuts whole lines out of a chunk: `\n` ends a line and a `\r` before it is dropped; blank
+/// lines are skipped but counted; a line over `maxLineBytes` is marked oversized.
+struct LineCutter {
+    let maxLineBytes: Int
+    /// The number of the last line cut.
+    var lineNumber = 0
+
+    mutating func cut(_ chunk: [UInt8]) -> [Batch.Line] {
+        var lines: [Batch.Line] = []
         chunk.withUnsafeBufferPointer { bytes in
             guard let base = bytes.baseAddress else { return }
             var start = 0
@@ -116,24 +146,10 @@ struct LineReader {
                 start = end + 1
             }
         }
+        return lines
     }
 
     private static func isBlank(_ byte: UInt8) -> Bool {
         byte == 0x20 || byte == 0x09 || byte == 0x0D
-    }
-
-    /// Splits the lines so every worker gets a share, at most `batchLimit` each.
-    private mutating func submit(_ lines: [Batch.Line], chunk: [UInt8]) -> Bool {
-        guard !lines.isEmpty else { return true }
-        let share = min(Self.batchLimit, max(1, (lines.count + pipeline.jobs - 1) / pipeline.jobs))
-        var start = 0
-        while start < lines.count {
-            let end = min(lines.count, start + share)
-            let batch = Batch(sequence: sequence, chunk: chunk, lines: Array(lines[start..<end]))
-            sequence += 1
-            guard pipeline.submit(batch) else { return false }
-            start = end
-        }
-        return true
     }
 }

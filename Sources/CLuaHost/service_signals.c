@@ -1,0 +1,58 @@
+/* Signals for a long-running service (`luahier serve`, `dispatch --watch`): SIGHUP asks
+ * for a reload; for `serve`, SIGTERM and SIGINT ask for a graceful shutdown, which running
+ * scripts must not see (unlike luahier_interrupt_install's, these handlers stop nothing).
+ * The handlers only set flags, which a thread of the host polls; a second SIGTERM or SIGINT
+ * while a shutdown is under way ends the process the default way. */
+#include "luahier_host.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+
+static volatile sig_atomic_t luahier_hangups;
+static volatile sig_atomic_t luahier_stop_signal;
+
+static void luahier_onhangup(int sig) {
+    (void)sig;
+    luahier_hangups = 1;
+}
+
+static void luahier_onstop(int sig) {
+    if (luahier_stop_signal) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    luahier_stop_signal = sig;
+}
+
+static int luahier_handle(int sig, void (*handler)(int)) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = handler;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    if (sigaction(sig, &action, NULL) != 0) return -1;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    return pthread_sigmask(SIG_UNBLOCK, &set, NULL) == 0 ? 0 : -1;
+}
+
+int luahier_service_handlehangup(void) {
+    return luahier_handle(SIGHUP, luahier_onhangup);
+}
+
+int luahier_service_handlestops(void) {
+    return luahier_handle(SIGTERM, luahier_onstop) == 0 && luahier_handle(SIGINT, luahier_onstop) == 0 ? 0 : -1;
+}
+
+int luahier_service_takehangup(void) {
+    if (!luahier_hangups) return 0;
+    luahier_hangups = 0;
+    return 1;
+}
+
+int luahier_service_stopsignal(void) {
+    return luahier_stop_signal;
+}

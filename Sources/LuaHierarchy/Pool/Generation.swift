@@ -1,0 +1,178 @@
+/// The states of one revision: a thread each, with its own hierarchy and the rules loaded
+/// from the same text, taking jobs from one queue (SPEC §7: one state, one thread).
+///
+/// A generation loads in full before it answers anything: the first state loads the rules
+/// from the text the pool read once, recording the text of every module they `require`;
+/// the others load the same texts, never the disk, so no two states of a revision differ.
+/// Retired, it answers the jobs already queued to it, then its threads close their states
+/// and end.
+final class Generation: @unchecked Sendable {
+    /// Known once the first state loaded (the modules are part of the hash).
+    private(set) var revision: Revision!
+    /// `,"revision":{...}` for the outcomes it writes, when the pool stamps them.
+    private(set) var stamp: [UInt8] = []
+
+    private let monitor = Monitor()
+    // Guarded by `monitor`.
+    private var jobs: [PoolJob?] = []
+    private var head = 0
+    private var idle = 0
+    private var retired = false
+    private var loaded = 0
+    private var loadFailure: ScriptError?
+    private var modules: [String: [UInt8]]?
+    private var threads: [LargeStack.Joinable] = []
+
+    /// Workers in this generation.
+    let size: Int
+
+    /// Loads `text`, the rules file `options.rulesFile`, into `options.workers` new states, as
+    /// revision `number`. Returns once every state is ready to answer; throws the first load
+    /// failure (every state it made is closed then).
+    init(options: RulesPool.Options, text: [UInt8], number: Int) throws(ScriptError) {
+        size = max(1, options.workers)
+        for index in 0..<size {
+            guard let thread = LargeStack.spawn({ [self] in run(index: index, options: options, text: text, number: number) }) else {
+                fail(ScriptError(type: "HostError", message: "could not start \(size) worker threads"))
+                break
+            }
+            monitor.locked { threads.append(thread) }
+        }
+        // Every worker reports, loaded or failed (those waiting for the first one's modules
+        // fail with it).
+        let failure: ScriptError? = monitor.locked {
+            while loaded < threads.count { monitor.wait() }
+            return loadFailure
+        }
+        if let failure {
+            retire()
+            join()
+            throw failure
+        }
+    }
+
+    // MARK: The queue
+
+    /// Queues `job`; false once retired (the pool then queues it to the generation after).
+    func enqueue(_ job: PoolJob, maxWaiting: Int) -> PoolJob.Admission {
+        monitor.locked {
+            if retired { return .retired }
+            let waiting = jobs.count - head
+            if idle == 0 && waiting >= maxWaiting { return .overloaded }
+            jobs.append(job)
+            monitor.broadcast()
+            return idle > waiting ? .started : .waiting
+        }
+    }
+
+    /// The next job, waiting for one; nil once retired and drained.
+    private func take() -> PoolJob? {
+        monitor.locked {
+            idle += 1
+            defer { idle -= 1 }
+            while head == jobs.count && !retired { monitor.wait() }
+            guard head < jobs.count else { return nil }
+            let job = jobs[head]
+            jobs[head] = nil
+            head += 1
+            if head > 64 && head * 2 > jobs.count {
+                jobs.removeFirst(head)
+                head = 0
+            }
+            return job
+        }
+    }
+
+    /// Takes no more jobs: the workers answer those queued and end.
+    func retire() {
+        monitor.locked {
+            retired = true
+            monitor.broadcast()
+        }
+    }
+
+    /// Waits until every thread ended (after `retire`).
+    func join() {
+        for thread in monitor.locked({ threads }) { thread.join() }
+    }
+
+    /// Jobs queued and not yet taken.
+    var waiting: Int { monitor.locked { jobs.count - head } }
+
+    // MARK: A worker
+
+    private func run(index: Int, options: RulesPool.Options, text: [UInt8], number: Int) {
+        let worker: PoolWorker
+        do {
+            // The first state reads the modules from disk; the others wait for its texts.
+            let known: [String: [UInt8]] = try monitor.locked { () throws(ScriptError) -> [String: [UInt8]] in
+                guard index > 0 else { return [:] }
+                while modules == nil && loadFailure == nil { monitor.wait() }
+                if let loadFailure { throw loadFailure }
+                return modules!
+            }
+            let hierarchy = try Hierarchy(options: options.hierarchy)
+            hierarchy.output = options.print
+            hierarchy.presenter = nil
+            if index == 0, number == 1, let present = options.presentWhileLoading { hierarchy.presenter = { present($0) } }
+            let read = try hierarchy.run(file: options.rulesFile, text: text, modules: known, arguments: options.arguments)
+            hierarchy.presenter = nil
+            if index == 0 {
+                let revision = Revision(
+                    number: number, hash: Revision.hash(path: options.rulesFile, rules: text, modules: read),
+                    files: [options.rulesFile] + read.keys.sorted(), loadedAt: Monitor.now)
+                monitor.locked {
+                    self.revision = revision
+                    stamp = options.stampsRevision ? [UInt8(ascii: ",")] + revision.member : []
+                    modules = read
+                    monitor.broadcast()
+                }
+            }
+            let processor = LineProcessor(hierarchy: hierarchy, inputName: options.inputName, maxLineBytes: options.maxLineBytes)
+            worker = PoolWorker(processor: processor, generation: self)
+        } catch let error as ScriptError {
+            fail(error)
+            return
+        } catch {
+            fail(ScriptError(type: "HostError", message: "\(error)"))
+            return
+        }
+        monitor.locked {
+            loaded += 1
+            monitor.broadcast()
+        }
+        while let job = take() {
+            job.run(on: worker)
+        }
+    }
+
+    private func fail(_ error: ScriptError) {
+        monitor.locked {
+            if loadFailure == nil { loadFailure = error }
+            loaded += 1
+            retired = true
+            monitor.broadcast()
+        }
+    }
+}
+
+/// Work for a pool's state: a request, a batch of lines, a run of `dispatch` input.
+final class PoolJob: @unchecked Sendable {
+    enum Admission { case started, waiting, overloaded, retired }
+
+    let queuedAt = Monitor.now
+    /// Past this (CLOCK_REALTIME seconds) the job is refused unanswered.
+    let deadline: Double
+    private let work: (PoolWorker) -> Void
+    private let expired: () -> Void
+
+    init(deadline: Double = .infinity, work: @escaping (PoolWorker) -> Void, expired: @escaping () -> Void = {}) {
+        self.deadline = deadline
+        self.work = work
+        self.expired = expired
+    }
+
+    func run(on worker: PoolWorker) {
+        if Monitor.now > deadline { expired() } else { work(worker) }
+    }
+}

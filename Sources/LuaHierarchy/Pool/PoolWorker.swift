@@ -1,0 +1,98 @@
+/// One state of a pool, on its own thread: answers runs of request lines, the one way every
+/// caller gets them answered (`dispatch` batches, `serve` requests and batches, the async API).
+final class PoolWorker {
+    let processor: LineProcessor
+    unowned let generation: Generation
+    /// The answer the processor's own path writes (C hands its answers over as it writes them).
+    private var output = JSONWriter()
+    /// An answer with the revision spliced in.
+    private var stamped: [UInt8] = []
+
+    init(processor: LineProcessor, generation: Generation) {
+        self.processor = processor
+        self.generation = generation
+    }
+
+    struct Answered {
+        /// By `LineStatus.index`.
+        var counts = [0, 0, 0, 0]
+        /// With `strict`: the invalid line after which nothing more was answered.
+        var stopLine: Int?
+        /// An interrupt (SIGINT, SIGTERM in `dispatch`) cut the run short.
+        var interrupted = false
+        /// The status of the last line answered.
+        var last: LineStatus?
+    }
+
+    /// Answers `lines` of `chunk`, in order. Each outcome line goes to `deliver` with the
+    /// revision in it when the pool stamps outcomes, and without its `line` member unless
+    /// `numbered`; `charged` says the processor charged it to `held` already (the deliverer
+    /// charges the others while it holds them, SPEC §7).
+    func answer(
+        _ chunk: UnsafeRawBufferPointer, lines: [LuaEngine.RunLine], held: MemoryCharge, strict: Bool = false,
+        numbered: Bool = true, deliver: (UnsafeRawBufferPointer, _ charged: Bool) -> Void
+    ) -> Answered {
+        var answered = Answered()
+        let stamp = generation.stamp
+        let plain = stamp.isEmpty && numbered
+        func hand(_ answer: UnsafeRawBufferPointer, charged: Bool) {
+            if plain { return deliver(answer, charged) }
+            splice(answer, stamp: stamp, numbered: numbered)
+            stamped.withUnsafeBytes { deliver($0, charged) }
+        }
+        var next = 0
+        while next < lines.count {
+            if Interruption.signal != nil {
+                answered.interrupted = true
+                return answered
+            }
+            // A run of lines C answers end to end, each handed over as it is written; then the
+            // line it left to the processor's own path, if any.
+            let run = processor.answerRun(chunk, lines: lines, from: next, into: &output, held: held) { answer in
+                hand(answer, charged: false)
+                return true
+            }
+            for (index, count) in run.counts.enumerated() where count > 0 {
+                answered.counts[index] += count
+                answered.last = LineStatus.allCases[index]
+            }
+            if run.interrupted {
+                answered.interrupted = true
+                return answered
+            }
+            next = run.next
+            guard let status = run.answered else { continue }
+            answered.counts[status.index] += 1
+            answered.last = status
+            output.bytes.withUnsafeBytes { hand($0, charged: true) }
+            output.bytes.removeAll(keepingCapacity: true)
+            if status == .invalid && strict {
+                answered.stopLine = lines[next - 1].number
+                return answered
+            }
+        }
+        return answered
+    }
+
+    /// `answer` (`{"line":N,...}\n`) into `stamped`, with `stamp` (`,"revision":{...}`, or
+    /// nothing) after the line number, or in its place when not `numbered`.
+    private func splice(_ answer: UnsafeRawBufferPointer, stamp: [UInt8], numbered: Bool) {
+        stamped.removeAll(keepingCapacity: true)
+        // `{"line":` and its digits.
+        var end = 8
+        while end < answer.count, answer[end] >= UInt8(ascii: "0"), answer[end] <= UInt8(ascii: "9") { end += 1 }
+        if numbered {
+            stamped.append(contentsOf: answer[..<end])
+            stamped.append(contentsOf: stamp)
+            stamped.append(contentsOf: answer[end...])
+        } else {
+            stamped.append(UInt8(ascii: "{"))
+            if stamp.isEmpty {
+                stamped.append(contentsOf: answer[(end + 1)...])   // the comma before the next member
+            } else {
+                stamped.append(contentsOf: stamp.dropFirst())
+                stamped.append(contentsOf: answer[end...])
+            }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One loaded version of a rule set: what answered an outcome (SPEC §9, hot reload).
+///
+/// `number` counts the revisions a pool has loaded, from 1. `hash` is the SHA-256 of the
+/// rules file's text and of every module it loaded with `require` (each named by its path):
+/// two pools on the same files have the same hash, and a reload that changed nothing keeps
+/// the running revision. Outcomes carry `number` and the first 16 digits of `hash`.
+public struct Revision: Sendable, Hashable, CustomStringConvertible {
+    public let number: Int
+    /// 64 lowercase hex digits.
+    public let hash: String
+    /// The rules file, then the modules it loaded, sorted: what `--watch` watches.
+    public let files: [String]
+    /// When it was loaded (seconds since 1970).
+    public let loadedAt: Double
+
+    /// The hash as outcomes and logs show it.
+    public var shortHash: String { String(hash.prefix(16)) }
+
+    /// `2 (sha256 9f86d081884c7d65)`
+    public var description: String { "\(number) (sha256 \(shortHash))" }
+
+    /// `"revision":{"number":2,"hash":"9f86d081884c7d65"}`, the member outcomes carry.
+    var member: [UInt8] {
+        Array(#""revision":{"number":\#(number),"hash":"\#(shortHash)"}"#.utf8)
+    }
+
+    /// The hash of `rules` (the file `path`) and `modules` (texts by path).
+    static func hash(path: String, rules: [UInt8], modules: [String: [UInt8]]) -> String {
+        var digest = SHA256()
+        for (name, text) in [(path, rules)] + modules.sorted(by: { $0.key < $1.key }).map({ ($0.key, $0.value) }) {
+            digest.update(Array(name.utf8) + [0] + Array(String(text.count).utf8) + [0])
+            digest.update(text)
+        }
+        return digest.hexDigest()
+    }
+}
+
+/// Why a reload left the running revision in place.
+public struct ReloadFailure: Error, Sendable, CustomStringConvertible {
+    /// The rules' error (`rules.lua:3: ...`), or why the file could not be read.
+    public let error: ScriptError
+    /// When it failed (seconds since 1970).
+    public let at: Double
+
+    public var description: String { error.description }
+}
+
+/// What a reload did.
+public enum ReloadResult: Sendable, Equatable {
+    /// A new revision is answering.
+    case loaded(Revision)
+    /// The files are what the running revision loaded: it keeps answering, under its number.
+    case unchanged(Revision)
+    /// The new files failed to load: the running revision keeps answering.
+    case failed(running: Revision, message: String)
+}
+
+/// A file's identity and version as `stat` sees them: a change to any of it is a change.
+struct FileStamp: Equatable {
+    var device: UInt64 = 0, inode: UInt64 = 0, size: Int64 = -1, seconds: Int = 0, nanoseconds: Int = 0
+
+    init(path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        size = Int64(info.st_size)
+        #if canImport(Glibc)
+        seconds = Int(info.st_mtim.tv_sec)
+        nanoseconds = Int(info.st_mtim.tv_nsec)
+        #else
+        seconds = Int(info.st_mtimespec.tv_sec)
+        nanoseconds = Int(info.st_mtimespec.tv_nsec)
+        #endif
+    }
+}
+
+/// Reads a whole file; nil and errno's message on failure.
+func readWholeFile(_ path: String) -> Result<[UInt8], ScriptError> {
+    let descriptor = open(path, O_RDONLY)
+    guard descriptor >= 0 else {
+        return .failure(ScriptError(type: "CannotRead", message: "cannot open \(path): \(String(cString: strerror(errno)))"))
+    }
+    defer { close(descriptor) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        if count < 0 {
+            if errno == EINTR { continue }
+            return .failure(ScriptError(type: "CannotRead", message: "cannot read \(path): \(String(cString: strerror(errno)))"))
+        }
+        if count == 0 { return .success(bytes) }
+        bytes.append(contentsOf: buffer[..<count])
+    }
+}

@@ -1,0 +1,311 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A pool of Lua states loaded from one rules file: the rules engine for many threads and
+/// tasks (SPEC §7, §9). `luahier dispatch` and `luahier serve` both run on it.
+///
+/// Each state has its own thread and answers one request at a time; a request waits for a
+/// free state, bounded in number (`maxWaiting`) and in time (`maxWait`), and is refused
+/// `overloaded` past either. Limits apply per request, as for `dispatch` lines. Requests are
+/// `dispatch` lines (`{"id", "at", "event" | "error"}`) and answers are its outcome lines,
+/// each carrying the `revision` that answered it.
+///
+/// `reload()` loads the rules file again into new states while the running ones answer;
+/// only once every new state loaded does the pool swap them in, in one step: a request is
+/// answered by the revision it was queued to, old or new, whole. The old states answer what
+/// was queued to them, then close. A rules file that fails to load leaves the running
+/// revision answering, and `lastReloadFailure` says why.
+///
+/// ```swift
+/// let pool = try RulesPool(options: .init(rulesFile: "rules.lua", workers: 4))
+/// let answer = try await pool.dispatch(#"{"at": "/app/feed", "event": "Tap"}"#)
+/// print(answer.status, answer.revision.number, answer.text)
+/// ```
+public final class RulesPool: @unchecked Sendable {
+    public struct Options: Sendable {
+        /// The rules script each state runs once when its revision loads.
+        public var rulesFile: String
+        /// `arg` and `...` for the rules script.
+        public var arguments: [String] = []
+        /// Sandbox, limits and trace level for every state.
+        public var hierarchy = Hierarchy.Options()
+        /// States, each with its own thread.
+        public var workers = 1
+        /// Longer request lines are answered `LineTooLong`.
+        public var maxLineBytes = 1 << 20
+        /// How `where` names a request line (`request:1`).
+        public var inputName = "request"
+        /// Outcomes carry `"revision":{"number","hash"}`.
+        public var stampsRevision = true
+        /// Requests that may wait while every state is busy; more are refused `overloaded`.
+        public var maxWaiting = 1024
+        /// Seconds a request may wait for a state before it is refused `overloaded`.
+        public var maxWait = 10.0
+        /// Where the rules' `print` goes, from the states' threads. By default stderr, escaped
+        /// and bounded as all text the host prints for a script.
+        public var print: @Sendable (String) -> Void = { line in
+            let text = PrintableText.block(line) + "\n"
+            _ = text.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
+        }
+        /// Errors that pass the root while the first revision loads (a rule that reports at
+        /// load time), from its first state only.
+        public var presentWhileLoading: (@Sendable (PresentedError) -> Void)?
+
+        public init(rulesFile: String, workers: Int = 1) {
+            self.rulesFile = rulesFile
+            self.workers = workers
+        }
+    }
+
+    /// Why a request was not answered.
+    public enum Refusal: Error, Sendable, Equatable {
+        /// Every state was busy and `maxWaiting` requests waited, or it waited `maxWait`.
+        case overloaded
+        /// The pool was shut down.
+        case shutDown
+    }
+
+    /// One answered request.
+    public struct Answer: Sendable {
+        public let status: LineStatus
+        /// The outcome, one JSON object (no newline).
+        public let json: [UInt8]
+        public let revision: Revision
+
+        public var text: String { String(decoding: json, as: UTF8.self) }
+        /// The outcome as plain data.
+        public var value: Value { json.withUnsafeBytes { try? JSON.parse($0) } ?? .null }
+    }
+
+    /// What a batch's lines came to.
+    public struct BatchSummary: Sendable {
+        /// Lines answered, by status.
+        public var counts: [LineStatus: Int] = [:]
+        public let revision: Revision
+    }
+
+    public let options: Options
+    private let monitor = Monitor()
+    // Guarded by `monitor`.
+    private var current: Generation
+    private var closed = false
+    private var reloading = false
+    private var failure: ReloadFailure?
+    private var counts = Statistics()
+
+    /// What the pool did so far (for metrics).
+    public struct Statistics: Sendable {
+        /// Reloads that loaded a new revision, found nothing changed, or failed.
+        public var reloads = 0, unchangedReloads = 0, failedReloads = 0
+        /// Requests that waited for a state, and those refused `overloaded`.
+        public var waits = 0, overloaded = 0
+    }
+
+    /// Loads the first revision into `options.workers` states; throws the rules' error
+    /// (`rules.lua:3: ...`) if they fail to load.
+    public init(options: Options) throws(ScriptError) {
+        self.options = options
+        let text = try readWholeFile(options.rulesFile).get()
+        current = try Generation(options: options, text: text, number: 1)
+    }
+
+    deinit {
+        current.retire()
+    }
+
+    /// The revision answering new requests.
+    public var revision: Revision { monitor.locked { current.revision } }
+
+    /// Why the last reload failed, if it did (cleared by the next one that loads).
+    public var lastReloadFailure: ReloadFailure? { monitor.locked { failure } }
+
+    public var statistics: Statistics { monitor.locked { counts } }
+
+    /// States in the running revision.
+    public var workers: Int { monitor.locked { current.size } }
+
+    /// Requests waiting for a state.
+    public var waiting: Int { monitor.locked { current }.waiting }
+
+    // MARK: Requests
+
+    /// Answers one request (a JSON object, as a `dispatch` line) on a free state. A request
+    /// that is not valid gets an `invalid` answer, as a line does; limits that trip fail only
+    /// this request.
+    public func dispatch(_ request: [UInt8]) async throws(Refusal) -> Answer {
+        let result: Result<Answer, Refusal> = await withCheckedContinuation { continuation in
+            let job = PoolJob(deadline: Monitor.now + options.maxWait, work: { worker in
+                var json: [UInt8] = []
+                let held = worker.processor.outputCharge()
+                let answered = request.withUnsafeBytes { bytes in
+                    worker.answer(bytes, lines: [Self.line(count: bytes.count, limit: self.options.maxLineBytes)], held: held, numbered: false) { answer, _ in
+                        json = Array(answer.dropLast())   // the newline
+                    }
+                }
+                let status = answered.last ?? .invalid
+                continuation.resume(returning: .success(Answer(status: status, json: json, revision: worker.generation.revision)))
+            }, expired: { [self] in
+                monitor.locked { counts.overloaded += 1 }
+                continuation.resume(returning: .failure(.overloaded))
+            })
+            if let refusal = submit(job) { continuation.resume(returning: .failure(refusal)) }
+        }
+        return try result.get()
+    }
+
+    /// Answers one request given as text.
+    public func dispatch(_ request: String) async throws(Refusal) -> Answer {
+        try await dispatch(Array(request.utf8))
+    }
+
+    /// Answers the JSON lines of `body` in order on one state, so one revision answers them
+    /// all; each outcome line (with its newline) goes to `deliver` as it is written, from the
+    /// state's thread. Blank lines are skipped; `line` counts from 1.
+    public func dispatchBatch(
+        _ body: [UInt8], deliver: @escaping @Sendable (UnsafeRawBufferPointer) -> Void
+    ) async throws(Refusal) -> BatchSummary {
+        var cutter = LineCutter(maxLineBytes: options.maxLineBytes)
+        let lines = cutter.cut(body)
+        let result: Result<BatchSummary, Refusal> = await withCheckedContinuation { continuation in
+            let job = PoolJob(deadline: Monitor.now + options.maxWait, work: { worker in
+                let held = worker.processor.outputCharge()
+                let answered = body.withUnsafeBytes { bytes in
+                    worker.answer(bytes, lines: lines, held: held) { answer, _ in deliver(answer) }
+                }
+                var summary = BatchSummary(revision: worker.generation.revision)
+                for status in LineStatus.allCases where answered.counts[status.index] > 0 {
+                    summary.counts[status] = answered.counts[status.index]
+                }
+                continuation.resume(returning: .success(summary))
+            }, expired: { [self] in
+                monitor.locked { counts.overloaded += 1 }
+                continuation.resume(returning: .failure(.overloaded))
+            })
+            if let refusal = submit(job) { continuation.resume(returning: .failure(refusal)) }
+        }
+        return try result.get()
+    }
+
+    /// One request as a line of its own text.
+    private static func line(count: Int, limit: Int) -> LuaEngine.RunLine {
+        LuaEngine.RunLine(number: 1, start: 0, count: count, oversized: count > limit)
+    }
+
+    /// Queues `job` to the running revision; the refusal if it was not queued.
+    func submit(_ job: PoolJob) -> Refusal? {
+        while true {
+            let (generation, isClosed) = monitor.locked { (current, closed) }
+            if isClosed { return .shutDown }
+            switch generation.enqueue(job, maxWaiting: options.maxWaiting) {
+            case .started: return nil
+            case .waiting:
+                monitor.locked { counts.waits += 1 }
+                return nil
+            case .overloaded:
+                monitor.locked { counts.overloaded += 1 }
+                return .overloaded
+            case .retired: continue   // swapped out meanwhile: the next one takes it
+            }
+        }
+    }
+
+    /// For `dispatch`: runs `work` on a state of the running revision, with no wait bound.
+    /// False once the pool is shut down.
+    func run(_ work: @escaping (PoolWorker) -> Void) -> Bool {
+        while true {
+            let (generation, isClosed) = monitor.locked { (current, closed) }
+            if isClosed { return false }
+            if generation.enqueue(PoolJob(work: work), maxWaiting: .max) != .retired { return true }
+        }
+    }
+
+    // MARK: Reloading
+
+    /// Loads the rules file again into new states while the running ones answer, and swaps
+    /// them in once all loaded. Reloads asked for while one runs wait for it, then run.
+    /// Blocks the calling thread while the states load (call it off the states' threads).
+    @discardableResult
+    public func reload() -> ReloadResult {
+        monitor.locked {
+            while reloading { monitor.wait() }
+            reloading = true
+        }
+        defer {
+            monitor.locked {
+                reloading = false
+                monitor.broadcast()
+            }
+        }
+        let running = revision
+        let loaded: Generation
+        do {
+            let text = try readWholeFile(options.rulesFile).get()
+            loaded = try Generation(options: options, text: text, number: running.number + 1)
+        } catch {
+            monitor.locked {
+                failure = ReloadFailure(error: error, at: Monitor.now)
+                counts.failedReloads += 1
+            }
+            return .failed(running: running, message: error.description)
+        }
+        if loaded.revision.hash == running.hash {
+            loaded.retire()
+            loaded.join()
+            monitor.locked {
+                failure = nil
+                counts.unchangedReloads += 1
+            }
+            return .unchanged(running)
+        }
+        let retiring: Generation? = monitor.locked {
+            if closed { return nil }
+            let old = current
+            current = loaded
+            failure = nil
+            counts.reloads += 1
+            return old
+        }
+        guard let retiring else {
+            loaded.retire()
+            loaded.join()
+            return .failed(running: running, message: "the pool was shut down")
+        }
+        retiring.retire()
+        retiring.join()
+        return .loaded(loaded.revision)
+    }
+
+    /// Asynchronously: `reload()` off the caller's task.
+    public func reload() async -> ReloadResult {
+        await withCheckedContinuation { continuation in
+            if LargeStack.spawn(size: 256 << 10, { continuation.resume(returning: self.reload()) }) == nil {
+                continuation.resume(returning: .failed(running: revision, message: "could not start a thread to reload"))
+            }
+        }
+    }
+
+    // MARK: Shutting down
+
+    /// Refuses new requests, answers those queued, then closes every state and returns.
+    public func shutDown() {
+        let generation: Generation = monitor.locked {
+            closed = true
+            return current
+        }
+        generation.retire()
+        generation.join()
+    }
+
+    /// Asynchronously: `shutDown()` off the caller's task.
+    public func shutDown() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            if LargeStack.spawn(size: 256 << 10, { self.shutDown(); continuation.resume() }) == nil {
+                shutDown()
+                continuation.resume()
+            }
+        }
+    }
+}
