@@ -1,0 +1,187 @@
+import Hummingbird
+import LuaHierarchy
+import NIOCore
+
+/// The service's routes: what each answers, and with which HTTP status.
+///
+/// `POST /v1/dispatch` answers 200 with the outcome (handled, unhandled or detached: the
+/// dispatch ran, and a limit that ended it is an `unhandled` outcome, as for `dispatch`
+/// lines), 400 with an `invalid` outcome, 413 for a body over the limit, 503 (with
+/// `Retry-After`) when no state was free in time or the server is shutting down. A batch
+/// (`application/x-ndjson`) answers 200 and streams one outcome line per request line, each
+/// with its own status, all from one revision.
+extension RulesServer {
+    func addRoutes(to router: Router<BasicRequestContext>) {
+        router.post("/v1/dispatch") { request, _ in
+            await self.dispatch(request)
+        }
+        router.get("/healthz") { _, _ in
+            self.health()
+        }
+        router.get("/metrics") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: self.metrics.text())))
+        }
+        router.post("/v1/reload") { _, _ in
+            await self.reload()
+        }
+    }
+
+    private func dispatch(_ request: Request) async -> Response {
+        let started = ContinuousClock.now
+        let response = await answer(request)
+        if response.status.code != 200 || !isBatch(request) {
+            metrics.record(code: response.status.code, seconds: ContinuousClock.now - started)
+        }
+        return response
+    }
+
+    private func isBatch(_ request: Request) -> Bool {
+        request.headers[.contentType]?.lowercased().hasPrefix("application/x-ndjson") ?? false
+    }
+
+    private func answer(_ request: Request) async -> Response {
+        let body: [UInt8]
+        do {
+            var buffer = try await request.body.collect(upTo: options.maxBodyBytes)
+            body = buffer.readBytes(length: buffer.readableBytes) ?? []
+        } catch is NIOTooManyBytesError {
+            metrics.record(.invalid)
+            return refusal(.contentTooLarge, type: "BodyTooLarge",
+                           message: "the body is over the limit of \(options.maxBodyBytes) bytes (--max-body)")
+        } catch {
+            metrics.record(.invalid)
+            return refusal(.badRequest, type: "InvalidBody", message: "the body could not be read: \(error)")
+        }
+        if isBatch(request) { return await batch(body) }
+        do {
+            let answer = try await pool.dispatch(body)
+            metrics.record(answer.status)
+            answer.json.withUnsafeBytes { metrics.recordLimitTrip(in: $0) }
+            return Response(
+                status: answer.status == .invalid ? .badRequest : .ok,
+                headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(bytes: answer.json + [UInt8(ascii: "\n")])))
+        } catch {
+            return refusal(error)
+        }
+    }
+
+    /// A batch, streamed: the status is sent once the first outcome line (or the refusal)
+    /// is known.
+    private func batch(_ body: [UInt8]) async -> Response {
+        let (lines, output) = AsyncStream<ByteBuffer>.makeStream()
+        let gate = FirstAnswer()
+        let metrics = self.metrics
+        let started = ContinuousClock.now
+        Task { [pool] in
+            do {
+                let summary: RulesPool.BatchSummary = try await pool.dispatchBatch(body) { answer in
+                    metrics.recordLimitTrip(in: answer)
+                    output.yield(ByteBuffer(bytes: answer))
+                    gate.open(nil)
+                }
+                for (status, count) in summary.counts { metrics.record(status, count: count) }
+                metrics.record(code: 200, seconds: ContinuousClock.now - started)
+                gate.open(nil)
+            } catch {
+                gate.open(error as? RulesPool.Refusal ?? .shutDown)
+            }
+            output.finish()
+        }
+        if let refused = await gate.wait() { return refusal(refused) }
+        return Response(status: .ok, headers: [.contentType: "application/x-ndjson"], body: .init(asyncSequence: lines))
+    }
+
+    private func refusal(_ refused: RulesPool.Refusal) -> Response {
+        switch refused {
+        case .overloaded:
+            return refusal(.serviceUnavailable, type: "Overloaded",
+                           message: "every Lua state stayed busy; try again", retry: true)
+        case .shutDown:
+            return refusal(.serviceUnavailable, type: "ShuttingDown", message: "the server is shutting down", retry: true)
+        }
+    }
+
+    private func refusal(_ status: HTTPResponse.Status, type: String, message: String, retry: Bool = false) -> Response {
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if retry { headers[.retryAfter] = "1" }
+        let outcome = pool.refusal(type: type, message: message, where: "request")
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: outcome + [UInt8(ascii: "\n")])))
+    }
+
+    private func health() -> Response {
+        let revision = pool.revision
+        var health: [String: Value] = [
+            "status": "ready",
+            "workers": .int(Int64(pool.workers)),
+            "revision": .map([
+                "number": .int(Int64(revision.number)), "hash": .string(revision.hash),
+                "files": .array(revision.files.map { .string($0) }), "loadedAt": .double(revision.loadedAt),
+            ]),
+        ]
+        if let failure = pool.lastReloadFailure {
+            health["lastReloadError"] = .map(["message": .string(failure.description), "at": .double(failure.at)])
+        }
+        return Response(
+            status: .ok, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: JSON.encode(.map(health)) + "\n")))
+    }
+
+    private func reload() async -> Response {
+        guard options.reloadEndpoint else {
+            return Response(
+                status: .forbidden, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(string: JSON.encode(.map([
+                    "error": "reloading over HTTP is off: start luahier serve with --reload-endpoint",
+                ])) + "\n")))
+        }
+        let result = await pool.reload()
+        metrics.recordReload(result)
+        onReload(result)
+        let reply: [String: Value]
+        let status: HTTPResponse.Status
+        switch result {
+        case .loaded(let revision):
+            (status, reply) = (.ok, ["result": "loaded", "revision": .int(Int64(revision.number)), "hash": .string(revision.hash)])
+        case .unchanged(let revision):
+            (status, reply) = (.ok, ["result": "unchanged", "revision": .int(Int64(revision.number)), "hash": .string(revision.hash)])
+        case .failed(let running, let message):
+            (status, reply) = (.unprocessableContent, [
+                "result": "failed", "revision": .int(Int64(running.number)), "hash": .string(running.hash), "error": .string(message),
+            ])
+        }
+        return Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: JSON.encode(.map(reply)) + "\n")))
+    }
+}
+
+/// Resumes one waiter once: with nil when a batch's first answer (or its end) is ready, or
+/// with the refusal.
+final class FirstAnswer: Sendable {
+    private let state = Locked<(opened: Bool, result: RulesPool.Refusal?, waiter: CheckedContinuation<RulesPool.Refusal?, Never>?)>((false, nil, nil))
+
+    func open(_ error: RulesPool.Refusal?) {
+        let waiter: CheckedContinuation<RulesPool.Refusal?, Never>? = state.withLock { state in
+            guard !state.opened else { return nil }
+            state.opened = true
+            state.result = error
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: error)
+    }
+
+    func wait() async -> RulesPool.Refusal? {
+        await withCheckedContinuation { continuation in
+            let ready: (Bool, RulesPool.Refusal?) = state.withLock { state in
+                if state.opened { return (true, state.result) }
+                state.waiter = continuation
+                return (false, nil)
+            }
+            if ready.0 { continuation.resume(returning: ready.1) }
+        }
+    }
+}

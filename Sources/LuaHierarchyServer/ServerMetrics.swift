@@ -1,0 +1,165 @@
+import LuaHierarchy
+import Prometheus
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What `GET /metrics` shows, in Prometheus text:
+///
+/// - `luahier_outcomes_total{status}`: request lines answered, by outcome status
+///   (`handled`, `unhandled`, `detached`, `invalid`), batch lines included;
+/// - `luahier_http_requests_total{code}`: HTTP requests to `/v1/dispatch` by response code;
+/// - `luahier_request_duration_seconds`: their latency, a histogram;
+/// - `luahier_limit_trips_total{limit}`: requests a limit ended (`time`, `instructions`,
+///   `memory`);
+/// - `luahier_reloads_total{result}`: `loaded`, `unchanged`, `failed`;
+/// - `luahier_pool_waits_total`, `luahier_pool_overloaded_total`: requests that waited for
+///   a free state, and those refused because none came in time;
+/// - gauges: `luahier_revision`, `luahier_reload_failing` (1 while the last reload failed),
+///   `luahier_workers`, `luahier_pool_waiting`.
+final class ServerMetrics: Sendable {
+    private let registry = PrometheusCollectorRegistry()
+    private let pool: RulesPool
+    private let outcomes: [LineStatus: Counter]
+    private let latency: DurationHistogram
+    private let revision: Gauge
+    private let failing: Gauge
+    private let workers: Gauge
+    private let waiting: Gauge
+    private let waits: Counter
+    private let overloaded: Counter
+    /// The pool's counts as last shown: the counters grow by the difference.
+    private let shown = Locked(RulesPool.Statistics())
+
+    init(pool: RulesPool) {
+        self.pool = pool
+        let registry = self.registry
+        outcomes = Dictionary(uniqueKeysWithValues: LineStatus.allCases.map { status in
+            (status, registry.makeCounter(name: "luahier_outcomes_total", labels: [("status", status.rawValue)], help: "Request lines answered, by outcome status."))
+        })
+        latency = registry.makeDurationHistogram(
+            name: "luahier_request_duration_seconds",
+            buckets: [.microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5),
+                      .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+                      .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10)],
+            help: "Time to answer a POST /v1/dispatch, body read to last byte written.")
+        revision = registry.makeGauge(name: "luahier_revision", help: "The number of the revision answering.")
+        failing = registry.makeGauge(name: "luahier_reload_failing", help: "1 while the last reload failed (the running revision answers).")
+        workers = registry.makeGauge(name: "luahier_workers", help: "Lua states in the pool.")
+        waiting = registry.makeGauge(name: "luahier_pool_waiting", help: "Requests waiting for a free state.")
+        waits = registry.makeCounter(name: "luahier_pool_waits_total", help: "Requests that waited for a free state.")
+        overloaded = registry.makeCounter(name: "luahier_pool_overloaded_total", help: "Requests refused: no state was free in time.")
+        for result in ["loaded", "unchanged", "failed"] { reloads(result).increment(by: Int64(0)) }
+        for limit in ["time", "instructions", "memory"] { trips(limit).increment(by: Int64(0)) }
+        for code in [200, 400, 413, 503] { requests(code: code).increment(by: Int64(0)) }
+    }
+
+    func requests(code: Int) -> Counter {
+        registry.makeCounter(name: "luahier_http_requests_total", labels: [("code", String(code))], help: "HTTP requests to /v1/dispatch, by response code.")
+    }
+
+    private func reloads(_ result: String) -> Counter {
+        registry.makeCounter(name: "luahier_reloads_total", labels: [("result", result)], help: "Reloads, by result.")
+    }
+
+    private func trips(_ limit: String) -> Counter {
+        registry.makeCounter(name: "luahier_limit_trips_total", labels: [("limit", limit)], help: "Requests a limit ended, by limit.")
+    }
+
+    func record(_ status: LineStatus, count: Int = 1) {
+        outcomes[status]?.increment(by: Int64(count))
+    }
+
+    func record(code: Int, seconds: Duration) {
+        requests(code: code).increment()
+        latency.record(seconds)
+    }
+
+    /// An outcome line a limit ended, if it is one: its value's type names the limit.
+    func recordLimitTrip(in outcome: UnsafeRawBufferPointer) {
+        guard let type = LimitTrip.type(in: outcome) else { return }
+        switch type {
+        case "TimeLimitExceeded": trips("time").increment()
+        case "InstructionLimitExceeded": trips("instructions").increment()
+        case "MemoryLimitExceeded": trips("memory").increment()
+        default: break
+        }
+    }
+
+    func recordReload(_ result: ReloadResult) {
+        switch result {
+        case .loaded: reloads("loaded").increment()
+        case .unchanged: reloads("unchanged").increment()
+        case .failed: reloads("failed").increment()
+        }
+    }
+
+    /// The metrics as Prometheus text, the pool's gauges read now.
+    func text() -> String {
+        let statistics = pool.statistics
+        let before = shown.exchange(statistics)
+        waits.increment(by: Int64(statistics.waits - before.waits))
+        overloaded.increment(by: Int64(statistics.overloaded - before.overloaded))
+        revision.set(Double(pool.revision.number))
+        failing.set(pool.lastReloadFailure == nil ? 0.0 : 1.0)
+        workers.set(Double(pool.workers))
+        waiting.set(Double(pool.waiting))
+        var buffer: [UInt8] = []
+        registry.emit(into: &buffer)
+        return String(decoding: buffer, as: UTF8.self)
+    }
+}
+
+/// Which limit ended a request, read off its outcome line.
+enum LimitTrip {
+    /// The `type` of an unhandled outcome's value when it is a limit's error. The outcome is
+    /// parsed only when its text names a limit. (A rule that returns such an error value
+    /// itself is counted as a trip: the outcome cannot tell them apart.)
+    static func type(in outcome: UnsafeRawBufferPointer) -> String? {
+        guard contains(outcome, "LimitExceeded\"") else { return nil }
+        guard let value = try? JSON.parse(outcome), value["status"]?.stringValue == "unhandled",
+            let type = value["value"]?["type"]?.stringValue, type.hasSuffix("LimitExceeded")
+        else { return nil }
+        return type
+    }
+
+    private static func contains(_ bytes: UnsafeRawBufferPointer, _ text: StaticString) -> Bool {
+        let needle = UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
+        guard bytes.count >= needle.count else { return false }
+        for start in 0...(bytes.count - needle.count) where bytes[start] == needle[0] {
+            if memcmp(bytes.baseAddress! + start, needle.baseAddress!, needle.count) == 0 { return true }
+        }
+        return false
+    }
+}
+
+/// A value behind a lock.
+final class Locked<Value>: @unchecked Sendable {
+    private var value: Value
+    private var mutex = pthread_mutex_t()
+
+    init(_ value: Value) {
+        self.value = value
+        pthread_mutex_init(&mutex, nil)
+    }
+
+    deinit { pthread_mutex_destroy(&mutex) }
+
+    func withLock<T>(_ body: (inout Value) -> T) -> T {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return body(&value)
+    }
+
+    /// Sets `new` and returns what it replaced.
+    func exchange(_ new: Value) -> Value {
+        withLock { value in
+            let old = value
+            value = new
+            return old
+        }
+    }
+}
