@@ -3,13 +3,19 @@ import PackageDescription
 
 let package = Package(
     name: "LuaHierarchy",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v14)],
     products: [
         .library(name: "LuaHierarchy", targets: ["LuaHierarchy"]),
+        .library(name: "LuaHierarchyServer", targets: ["LuaHierarchyServer"]),
         .executable(name: "luahier", targets: ["luahier"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // `luahier serve` only (the LuaHierarchyServer target): HTTP, metrics, shutdown.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.0.0"),
     ],
     targets: [
         // Debian's liblua5.4-dev, found through pkg-config. Only the Lua bridge imports it.
@@ -25,10 +31,22 @@ let package = Package(
         // Swift's `Value`s and the bridge's Lua values are read from JSON by the same rules.
         .target(name: "CJSONReader"),
         .target(name: "LuaHierarchy", dependencies: ["CLua", "CLuaHost", "CJSONReader"]),
+        // The HTTP service over a RulesPool (`luahier serve`); knows nothing of Lua.
+        .target(
+            name: "LuaHierarchyServer",
+            dependencies: [
+                "LuaHierarchy",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "luahier",
             dependencies: [
                 "LuaHierarchy",
+                "LuaHierarchyServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

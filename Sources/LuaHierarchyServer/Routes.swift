@@ -1,6 +1,6 @@
-import Hummingbird
+internal import Hummingbird
 import LuaHierarchy
-import NIOCore
+internal import NIOCore
 
 /// The service's routes: what each answers, and with which HTTP status.
 ///

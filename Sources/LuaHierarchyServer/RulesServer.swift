@@ -1,7 +1,7 @@
-import Hummingbird
-import Logging
+internal import Hummingbird
+internal import Logging
 import LuaHierarchy
-import ServiceLifecycle
+internal import ServiceLifecycle
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
 import LuaHierarchy
-import Prometheus
+internal import Prometheus
 
 #if canImport(Glibc)
 import Glibc

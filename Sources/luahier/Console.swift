@@ -143,4 +143,20 @@ enum Console {
         if let traceback = error.traceback { text += "\n" + traceback }
         Console.error(text)
     }
+
+    /// One line on stderr for each reload (`--watch`, SIGHUP, `POST /v1/reload`).
+    @Sendable static func reloaded(_ result: ReloadResult, trigger: RulesWatcher.Trigger) {
+        reloaded(result, because: trigger.rawValue)
+    }
+
+    @Sendable static func reloaded(_ result: ReloadResult, because trigger: String) {
+        switch result {
+        case .loaded(let revision):
+            error("luahier: reloaded \(revision.files[0]) (\(trigger)): revision \(revision)")
+        case .unchanged(let revision):
+            error("luahier: reload (\(trigger)) found the rules unchanged: revision \(revision) keeps answering")
+        case .failed(let running, let message):
+            error("luahier: reload (\(trigger)) failed, revision \(running) keeps answering: \(PrintableText.field(message))")
+        }
+    }
 }

@@ -33,6 +33,9 @@ struct Dispatch: ParsableCommand {
     @Flag(help: "Stop at the first invalid line (after answering it).")
     var strict = false
 
+    @Flag(help: "Reload the rules when the file (or a module it loaded) changes, and on SIGHUP; every outcome then carries the revision that answered it.")
+    var watch = false
+
     @Option(parsing: .unconditional, help: ArgumentHelp("Longest input line, e.g. 64K, 1M; longer ones are answered LineTooLong.", valueName: "size"))
     var maxLine = "1M"
 
@@ -68,6 +71,7 @@ struct Dispatch: ParsableCommand {
         options.maxLineBytes = try maxLineBytes()
         options.inputName = inputPath == "-" ? "stdin" : inputPath
         options.presentWhileLoading = { Console.present($0) }
+        options.stampsRevision = watch
 
         let descriptor = inputPath == "-" ? STDIN_FILENO : open(inputPath, O_RDONLY)
         guard descriptor >= 0 else {
@@ -77,7 +81,11 @@ struct Dispatch: ParsableCommand {
         fflush(nil)
         let summary: LineDispatcher.Summary
         do {
-            summary = try LineDispatcher.run(options, input: descriptor, output: STDOUT_FILENO)
+            let pool = try RulesPool(options: options.pool)
+            let watcher = watch ? RulesWatcher(pool: pool, files: true, hangUp: true, report: Console.reloaded) : nil
+            summary = LineDispatcher.run(options, on: pool, input: descriptor, output: STDOUT_FILENO)
+            watcher?.stop()
+            pool.shutDown()
         } catch {
             Console.scriptFailed(error)
             if let signal = Interruption.signal {

@@ -24,7 +24,7 @@ struct Luahier: ParsableCommand {
               141  stdout was a pipe its reader closed
             """,
         version: PackageVersion.description,
-        subcommands: [Run.self, Dispatch.self, Check.self, Tree.self, Test.self, Explain.self]
+        subcommands: [Run.self, Dispatch.self, Serve.self, Check.self, Tree.self, Test.self, Explain.self]
     )
 
     /// Parses and runs on a large-stack thread, mapping every failure to a documented exit
@@ -104,7 +104,7 @@ enum ExitStatus {
 
 /// The process's command line, as the subcommands read it.
 enum CommandLineWords {
-    static let subcommands: Set<String> = ["run", "dispatch", "check", "tree", "test", "explain", "help"]
+    static let subcommands: Set<String> = ["run", "dispatch", "serve", "check", "tree", "test", "explain", "help"]
 
     /// The arguments after the program's name, with `run` put in front when the first one
     /// is a script rather than a subcommand or an option: a shebang line

@@ -123,7 +123,7 @@ final class Generation: @unchecked Sendable {
                     files: [options.rulesFile] + read.keys.sorted(), loadedAt: Monitor.now)
                 monitor.locked {
                     self.revision = revision
-                    stamp = options.stampsRevision ? [UInt8(ascii: ",")] + revision.member : []
+                    stamp = options.stampsRevision ? revision.stamp : []
                     modules = read
                     monitor.broadcast()
                 }

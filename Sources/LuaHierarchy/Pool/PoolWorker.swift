@@ -37,7 +37,7 @@ final class PoolWorker {
         let plain = stamp.isEmpty && numbered
         func hand(_ answer: UnsafeRawBufferPointer, charged: Bool) {
             if plain { return deliver(answer, charged) }
-            splice(answer, stamp: stamp, numbered: numbered)
+            Self.splice(answer, stamp: stamp, numbered: numbered, into: &stamped)
             stamped.withUnsafeBytes { deliver($0, charged) }
         }
         var next = 0
@@ -76,7 +76,7 @@ final class PoolWorker {
 
     /// `answer` (`{"line":N,...}\n`) into `stamped`, with `stamp` (`,"revision":{...}`, or
     /// nothing) after the line number, or in its place when not `numbered`.
-    private func splice(_ answer: UnsafeRawBufferPointer, stamp: [UInt8], numbered: Bool) {
+    static func splice(_ answer: UnsafeRawBufferPointer, stamp: [UInt8], numbered: Bool, into stamped: inout [UInt8]) {
         stamped.removeAll(keepingCapacity: true)
         // `{"line":` and its digits.
         var end = 8

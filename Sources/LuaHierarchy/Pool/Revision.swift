@@ -25,9 +25,10 @@ public struct Revision: Sendable, Hashable, CustomStringConvertible {
     /// `2 (sha256 9f86d081884c7d65)`
     public var description: String { "\(number) (sha256 \(shortHash))" }
 
-    /// `"revision":{"number":2,"hash":"9f86d081884c7d65"}`, the member outcomes carry.
-    var member: [UInt8] {
-        Array(#""revision":{"number":\#(number),"hash":"\#(shortHash)"}"#.utf8)
+    /// `,"revision":{"number":2,"hash":"9f86d081884c7d65"}`: the member outcomes carry,
+    /// with the comma before it.
+    var stamp: [UInt8] {
+        Array(#","revision":{"number":\#(number),"hash":"\#(shortHash)"}"#.utf8)
     }
 
     /// The hash of `rules` (the file `path`) and `modules` (texts by path).

@@ -102,6 +102,8 @@ public final class RulesPool: @unchecked Sendable {
         public var reloads = 0, unchangedReloads = 0, failedReloads = 0
         /// Requests that waited for a state, and those refused `overloaded`.
         public var waits = 0, overloaded = 0
+
+        public init() {}
     }
 
     /// Loads the first revision into `options.workers` states; throws the rules' error
@@ -187,6 +189,20 @@ public final class RulesPool: @unchecked Sendable {
             if let refusal = submit(job) { continuation.resume(returning: .failure(refusal)) }
         }
         return try result.get()
+    }
+
+    /// The outcome a request gets when it is refused before any state sees it (a body over
+    /// the server's limit, an overloaded pool): `status` `invalid`, an error of `type` with
+    /// `message`, where `where` says, and the running revision when outcomes carry it. One
+    /// JSON object, no newline.
+    public func refusal(type: String, message: String, where place: String) -> [UInt8] {
+        var output = JSONWriter()
+        let invalid = LineProcessor.InvalidLine(id: nil, type: type, message: message, column: nil)
+        LineProcessor.write(invalid, number: 1, where: place, into: &output)
+        let stamp = options.stampsRevision ? revision.stamp : []
+        var refusal: [UInt8] = []
+        output.bytes.withUnsafeBytes { PoolWorker.splice($0, stamp: stamp, numbered: false, into: &refusal) }
+        return Array(refusal.dropLast())
     }
 
     /// One request as a line of its own text.

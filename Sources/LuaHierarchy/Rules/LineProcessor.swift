@@ -423,6 +423,11 @@ struct LineProcessor {
     }
 
     private func write(_ invalid: InvalidLine, number: Int, into output: inout JSONWriter) {
+        Self.write(invalid, number: number, where: "\(inputName):\(number)" + (invalid.column.map { ":\($0)" } ?? ""), into: &output)
+    }
+
+    /// An `invalid` outcome line for line `number`, its error's `where` being `place`.
+    static func write(_ invalid: InvalidLine, number: Int, where place: String, into output: inout JSONWriter) {
         output.writeKey("line", opening: true)
         output.append(String(number))
         if let id = invalid.id {
@@ -437,7 +442,7 @@ struct LineProcessor {
         output.writeKey("message")
         output.writeString(invalid.message)
         output.writeKey("where")
-        output.writeString("\(inputName):\(number)" + (invalid.column.map { ":\($0)" } ?? ""))
+        output.writeString(place)
         output.append("}}\n")
     }
 }

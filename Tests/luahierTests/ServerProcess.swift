@@ -1,0 +1,201 @@
+import Foundation
+import Testing
+
+/// `luahier serve` running as a child process on a free loopback port, as a user runs it.
+final class ServerProcess: @unchecked Sendable {
+    let process = Process()
+    private let errors = Pipe()
+    private let lock = NSLock()
+    private var stderrText = ""
+    /// `http://127.0.0.1:PORT`'s port, read off the line serve prints when it listens.
+    private(set) var port: UInt16 = 0
+
+    /// Starts `luahier serve ARGS --port 0` in `folder` and waits until it listens.
+    init(_ arguments: [String], in folder: URL = Luahier.packageRoot, timeout: Double = 60) throws {
+        signal(SIGPIPE, SIG_IGN)
+        process.executableURL = Luahier.binary
+        process.arguments = ["serve"] + arguments + ["--port", "0"]
+        process.currentDirectoryURL = folder
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        errors.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { return }
+            lock.lock()
+            stderrText += String(decoding: data, as: UTF8.self)
+            lock.unlock()
+        }
+        try process.run()
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let range = stderr.range(of: #"on http://127\.0\.0\.1:(\d+)"#, options: .regularExpression) {
+                port = UInt16(stderr[range].split(separator: ":").last!)!
+                return
+            }
+            if !process.isRunning { break }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        process.terminate()
+        throw ServerFailure(message: "serve did not start listening: \(stderr)")
+    }
+
+    var stderr: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return stderrText
+    }
+
+    func signal(_ number: Int32) {
+        kill(process.processIdentifier, number)
+    }
+
+    /// Waits for the process to exit (killing it past `timeout`); its exit status.
+    @discardableResult
+    func waitForExit(timeout: Double = 30) -> Int32 {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        // What it wrote last.
+        Thread.sleep(forTimeInterval: 0.05)
+        return process.terminationStatus
+    }
+
+    /// Stops it (SIGTERM) if it still runs.
+    func stop() {
+        if process.isRunning {
+            signal(SIGTERM)
+            waitForExit()
+        }
+    }
+
+    /// Waits until `condition` holds of stderr.
+    func waitForStderr(timeout: Double = 20, _ condition: (String) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition(stderr) { return true }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return condition(stderr)
+    }
+
+    func request(_ method: String, _ path: String, body: [UInt8] = [], headers: [String: String] = [:]) throws -> HTTPReply {
+        try HTTPClient.request(port: port, method: method, path: path, body: body, headers: headers)
+    }
+
+    func post(_ path: String, _ body: String, headers: [String: String] = [:]) throws -> HTTPReply {
+        try request("POST", path, body: Array(body.utf8), headers: headers)
+    }
+
+    func get(_ path: String) throws -> HTTPReply {
+        try request("GET", path)
+    }
+}
+
+struct ServerFailure: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}
+
+struct HTTPReply {
+    var status: Int
+    /// Header names lowercased.
+    var headers: [String: String]
+    var body: [UInt8]
+
+    var text: String { String(decoding: body, as: UTF8.self) }
+
+    /// The body as one JSON object.
+    var json: [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] ?? [:]
+    }
+
+    /// The body as JSON lines, each an object.
+    var lines: [[String: Any]] {
+        text.split(separator: "\n").map { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] ?? [:] }
+    }
+}
+
+/// A small HTTP/1.1 client over a blocking socket: one request per connection
+/// (`Connection: close`), chunked bodies decoded. Enough to talk to the server as any
+/// client would, without a client library.
+enum HTTPClient {
+    static func request(
+        port: UInt16, method: String, path: String, body: [UInt8], headers: [String: String], timeout: Int = 30
+    ) throws -> HTTPReply {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw ServerFailure(message: "socket: \(errno)") }
+        defer { close(socket) }
+        var time = timeval(tv_sec: timeout, tv_usec: 0)
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw ServerFailure(message: "connect: \(String(cString: strerror(errno)))") }
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        var fields = headers
+        if fields["Content-Length"] == nil && (method == "POST" || !body.isEmpty) { fields["Content-Length"] = String(body.count) }
+        for (name, value) in fields { head += "\(name): \(value)\r\n" }
+        head += "\r\n"
+        try sendAll(socket, Array(head.utf8) + body)
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 { throw ServerFailure(message: "recv: \(String(cString: strerror(errno))) after \(received.count) bytes") }
+            if count == 0 { break }
+            received += buffer[..<count]
+        }
+        return try parse(received)
+    }
+
+    private static func sendAll(_ socket: Int32, _ bytes: [UInt8]) throws {
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes[sent...].withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            // The server may answer (413) and close before reading a large body whole.
+            if count < 0 { return }
+            sent += count
+        }
+    }
+
+    static func parse(_ bytes: [UInt8]) throws -> HTTPReply {
+        let separator: [UInt8] = Array("\r\n\r\n".utf8)
+        guard let end = bytes.firstRange(of: separator) else {
+            throw ServerFailure(message: "no HTTP head in \(bytes.count) bytes: \(String(decoding: bytes.prefix(200), as: UTF8.self))")
+        }
+        let head = String(decoding: bytes[..<end.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
+        let status = Int(head[0].split(separator: " ")[1]) ?? 0
+        var headers: [String: String] = [:]
+        for line in head.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        var body = Array(bytes[end.upperBound...])
+        if headers["transfer-encoding"]?.lowercased() == "chunked" { body = try dechunk(body) }
+        return HTTPReply(status: status, headers: headers, body: body)
+    }
+
+    private static func dechunk(_ bytes: [UInt8]) throws -> [UInt8] {
+        var body: [UInt8] = []
+        var position = 0
+        let crlf: [UInt8] = [13, 10]
+        while position < bytes.count {
+            guard let lineEnd = bytes[position...].firstRange(of: crlf) else { throw ServerFailure(message: "bad chunk") }
+            let sizeText = String(decoding: bytes[position..<lineEnd.lowerBound], as: UTF8.self).split(separator: ";")[0]
+            guard let size = Int(sizeText, radix: 16) else { throw ServerFailure(message: "bad chunk size \(sizeText)") }
+            position = lineEnd.upperBound
+            if size == 0 { break }
+            body += bytes[position..<position + size]
+            position += size + 2
+        }
+        return body
+    }
+}
