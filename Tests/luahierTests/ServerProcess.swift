@@ -12,7 +12,7 @@ final class ServerProcess: @unchecked Sendable {
 
     /// Starts `luahier serve ARGS --port 0` in `folder` and waits until it listens.
     init(_ arguments: [String], in folder: URL = Luahier.packageRoot, timeout: Double = 60) throws {
-        signal(SIGPIPE, SIG_IGN)
+        Glibc.signal(SIGPIPE, SIG_IGN)
         process.executableURL = Luahier.binary
         process.arguments = ["serve"] + arguments + ["--port", "0"]
         process.currentDirectoryURL = folder
