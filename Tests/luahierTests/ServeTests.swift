@@ -257,6 +257,50 @@ struct ServeTests {
         #expect(metrics.contains("luahier_pool_waits_total 1"))
     }
 
+    @Test func dispatchWatchStampsEachLineWithTheRevisionThatAnsweredIt() throws {
+        let folder = try Self.folder()
+        let process = Process()
+        process.executableURL = Luahier.binary
+        process.arguments = ["dispatch", "--watch", "rules.lua"]
+        process.currentDirectoryURL = folder
+        let input = Pipe(), output = Pipe(), errors = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let request = Data("{\"at\":\"/app\",\"event\":\"Ask\"}\n".utf8)
+        func send(_ count: Int) {
+            for _ in 0..<count {
+                input.fileHandleForWriting.write(request)
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+        }
+        send(3)
+        try Self.rules(version: 2).write(to: folder.appendingPathComponent("rules.lua"), atomically: true, encoding: .utf8)
+        Thread.sleep(forTimeInterval: 1.0)
+        send(3)
+        try "local broken = (".write(to: folder.appendingPathComponent("rules.lua"), atomically: true, encoding: .utf8)
+        Thread.sleep(forTimeInterval: 1.0)
+        send(3)
+        try input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n").map {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] ?? [:]
+        }
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0)
+        #expect(lines.map { ($0["revision"] as? [String: Any])?["number"] as? Int } == [1, 1, 1, 2, 2, 2, 2, 2, 2])
+        #expect(lines.map { ($0["value"] as? [String: Any])?["version"] as? Int } == [1, 1, 1, 2, 2, 2, 2, 2, 2])
+        #expect(stderr.contains("luahier: reloaded rules.lua (file changed): revision 2 (sha256 "))
+        #expect(stderr.contains("luahier: reload (file changed) failed, revision 2 (sha256 "))
+        #expect(stderr.contains("rules.lua:1: unexpected symbol near <eof>"))
+        // Without --watch, outcomes carry no revision (nothing can change it).
+        try Self.rules(version: 1).write(to: folder.appendingPathComponent("rules.lua"), atomically: true, encoding: .utf8)
+        let plain = try Luahier.run(["dispatch", "rules.lua"], stdin: "{\"at\":\"/app\",\"event\":\"Ask\"}\n", in: folder)
+        #expect(plain.stdout.hasPrefix(#"{"line":1,"status":"unhandled""#))
+        #expect(!plain.stdout.contains("revision"))
+    }
+
     @Test func startupFailuresAndDefaults() throws {
         let broken = try Luahier.run(["serve", try Luahier.script("local x = (", name: "rules.lua"), "--port", "0"])
         #expect(broken.status == 1)

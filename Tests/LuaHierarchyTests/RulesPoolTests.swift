@@ -1,0 +1,141 @@
+import Foundation
+import Testing
+@testable import LuaHierarchy
+
+/// The pool of states as the library's async API (SPEC §7: a pool serves many cores; §9).
+@Suite("RulesPool (SPEC §9)")
+struct RulesPoolTests {
+    /// A folder with `rules.lua` (requiring `version.lua`) at `version`.
+    static func folder(version: Int) throws -> URL {
+        let folder = URL(fileURLWithPath: "/tmp/lhpool-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try write(version: version, in: folder)
+        return folder
+    }
+
+    static func write(version: Int, in folder: URL, rules: String? = nil) throws {
+        try (rules ?? """
+            local version = require("version")
+            local app = hier.root:child("app")
+            app:receiveEvent("Ask", function(e) return {type = "Answer", version = version, n = e.n} end)
+            """).write(to: folder.appendingPathComponent("rules.lua"), atomically: true, encoding: .utf8)
+        try "return \(version)\n".write(to: folder.appendingPathComponent("version.lua"), atomically: true, encoding: .utf8)
+    }
+
+    static func version(_ answer: RulesPool.Answer) -> Int64? {
+        answer.value["value"]?["version"]?.integer
+    }
+
+    @Test func sha256MatchesTheStandardVectors() {
+        for (text, digest) in [
+            ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+            ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+            ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
+            (String(repeating: "a", count: 1000), "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3"),
+        ] {
+            var hash = SHA256()
+            hash.update(Array(text.utf8))
+            #expect(hash.hexDigest() == digest, "\(text.prefix(10))")
+        }
+    }
+
+    @Test func manyTasksShareThePoolAndEachGetsItsOwnAnswer() async throws {
+        let folder = try Self.folder(version: 1)
+        let pool = try RulesPool(options: .init(rulesFile: folder.appendingPathComponent("rules.lua").path, workers: 3))
+        #expect(pool.revision.number == 1)
+        #expect(pool.revision.files.map { ($0 as NSString).lastPathComponent } == ["rules.lua", "version.lua"])
+        let answers = try await withThrowingTaskGroup(of: (Int, RulesPool.Answer).self) { tasks in
+            for n in 0..<200 {
+                tasks.addTask { (n, try await pool.dispatch(#"{"at": "/app", "event": {"type": "Ask", "n": \#(n)}}"#)) }
+            }
+            return try await tasks.reduce(into: [:]) { $0[$1.0] = $1.1 }
+        }
+        #expect(answers.count == 200)
+        for (n, answer) in answers {
+            #expect(answer.status == .unhandled)
+            #expect(answer.value["value"]?["n"]?.integer == Int64(n))
+            #expect(Self.version(answer) == 1)
+            #expect(answer.value["revision"]?["hash"]?.stringValue == pool.revision.shortHash)
+        }
+        let invalid = try await pool.dispatch(#"{"at": "/none", "event": "Ask"}"#)
+        #expect(invalid.status == .invalid)
+        #expect(invalid.value["error"]?["where"]?.stringValue == "request:1")
+        await pool.shutDown()
+        await #expect(throws: RulesPool.Refusal.shutDown) { try await pool.dispatch(#"{"at": "/app", "event": "Ask"}"#) }
+    }
+
+    @Test func aReloadSwapsInAWholeRevisionAndAFailedOneChangesNothing() async throws {
+        let folder = try Self.folder(version: 1)
+        let pool = try RulesPool(options: .init(rulesFile: folder.appendingPathComponent("rules.lua").path, workers: 2))
+        defer { pool.shutDown() }
+        let first = pool.revision
+        // A module changed: a new revision, whose hash covers the module.
+        try Self.write(version: 2, in: folder)
+        guard case .loaded(let second) = await pool.reload() else { Issue.record("no new revision"); return }
+        #expect(second.number == 2 && second.hash != first.hash)
+        #expect(Self.version(try await pool.dispatch(#"{"at": "/app", "event": "Ask"}"#)) == 2)
+        // Nothing changed: the running revision stays, under its number.
+        #expect(await pool.reload() == .unchanged(second))
+        // A broken module: the failure is kept and the running revision answers.
+        try "return (".write(to: folder.appendingPathComponent("version.lua"), atomically: true, encoding: .utf8)
+        guard case .failed(let running, let message) = await pool.reload() else { Issue.record("the reload loaded"); return }
+        #expect(running == second)
+        #expect(message.contains("version.lua:1:"))
+        #expect(pool.lastReloadFailure?.description.contains("version.lua:1:") == true)
+        #expect(Self.version(try await pool.dispatch(#"{"at": "/app", "event": "Ask"}"#)) == 2)
+        #expect(pool.statistics.failedReloads == 1 && pool.statistics.reloads == 1 && pool.statistics.unchangedReloads == 1)
+        // Two pools on the same files have the same hash.
+        try Self.write(version: 2, in: folder)
+        let twin = try RulesPool(options: .init(rulesFile: folder.appendingPathComponent("rules.lua").path))
+        #expect(twin.revision.hash == second.hash)
+        await twin.shutDown()
+    }
+
+    @Test func everyStateOfARevisionLoadsTheTextTheFirstOneRead() throws {
+        // The rules count how often each state read the module: a module that changes while
+        // the states load cannot make them differ, because only the first reads the disk.
+        let folder = try Self.folder(version: 1)
+        let options = RulesPool.Options(rulesFile: folder.appendingPathComponent("rules.lua").path, workers: 4)
+        let generation = try Generation(options: options, text: Array(try String(contentsOf: folder.appendingPathComponent("rules.lua"), encoding: .utf8).utf8), number: 1)
+        defer {
+            generation.retire()
+            generation.join()
+        }
+        #expect(generation.revision.files.count == 2)
+        // Changing the module now changes nothing in this generation's states.
+        try "return 99\n".write(to: folder.appendingPathComponent("version.lua"), atomically: true, encoding: .utf8)
+        let versions = Locked<[Int64]>([])
+        let done = DispatchGroup()
+        for _ in 0..<8 {
+            done.enter()
+            _ = generation.enqueue(PoolJob(work: { worker in
+                let request = Array(#"{"at": "/app", "event": "Ask"}"#.utf8)
+                _ = request.withUnsafeBytes { bytes in
+                    worker.answer(bytes, lines: [.init(number: 1, start: 0, count: bytes.count, oversized: false)],
+                                  held: worker.processor.outputCharge(), numbered: false) { answer, _ in
+                        let value = try? JSON.parse(answer)
+                        versions.mutate { $0.append(value?["value"]?["version"]?.integer ?? -1) }
+                    }
+                }
+                done.leave()
+            }), maxWaiting: .max)
+        }
+        done.wait()
+        #expect(versions.value == Array(repeating: 1, count: 8))
+    }
+}
+
+extension Value {
+    var integer: Int64? {
+        if case .int(let number) = self { return number }
+        return nil
+    }
+}
+
+final class Locked<Value>: @unchecked Sendable {
+    private var stored: Value
+    private let lock = NSLock()
+    init(_ value: Value) { stored = value }
+    var value: Value { lock.lock(); defer { lock.unlock() }; return stored }
+    func mutate(_ body: (inout Value) -> Void) { lock.lock(); defer { lock.unlock() }; body(&stored) }
+}
