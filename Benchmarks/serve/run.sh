@@ -33,7 +33,8 @@ done
 # dispatch on the same requests: as many lines as 2 workers answered, in turn.
 LINES=200000
 grep -v '^\s*$' scripts/alerts.jsonl > "$WORK/one.jsonl"
-while [ "$(wc -l < "$WORK/in.jsonl" 2>/dev/null || echo 0)" -lt "$LINES" ]; do cat "$WORK/one.jsonl" >> "$WORK/in.jsonl"; done
+: > "$WORK/in.jsonl"
+while [ "$(wc -l < "$WORK/in.jsonl")" -lt "$LINES" ]; do cat "$WORK/one.jsonl" >> "$WORK/in.jsonl"; done
 for jobs in 1 2; do
   start=$(date +%s.%N)
   $LUAHIER dispatch scripts/alerts.lua --jobs "$jobs" < "$WORK/in.jsonl" > /dev/null 2>&1 || true
