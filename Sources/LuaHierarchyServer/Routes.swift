@@ -79,8 +79,11 @@ extension RulesServer {
             do {
                 let summary: RulesPool.BatchSummary = try await pool.dispatchBatch(body) { answer in
                     metrics.recordLimitTrip(in: answer)
-                    output.yield(ByteBuffer(bytes: answer))
+                    let result = output.yield(ByteBuffer(bytes: answer))
                     gate.open(nil)
+                    // The client went away (the stream ended): the rest is not answered.
+                    if case .terminated = result { return false }
+                    return true
                 }
                 for (status, count) in summary.counts { metrics.record(status, count: count) }
                 metrics.record(code: 200, seconds: ContinuousClock.now - started)

@@ -115,6 +115,7 @@ struct RulesPoolTests {
                                   held: worker.processor.outputCharge(), numbered: false) { answer, _ in
                         let value = try? JSON.parse(answer)
                         versions.mutate { $0.append(value?["value"]?["version"]?.integer ?? -1) }
+                        return true
                     }
                 }
                 done.leave()

@@ -301,6 +301,28 @@ struct ServeTests {
         #expect(!plain.stdout.contains("revision"))
     }
 
+    /// After the attack: a long batch of lines the host answers (invalid ones) takes linear
+    /// time (it was quadratic: 16,000 took 11 s), and a batch whose client went away stops.
+    @Test func longInvalidBatchesAreLinearAndAbandonedBatchesStop() throws {
+        let server = try ServerProcess(["rules.lua", "--max-body", "4M", "--dispatch-timeout", "0.5"], in: try Self.folder())
+        defer { server.stop() }
+        let invalid = try server.post(
+            "/v1/dispatch", String(repeating: "x\n", count: 40_000), headers: ["Content-Type": "application/x-ndjson"], timeout: 60)
+        let lines = invalid.lines
+        #expect(lines.count == 40_000)
+        #expect(lines.last?["line"] as? Int == 40_000)
+        #expect(lines.allSatisfy { $0["status"] as? String == "invalid" })
+
+        // 20 lines that each run into the 0.5 s limit: 10 s of work, abandoned after 1 s.
+        let loops = String(repeating: "{\"at\":\"/app\",\"event\":\"Loop\"}\n", count: 20)
+        try HTTPClient.abandon(
+            port: server.port, path: "/v1/dispatch", body: Array(loops.utf8),
+            headers: ["Content-Type": "application/x-ndjson"], after: 1)
+        // The one state is free again within a line or two, not after the other 18.
+        let next = try server.post("/v1/dispatch", #"{"at": "/app", "event": "Ask"}"#, timeout: 4)
+        #expect(next.status == 200)
+    }
+
     @Test func startupFailuresAndDefaults() throws {
         let broken = try Luahier.run(["serve", try Luahier.script("local x = (", name: "rules.lua"), "--port", "0"])
         #expect(broken.status == 1)

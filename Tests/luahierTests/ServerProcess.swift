@@ -80,12 +80,12 @@ final class ServerProcess: @unchecked Sendable {
         return condition(stderr)
     }
 
-    func request(_ method: String, _ path: String, body: [UInt8] = [], headers: [String: String] = [:]) throws -> HTTPReply {
-        try HTTPClient.request(port: port, method: method, path: path, body: body, headers: headers)
+    func request(_ method: String, _ path: String, body: [UInt8] = [], headers: [String: String] = [:], timeout: Int = 30) throws -> HTTPReply {
+        try HTTPClient.request(port: port, method: method, path: path, body: body, headers: headers, timeout: timeout)
     }
 
-    func post(_ path: String, _ body: String, headers: [String: String] = [:]) throws -> HTTPReply {
-        try request("POST", path, body: Array(body.utf8), headers: headers)
+    func post(_ path: String, _ body: String, headers: [String: String] = [:], timeout: Int = 30) throws -> HTTPReply {
+        try request("POST", path, body: Array(body.utf8), headers: headers, timeout: timeout)
     }
 
     func get(_ path: String) throws -> HTTPReply {
@@ -154,6 +154,24 @@ enum HTTPClient {
             received += buffer[..<count]
         }
         return try parse(received)
+    }
+
+    /// Sends a POST and closes the connection after `seconds`, whatever came back: a client
+    /// that went away.
+    static func abandon(port: UInt16, path: String, body: [UInt8], headers: [String: String], after seconds: Double) throws {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        var head = "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.count)\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        try sendAll(socket, Array((head + "\r\n").utf8) + body)
+        Thread.sleep(forTimeInterval: seconds)
     }
 
     private static func sendAll(_ socket: Int32, _ bytes: [UInt8]) throws {

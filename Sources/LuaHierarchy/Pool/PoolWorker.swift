@@ -22,6 +22,8 @@ final class PoolWorker {
         var interrupted = false
         /// The status of the last line answered.
         var last: LineStatus?
+        /// The deliverer refused an answer (its reader went away): nothing more was answered.
+        var cancelled = false
     }
 
     /// Answers `lines` of `chunk`, in order. Each outcome line goes to `deliver` with the
@@ -30,27 +32,48 @@ final class PoolWorker {
     /// charges the others while it holds them, SPEC §7).
     func answer(
         _ chunk: UnsafeRawBufferPointer, lines: [LuaEngine.RunLine], held: MemoryCharge, strict: Bool = false,
-        numbered: Bool = true, deliver: (UnsafeRawBufferPointer, _ charged: Bool) -> Void
+        numbered: Bool = true, deliver: (UnsafeRawBufferPointer, _ charged: Bool) -> Bool
     ) -> Answered {
         var answered = Answered()
         let stamp = generation.stamp
         let plain = stamp.isEmpty && numbered
-        func hand(_ answer: UnsafeRawBufferPointer, charged: Bool) {
+        func hand(_ answer: UnsafeRawBufferPointer, charged: Bool) -> Bool {
             if plain { return deliver(answer, charged) }
             Self.splice(answer, stamp: stamp, numbered: numbered, into: &stamped)
-            stamped.withUnsafeBytes { deliver($0, charged) }
+            return stamped.withUnsafeBytes { deliver($0, charged) }
         }
+        // Windows of at most `window` lines: each run C answers is handed the lines from its
+        // window (it copies them per run, and a line left to this side ends a run), so a
+        // long batch of lines C leaves to this side costs linear time, not quadratic.
+        var start = 0
+        while start < lines.count {
+            let end = min(lines.count, start + Self.window)
+            let part = start == 0 && end == lines.count ? lines : Array(lines[start..<end])
+            start = end
+            answerWindow(chunk, lines: part, held: held, strict: strict, into: &answered, hand: hand)
+            if answered.interrupted || answered.stopLine != nil || answered.cancelled { break }
+        }
+        return answered
+    }
+
+    /// Most lines handed to one run (a `dispatch` batch has at most as many).
+    static let window = 512
+
+    private func answerWindow(
+        _ chunk: UnsafeRawBufferPointer, lines: [LuaEngine.RunLine], held: MemoryCharge, strict: Bool,
+        into answered: inout Answered, hand: (UnsafeRawBufferPointer, Bool) -> Bool
+    ) {
         var next = 0
         while next < lines.count {
             if Interruption.signal != nil {
                 answered.interrupted = true
-                return answered
+                return
             }
             // A run of lines C answers end to end, each handed over as it is written; then the
             // line it left to the processor's own path, if any.
             let run = processor.answerRun(chunk, lines: lines, from: next, into: &output, held: held) { answer in
-                hand(answer, charged: false)
-                return true
+                // Refused: C leaves the line to this side, which stops there.
+                hand(answer, false)
             }
             for (index, count) in run.counts.enumerated() where count > 0 {
                 answered.counts[index] += count
@@ -58,20 +81,23 @@ final class PoolWorker {
             }
             if run.interrupted {
                 answered.interrupted = true
-                return answered
+                return
             }
             next = run.next
             guard let status = run.answered else { continue }
             answered.counts[status.index] += 1
             answered.last = status
-            output.bytes.withUnsafeBytes { hand($0, charged: true) }
+            let taken = output.bytes.withUnsafeBytes { hand($0, true) }
             output.bytes.removeAll(keepingCapacity: true)
+            if !taken {
+                answered.cancelled = true
+                return
+            }
             if status == .invalid && strict {
                 answered.stopLine = lines[next - 1].number
-                return answered
+                return
             }
         }
-        return answered
     }
 
     /// `answer` (`{"line":N,...}\n`) into `stamped`, with `stamp` (`,"revision":{...}`, or

@@ -145,6 +145,7 @@ public final class RulesPool: @unchecked Sendable {
                 let answered = request.withUnsafeBytes { bytes in
                     worker.answer(bytes, lines: [Self.line(count: bytes.count, limit: self.options.maxLineBytes)], held: held, numbered: false) { answer, _ in
                         json = Array(answer.dropLast())   // the newline
+                        return true
                     }
                 }
                 let status = answered.last ?? .invalid
@@ -165,9 +166,10 @@ public final class RulesPool: @unchecked Sendable {
 
     /// Answers the JSON lines of `body` in order on one state, so one revision answers them
     /// all; each outcome line (with its newline) goes to `deliver` as it is written, from the
-    /// state's thread. Blank lines are skipped; `line` counts from 1.
+    /// state's thread. Blank lines are skipped; `line` counts from 1. `deliver` returns false
+    /// when no one wants more answers (the client went away): the batch stops there.
     public func dispatchBatch(
-        _ body: [UInt8], deliver: @escaping @Sendable (UnsafeRawBufferPointer) -> Void
+        _ body: [UInt8], deliver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool
     ) async throws(Refusal) -> BatchSummary {
         var cutter = LineCutter(maxLineBytes: options.maxLineBytes)
         let lines = cutter.cut(body)

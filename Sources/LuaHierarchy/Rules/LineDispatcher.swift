@@ -220,6 +220,7 @@ final class Pipeline: @unchecked Sendable {
             let answered = batch.chunk.withUnsafeBytes { bytes in
                 worker.answer(bytes, lines: batch.lines, held: held, strict: options.strict) { answer, charged in
                     handOver(answer, of: batch, held: held, charged: charged)
+                    return true
                 }
             }
             batch.counts = answered.counts
