@@ -5,7 +5,6 @@
  * while a shutdown is under way ends the process the default way. */
 #include "luahier_host.h"
 
-#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 
@@ -26,17 +25,11 @@ static void luahier_onstop(int sig) {
     luahier_stop_signal = sig;
 }
 
+/* SA_RESTART: a service's reads and writes go on; only the flag matters. A SIGHUP the
+ * process started with ignored (nohup) is handled all the same: for a service it means
+ * reload, which is what its operator asks for with it. */
 static int luahier_handle(int sig, void (*handler)(int)) {
-    struct sigaction action;
-    memset(&action, 0, sizeof action);
-    action.sa_handler = handler;
-    action.sa_flags = SA_RESTART;
-    sigemptyset(&action.sa_mask);
-    if (sigaction(sig, &action, NULL) != 0) return -1;
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, sig);
-    return pthread_sigmask(SIG_UNBLOCK, &set, NULL) == 0 ? 0 : -1;
+    return luahier_installhandler(sig, handler, SA_RESTART, 0);
 }
 
 int luahier_service_handlehangup(void) {

@@ -264,18 +264,25 @@ static void luahier_interrupthandler(int sig) {
  * threads started from now on inherit that. No SA_RESTART: a read that waits (a script on
  * stdin, the input of `dispatch`) returns EINTR, so the signal is seen at once. */
 static int luahier_installstop(int sig) {
-    struct sigaction existing;
-    if (sigaction(sig, NULL, &existing) != 0) return -1;
-    if (!(existing.sa_flags & SA_SIGINFO) && existing.sa_handler == SIG_IGN) return 0;
+    return luahier_installhandler(sig, luahier_interrupthandler, 0, 1);
+}
+
+int luahier_installhandler(int sig, void (*handler)(int), int flags, int keep_ignored) {
+    if (keep_ignored) {
+        struct sigaction existing;
+        if (sigaction(sig, NULL, &existing) != 0) return -1;
+        if (!(existing.sa_flags & SA_SIGINFO) && existing.sa_handler == SIG_IGN) return 0;
+    }
     struct sigaction action;
     memset(&action, 0, sizeof action);
-    action.sa_handler = luahier_interrupthandler;
+    action.sa_handler = handler;
+    action.sa_flags = flags;
     sigemptyset(&action.sa_mask);
     if (sigaction(sig, &action, NULL) != 0) return -1;
-    sigset_t stops;
-    sigemptyset(&stops);
-    sigaddset(&stops, sig);
-    return pthread_sigmask(SIG_UNBLOCK, &stops, NULL) == 0 ? 0 : -1;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    return pthread_sigmask(SIG_UNBLOCK, &set, NULL) == 0 ? 0 : -1;
 }
 
 int luahier_interrupt_install(void) {

@@ -69,6 +69,11 @@ int luahier_interrupt_install(void);
  * thread that runs Lua or reads input. */
 void luahier_interrupt_block(void);
 
+/* Installs `handler` for `sig` with sigaction `flags` (SA_RESTART or 0) and unblocks `sig`
+ * in the calling thread. With `keep_ignored`, a signal the process started with ignored
+ * (nohup, a background job) stays ignored. 0, or -1 on failure. */
+int luahier_installhandler(int sig, void (*handler)(int), int flags, int keep_ignored);
+
 /* Does what the handler does, for `sig`, from any thread (embedders, tests). */
 void luahier_interrupt_request(int sig);
 

@@ -160,7 +160,6 @@ final class Generation: @unchecked Sendable {
 final class PoolJob: @unchecked Sendable {
     enum Admission { case started, waiting, overloaded, retired }
 
-    let queuedAt = Monitor.now
     /// Past this (CLOCK_REALTIME seconds) the job is refused unanswered.
     let deadline: Double
     private let work: (PoolWorker) -> Void

@@ -138,25 +138,17 @@ public final class RulesPool: @unchecked Sendable {
     /// that is not valid gets an `invalid` answer, as a line does; limits that trip fail only
     /// this request.
     public func dispatch(_ request: [UInt8]) async throws(Refusal) -> Answer {
-        let result: Result<Answer, Refusal> = await withCheckedContinuation { continuation in
-            let job = PoolJob(deadline: Monitor.now + options.maxWait, work: { worker in
-                var json: [UInt8] = []
-                let held = worker.processor.outputCharge()
-                let answered = request.withUnsafeBytes { bytes in
-                    worker.answer(bytes, lines: [Self.line(count: bytes.count, limit: self.options.maxLineBytes)], held: held, numbered: false) { answer, _ in
-                        json = Array(answer.dropLast())   // the newline
-                        return true
-                    }
+        try await onFreeState { worker in
+            var json: [UInt8] = []
+            let held = worker.processor.outputCharge()
+            let answered = request.withUnsafeBytes { bytes in
+                worker.answer(bytes, lines: [Self.line(count: bytes.count, limit: self.options.maxLineBytes)], held: held, numbered: false) { answer, _ in
+                    json = Array(answer.dropLast())   // the newline
+                    return true
                 }
-                let status = answered.last ?? .invalid
-                continuation.resume(returning: .success(Answer(status: status, json: json, revision: worker.generation.revision)))
-            }, expired: { [self] in
-                monitor.locked { counts.overloaded += 1 }
-                continuation.resume(returning: .failure(.overloaded))
-            })
-            if let refusal = submit(job) { continuation.resume(returning: .failure(refusal)) }
+            }
+            return Answer(status: answered.last ?? .invalid, json: json, revision: worker.generation.revision)
         }
-        return try result.get()
     }
 
     /// Answers one request given as text.
@@ -173,17 +165,25 @@ public final class RulesPool: @unchecked Sendable {
     ) async throws(Refusal) -> BatchSummary {
         var cutter = LineCutter(maxLineBytes: options.maxLineBytes)
         let lines = cutter.cut(body)
-        let result: Result<BatchSummary, Refusal> = await withCheckedContinuation { continuation in
+        return try await onFreeState { worker in
+            let held = worker.processor.outputCharge()
+            let answered = body.withUnsafeBytes { bytes in
+                worker.answer(bytes, lines: lines, held: held) { answer, _ in deliver(answer) }
+            }
+            var summary = BatchSummary(revision: worker.generation.revision)
+            for status in LineStatus.allCases where answered.counts[status.index] > 0 {
+                summary.counts[status] = answered.counts[status.index]
+            }
+            return summary
+        }
+    }
+
+    /// Runs `work` on a free state of the running revision and returns what it returned;
+    /// refused `overloaded` when none came free within `maxWait` (or too many waited).
+    private func onFreeState<T: Sendable>(_ work: @escaping (PoolWorker) -> T) async throws(Refusal) -> T {
+        let result: Result<T, Refusal> = await withCheckedContinuation { continuation in
             let job = PoolJob(deadline: Monitor.now + options.maxWait, work: { worker in
-                let held = worker.processor.outputCharge()
-                let answered = body.withUnsafeBytes { bytes in
-                    worker.answer(bytes, lines: lines, held: held) { answer, _ in deliver(answer) }
-                }
-                var summary = BatchSummary(revision: worker.generation.revision)
-                for status in LineStatus.allCases where answered.counts[status.index] > 0 {
-                    summary.counts[status] = answered.counts[status.index]
-                }
-                continuation.resume(returning: .success(summary))
+                continuation.resume(returning: .success(work(worker)))
             }, expired: { [self] in
                 monitor.locked { counts.overloaded += 1 }
                 continuation.resume(returning: .failure(.overloaded))
@@ -201,7 +201,7 @@ public final class RulesPool: @unchecked Sendable {
         var output = JSONWriter()
         let invalid = LineProcessor.InvalidLine(id: nil, type: type, message: message, column: nil)
         LineProcessor.write(invalid, number: 1, where: place, into: &output)
-        let stamp = options.stampsRevision ? revision.stamp : []
+        let stamp = monitor.locked { current }.stamp
         var refusal: [UInt8] = []
         output.bytes.withUnsafeBytes { PoolWorker.splice($0, stamp: stamp, numbered: false, into: &refusal) }
         return Array(refusal.dropLast())
