@@ -209,6 +209,7 @@ int luahier_answerrun(lua_State *L, luahier_Engine *e, luahier_LineRun *run) {
     for (; run->next < run->count; run->next++) {
         const luahier_Line *line = &run->lines[run->next];
         if (line->oversized || luahier_interrupt_pending()) return LUAHIER_RUN_HOST;
+        if (run->start_by > 0 && luahier_now() >= run->start_by) return LUAHIER_RUN_EXPIRED;
         if (g->watch) luahier_watchdog_name(g->watch, NULL, line->number);
         int top = lua_gettop(L);
         luahier_Request *request = &run->request;

@@ -15,6 +15,13 @@ extension RulesServer {
         router.post("/v1/dispatch") { request, _ in
             await self.dispatch(request)
         }
+        for method in [HTTPRequest.Method.get, .head, .put, .delete, .patch] {
+            router.on("/v1/dispatch", method: method) { _, _ in
+                Response(
+                    status: .methodNotAllowed, headers: [.allow: "POST", .contentType: "application/json"],
+                    body: .init(byteBuffer: ByteBuffer(string: #"{"error":"POST a request object or JSON lines to /v1/dispatch"}"# + "\n")))
+            }
+        }
         router.get("/healthz") { _, _ in
             self.health()
         }
@@ -30,10 +37,13 @@ extension RulesServer {
 
     private func dispatch(_ request: Request) async -> Response {
         let started = ContinuousClock.now
+        inFlight.begin()
         let response = await answer(request)
         if response.status.code != 200 || !isBatch(request) {
             metrics.record(code: response.status.code, seconds: ContinuousClock.now - started)
+            inFlight.end(answered: true)
         }
+        // A streamed batch ends when its answers are read (AnswerPipe's onEnd).
         return response
     }
 
@@ -42,6 +52,11 @@ extension RulesServer {
     }
 
     private func answer(_ request: Request) async -> Response {
+        if let encoding = request.headers[.contentEncoding], encoding.lowercased() != "identity" {
+            metrics.record(.invalid)
+            return refusal(.unsupportedMediaType, type: "UnsupportedContentEncoding",
+                           message: "the body must not be compressed (Content-Encoding: \(PrintableText.field(encoding)))")
+        }
         let body: [UInt8]
         do {
             var buffer = try await request.body.collect(upTo: options.maxBodyBytes)
@@ -69,9 +84,12 @@ extension RulesServer {
     }
 
     /// A batch, streamed: the status is sent once the first outcome line (or the refusal)
-    /// is known.
+    /// is known. The answers go through an `AnswerPipe`, so a client that reads slowly holds
+    /// its state back instead of piling answers up in the server's memory.
     private func batch(_ body: [UInt8]) async -> Response {
-        let (lines, output) = AsyncStream<ByteBuffer>.makeStream()
+        let pipe = AnswerPipe(limit: options.batchBufferBytes, patience: options.idleTimeout) { [inFlight] readAll in
+            inFlight.end(answered: readAll)
+        }
         let gate = FirstAnswer()
         let metrics = self.metrics
         let started = ContinuousClock.now
@@ -79,22 +97,25 @@ extension RulesServer {
             do {
                 let summary: RulesPool.BatchSummary = try await pool.dispatchBatch(body) { answer in
                     metrics.recordLimitTrip(in: answer)
-                    let result = output.yield(ByteBuffer(bytes: answer))
+                    // Open before pushing: a push may wait for the reader, which starts once open.
                     gate.open(nil)
-                    // The client went away (the stream ended): the rest is not answered.
-                    if case .terminated = result { return false }
-                    return true
+                    return pipe.push(answer)
                 }
                 for (status, count) in summary.counts { metrics.record(status, count: count) }
+                if summary.stoppedEarly { metrics.recordBatchStopped(stalled: pipe.gaveUp) }
+                if summary.outOfTime { metrics.recordBatchOutOfTime() }
                 metrics.record(code: 200, seconds: ContinuousClock.now - started)
                 gate.open(nil)
             } catch {
                 gate.open(error as? RulesPool.Refusal ?? .shutDown)
             }
-            output.finish()
+            pipe.finish()
         }
-        if let refused = await gate.wait() { return refusal(refused) }
-        return Response(status: .ok, headers: [.contentType: "application/x-ndjson"], body: .init(asyncSequence: lines))
+        if let refused = await gate.wait() {
+            pipe.discard()
+            return refusal(refused)
+        }
+        return Response(status: .ok, headers: [.contentType: "application/x-ndjson"], body: .init(asyncSequence: pipe))
     }
 
     private func refusal(_ refused: RulesPool.Refusal) -> Response {

@@ -1,5 +1,7 @@
 internal import Hummingbird
+internal import HummingbirdCore
 internal import Logging
+internal import NIOCore
 import LuaHierarchy
 internal import ServiceLifecycle
 
@@ -31,6 +33,13 @@ public final class RulesServer: Sendable {
         public var reloadEndpoint = false
         /// Longest a graceful shutdown waits for requests in flight before it closes them.
         public var shutdownGrace = 30.0
+        /// Seconds a connection may stay idle (between requests, or while a request comes in)
+        /// and a client may leave a batch's answers unread, before it is closed.
+        public var idleTimeout = 30.0
+        /// Open connections at most; past it, new ones wait in the listen backlog.
+        public var maxConnections = 1024
+        /// A batch's answers that may wait for a slow client; past it, the batch waits too.
+        public var batchBufferBytes = 256 << 10
 
         public init() {}
     }
@@ -38,14 +47,19 @@ public final class RulesServer: Sendable {
     let pool: RulesPool
     let options: Options
     let metrics: ServerMetrics
+    let inFlight = InFlight()
     /// Told of each reload `POST /v1/reload` runs.
     let onReload: @Sendable (ReloadResult) -> Void
 
-    public init(pool: RulesPool, options: Options, onReload: @escaping @Sendable (ReloadResult) -> Void = { _ in }) {
+    /// `printer`, when the rules print through one, has its dropped lines in the metrics.
+    public init(
+        pool: RulesPool, options: Options, printer: DetachedPrinter? = nil,
+        onReload: @escaping @Sendable (ReloadResult) -> Void = { _ in }
+    ) {
         self.pool = pool
         self.options = options
         self.onReload = onReload
-        metrics = ServerMetrics(pool: pool)
+        metrics = ServerMetrics(pool: pool, printer: printer)
     }
 
     /// Records a reload the server did not run itself (`--watch`, SIGHUP) in its metrics.
@@ -53,10 +67,26 @@ public final class RulesServer: Sendable {
         metrics.recordReload(result)
     }
 
+    /// How the server stopped: what stopped it, and what became of the requests in flight.
+    public struct Stopped: Sendable {
+        /// SIGTERM or SIGINT; nil when the server ended on its own.
+        public var signal: Int32?
+        /// Requests under way when the stop came, or begun on open connections after it.
+        public var inFlight = 0
+        /// Of those: answered in full, left by their client first, and still under way when
+        /// the grace ran out.
+        public var answered = 0, clientsGone = 0, cutOff = 0
+        /// `shutdownGrace` passed with requests under way: the caller should exit now, without
+        /// waiting for them (their states are still running them).
+        public var graceRanOut = false
+    }
+
     /// Serves until SIGTERM or SIGINT (`ServiceSignals`, installed here), then shuts down
     /// gracefully: it stops accepting connections, answers the requests in flight, and
-    /// returns. `onListening` gets the address it listens on.
-    public func run(onListening: @escaping @Sendable (String) -> Void = { _ in }) async throws {
+    /// returns how that went. Past `shutdownGrace` it returns without waiting for those left
+    /// (`graceRanOut`). `onListening` gets the address it listens on. Throws when it cannot
+    /// listen.
+    public func run(onListening: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Stopped {
         ServiceSignals.handleStops()
         var logger = Logger(label: "luahier")
         logger.logLevel = .warning
@@ -64,7 +94,10 @@ public final class RulesServer: Sendable {
         addRoutes(to: router)
         let app = Application(
             router: router,
-            configuration: .init(address: .hostname(options.host, port: options.port), serverName: "luahier"),
+            server: .http1(configuration: .init(idleTimeout: .milliseconds(Int64(options.idleTimeout * 1000)))),
+            configuration: .init(
+                address: .hostname(options.host, port: options.port), serverName: "luahier",
+                availableConnectionsDelegate: MaximumAvailableConnections(options.maxConnections, logger: logger)),
             onServerRunning: { channel in
                 let address = channel.localAddress
                 let host = address?.ipAddress ?? "?"
@@ -76,25 +109,27 @@ public final class RulesServer: Sendable {
         var configuration = ServiceGroupConfiguration(services: [.init(service: app)], logger: logger)
         configuration.maximumGracefulShutdownDuration = .milliseconds(Int64(options.shutdownGrace * 1000))
         let group = ServiceGroup(configuration: configuration)
-        try await withThrowingTaskGroup(of: Bool.self) { tasks in
-            tasks.addTask {
-                try await group.run()
-                return true
-            }
-            tasks.addTask {
-                // SIGTERM or SIGINT: a flag the handler set, polled (the handler can do no more).
-                while ServiceSignals.stopSignal == nil && !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(50))
-                }
-                if !Task.isCancelled { await group.triggerGracefulShutdown() }
-                return false
-            }
-            while let serverEnded = try await tasks.next() {
-                if serverEnded {
-                    tasks.cancelAll()
-                    break
-                }
-            }
+        let ended = Locked(false)
+        let serving = Task {
+            defer { ended.withLock { $0 = true } }
+            try await group.run()
         }
+        // SIGTERM or SIGINT: a flag the handler set, polled (the handler can do no more).
+        while ServiceSignals.stopSignal == nil && !ended.current {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        if ended.current {
+            try await serving.value
+            return inFlight.report(signal: nil, graceRanOut: false)
+        }
+        inFlight.stop()
+        await group.triggerGracefulShutdown()
+        let giveUpAt = ContinuousClock.now + .milliseconds(Int64(options.shutdownGrace * 1000))
+        while !ended.current && ContinuousClock.now < giveUpAt {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        if !ended.current { return inFlight.report(signal: ServiceSignals.stopSignal, graceRanOut: true) }
+        try? await serving.value
+        return inFlight.report(signal: ServiceSignals.stopSignal, graceRanOut: false)
     }
 }

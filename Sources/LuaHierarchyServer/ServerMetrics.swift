@@ -14,10 +14,14 @@ import Darwin
 /// - `luahier_http_requests_total{code}`: HTTP requests to `/v1/dispatch` by response code;
 /// - `luahier_request_duration_seconds`: their latency, a histogram;
 /// - `luahier_limit_trips_total{limit}`: requests a limit ended (`time`, `instructions`,
-///   `memory`);
+///   `memory`), and batches whose time budget ran out (`batch_time`);
+/// - `luahier_batches_stopped_total{reason}`: batches stopped early because the client went
+///   away (`client_gone`) or left the answers unread too long (`client_stalled`);
 /// - `luahier_reloads_total{result}`: `loaded`, `unchanged`, `failed`;
 /// - `luahier_pool_waits_total`, `luahier_pool_overloaded_total`: requests that waited for
 ///   a free state, and those refused because none came in time;
+/// - `luahier_print_dropped_total`: lines the rules printed that were dropped because
+///   stderr was not being read;
 /// - gauges: `luahier_revision`, `luahier_reload_failing` (1 while the last reload failed),
 ///   `luahier_workers`, `luahier_pool_waiting`.
 final class ServerMetrics: Sendable {
@@ -31,11 +35,15 @@ final class ServerMetrics: Sendable {
     private let waiting: Gauge
     private let waits: Counter
     private let overloaded: Counter
+    private let printer: DetachedPrinter?
+    private let printDropped: Counter
     /// The pool's counts as last shown: the counters grow by the difference.
     private let shown = Locked(RulesPool.Statistics())
+    private let shownDropped = Locked(0)
 
-    init(pool: RulesPool) {
+    init(pool: RulesPool, printer: DetachedPrinter?) {
         self.pool = pool
+        self.printer = printer
         let registry = self.registry
         outcomes = Dictionary(uniqueKeysWithValues: LineStatus.allCases.map { status in
             (status, registry.makeCounter(name: "luahier_outcomes_total", labels: [("status", status.rawValue)], help: "Request lines answered, by outcome status."))
@@ -52,8 +60,11 @@ final class ServerMetrics: Sendable {
         waiting = registry.makeGauge(name: "luahier_pool_waiting", help: "Requests waiting for a free state.")
         waits = registry.makeCounter(name: "luahier_pool_waits_total", help: "Requests that waited for a free state.")
         overloaded = registry.makeCounter(name: "luahier_pool_overloaded_total", help: "Requests refused: no state was free in time.")
+        printDropped = registry.makeCounter(
+            name: "luahier_print_dropped_total", help: "Lines the rules printed that were dropped: stderr was not being read.")
         for result in ["loaded", "unchanged", "failed"] { reloads(result).increment(by: Int64(0)) }
-        for limit in ["time", "instructions", "memory"] { trips(limit).increment(by: Int64(0)) }
+        for reason in ["client_gone", "client_stalled"] { batchesStopped(reason).increment(by: Int64(0)) }
+        for limit in ["time", "instructions", "memory", "batch_time"] { trips(limit).increment(by: Int64(0)) }
         for code in [200, 400, 413, 503] { requests(code: code).increment(by: Int64(0)) }
     }
 
@@ -67,6 +78,22 @@ final class ServerMetrics: Sendable {
 
     private func trips(_ limit: String) -> Counter {
         registry.makeCounter(name: "luahier_limit_trips_total", labels: [("limit", limit)], help: "Requests a limit ended, by limit.")
+    }
+
+    private func batchesStopped(_ reason: String) -> Counter {
+        registry.makeCounter(
+            name: "luahier_batches_stopped_total", labels: [("reason", reason)],
+            help: "Batches stopped before their last line: the client went away, or left the answers unread too long.")
+    }
+
+    /// A batch stopped early: its client went away, or `stalled` (read nothing for too long).
+    func recordBatchStopped(stalled: Bool) {
+        batchesStopped(stalled ? "client_stalled" : "client_gone").increment()
+    }
+
+    /// A batch whose time budget ran out before its last line began.
+    func recordBatchOutOfTime() {
+        trips("batch_time").increment()
     }
 
     func record(_ status: LineStatus, count: Int = 1) {
@@ -100,7 +127,10 @@ final class ServerMetrics: Sendable {
     /// The metrics as Prometheus text, the pool's gauges read now.
     func text() -> String {
         let statistics = pool.statistics
+        let dropped = printer?.dropped ?? 0
         let before = shown.exchange(statistics)
+        let droppedBefore = shownDropped.exchange(dropped)
+        printDropped.increment(by: Int64(dropped - droppedBefore))
         waits.increment(by: Int64(statistics.waits - before.waits))
         overloaded.increment(by: Int64(statistics.overloaded - before.overloaded))
         revision.set(Double(pool.revision.number))
@@ -153,6 +183,8 @@ final class Locked<Value>: @unchecked Sendable {
         defer { pthread_mutex_unlock(&mutex) }
         return body(&value)
     }
+
+    var current: Value { withLock { $0 } }
 
     /// Sets `new` and returns what it replaced.
     func exchange(_ new: Value) -> Value {

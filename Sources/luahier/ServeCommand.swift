@@ -16,11 +16,13 @@ struct Serve: ParsableCommand {
             application/x-ndjson the body is JSON lines and the answer streams one outcome \
             line per request line, in order, all from one revision. GET /healthz: ready, \
             revision, last reload error. GET /metrics: Prometheus text. POST /v1/reload with \
-            --reload-endpoint. The rules reload on SIGHUP and, with --watch, when their files \
-            change; a revision that fails to load leaves the running one answering. SIGTERM \
-            or SIGINT: stop accepting, answer the requests in flight, exit 0 (a second one \
-            exits at once). Exit 1 when the rules fail to load or the address cannot be \
-            bound, 2 on usage errors.
+            --reload-endpoint. Limits apply per request line; --timeout also bounds a whole \
+            batch: no line begins after it, and those left are answered invalid \
+            (BatchTimeLimitExceeded). The rules reload on SIGHUP and, with --watch, when their \
+            files change; a revision that fails to load leaves the running one answering. \
+            SIGTERM or SIGINT: stop accepting, answer the requests in flight, exit 0; exit 1 if \
+            --shutdown-grace ran out first (a second signal exits at once). Exit 1 when the \
+            rules fail to load or the address cannot be bound, 2 on usage errors.
             """
     )
 
@@ -38,6 +40,17 @@ struct Serve: ParsableCommand {
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Seconds a request may wait for a free state before it gets 503.", valueName: "seconds"))
     var maxWait: Double = 10
+
+    @Option(parsing: .unconditional, help: ArgumentHelp(
+        "Seconds a connection may sit idle, or a client leave a batch's answers unread, before it is closed.", valueName: "seconds"))
+    var idleTimeout: Double = 30
+
+    @Option(parsing: .unconditional, help: "Open connections at most; more wait to be accepted.")
+    var maxConnections = 1024
+
+    @Option(parsing: .unconditional, help: ArgumentHelp(
+        "Seconds SIGTERM waits for the requests in flight before it exits anyway.", valueName: "seconds"))
+    var shutdownGrace: Double = 30
 
     @Option(help: ArgumentHelp("Trace added to each outcome: path or full.", valueName: "off|path|full"))
     var trace: TraceOption = .off
@@ -60,6 +73,9 @@ struct Serve: ParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard try maxBodyBytes() > 0 else { throw ValidationError("--max-body must be more than 0") }
         guard maxWait > 0, maxWait.isFinite else { throw ValidationError("--max-wait must be more than 0 seconds") }
+        guard idleTimeout > 0, idleTimeout.isFinite else { throw ValidationError("--idle-timeout must be more than 0 seconds") }
+        guard maxConnections > 0 else { throw ValidationError("--max-connections must be more than 0") }
+        guard shutdownGrace >= 0, shutdownGrace.isFinite else { throw ValidationError("--shutdown-grace must be 0 or more seconds") }
     }
 
     func run() throws {
@@ -71,6 +87,10 @@ struct Serve: ParsableCommand {
         options.hierarchy.traceLevel = trace.level
         options.maxLineBytes = try maxBodyBytes()
         options.maxWait = maxWait
+        options.batchTime = options.hierarchy.limits.time
+        // A state never waits for stderr's reader: a blocked write is out of every limit's reach.
+        let printer = DetachedPrinter()
+        options.print = printer.print
         options.presentWhileLoading = { Console.present($0) }
         let pool: RulesPool
         do {
@@ -84,26 +104,58 @@ struct Serve: ParsableCommand {
         serverOptions.port = port
         serverOptions.maxBodyBytes = try maxBodyBytes()
         serverOptions.reloadEndpoint = reloadEndpoint
-        let server = RulesServer(pool: pool, options: serverOptions) { Console.reloaded($0, because: "POST /v1/reload") }
+        serverOptions.idleTimeout = idleTimeout
+        serverOptions.maxConnections = maxConnections
+        serverOptions.shutdownGrace = shutdownGrace
+        let server = RulesServer(pool: pool, options: serverOptions, printer: printer) {
+            Console.reloaded($0, because: "POST /v1/reload")
+        }
         let watcher = RulesWatcher(pool: pool, files: watch, hangUp: true) { result, trigger in
             server.recordReload(result)
             Console.reloaded(result, trigger: trigger)
         }
         let revision = pool.revision
         let workers = self.workers
-        let failure = Blocking.run {
+        let outcome = Blocking.run {
             try await server.run { address in
                 Console.error("luahier: serving \(revision.files[0]) (revision \(revision), \(workers) worker\(workers == 1 ? "" : "s")) on \(address)")
             }
         }
         watcher.stop()
-        pool.shutDown()
-        if let failure {
+        let stopped: RulesServer.Stopped
+        switch outcome {
+        case .failure(let failure):
+            pool.shutDown()
             Console.error("luahier: cannot serve on \(host):\(port): \(PrintableText.field("\(failure)"))")
             throw ExitCode(ExitStatus.scriptFailed)
+        case .success(let result):
+            stopped = result
         }
-        let signal = ServiceSignals.stopSignal.map { $0 == SIGTERM ? "SIGTERM" : "SIGINT" } ?? "shutdown"
-        Console.error("luahier: stopped (\(signal)); every request in flight was answered")
+        Console.error(Self.describe(stopped, grace: shutdownGrace))
+        printer.flush(seconds: 1)
+        if stopped.graceRanOut {
+            // The states still run what was cut off: leave them to the process's end.
+            _exit(ExitStatus.scriptFailed)
+        }
+        pool.shutDown()
+    }
+
+    /// `luahier: stopped (SIGTERM); the 4 requests in flight were answered`, and the like.
+    static func describe(_ stopped: RulesServer.Stopped, grace: Double) -> String {
+        let signal = stopped.signal.map { $0 == SIGTERM ? "SIGTERM" : "SIGINT" } ?? "shutdown"
+        let shownGrace = grace == grace.rounded() ? String(Int(grace)) : String(grace)
+        let after = stopped.graceRanOut ? " after the \(shownGrace) s grace" : ""
+        func requests(_ count: Int) -> String { count == 1 ? "1 request" : "\(count) requests" }
+        if stopped.inFlight == 0 { return "luahier: stopped (\(signal)); no request was in flight" }
+        if stopped.answered == stopped.inFlight {
+            return stopped.inFlight == 1
+                ? "luahier: stopped (\(signal)); the request in flight was answered"
+                : "luahier: stopped (\(signal)); all \(stopped.inFlight) requests in flight were answered"
+        }
+        var parts = ["\(stopped.answered) answered"]
+        if stopped.clientsGone > 0 { parts.append("\(stopped.clientsGone) left by the client before the answer was sent") }
+        if stopped.cutOff > 0 { parts.append("\(stopped.cutOff) cut off unanswered") }
+        return "luahier: stopped (\(signal))\(after); of the \(requests(stopped.inFlight)) in flight, " + parts.joined(separator: ", ")
     }
 
     private func maxBodyBytes() throws -> Int {
@@ -116,15 +168,15 @@ struct Serve: ParsableCommand {
 
 /// Runs async work from the command's thread and waits for it.
 enum Blocking {
-    /// The error `body` threw, if any.
-    static func run(_ body: @escaping @Sendable () async throws -> Void) -> (any Error)? {
+    /// What `body` returned, or the error it threw.
+    static func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) -> Result<T, any Error> {
         let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var failure: (any Error)?
+        nonisolated(unsafe) var outcome: Result<T, any Error>?
         Task {
-            do { try await body() } catch { failure = error }
+            do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
             done.signal()
         }
         done.wait()
-        return failure
+        return outcome!
     }
 }

@@ -64,6 +64,74 @@ struct RulesPoolTests {
         await #expect(throws: RulesPool.Refusal.shutDown) { try await pool.dispatch(#"{"at": "/app", "event": "Ask"}"#) }
     }
 
+    @Test func aWaitingRequestIsRefusedWhenItsWaitRunsOutNotWhenAStateFrees() async throws {
+        let folder = try Self.folder(version: 1)
+        try Self.write(version: 1, in: folder, rules: """
+            local app = hier.root:child("app")
+            -- Wall-clock seconds (os.clock counts the process's CPU time, which other tests
+            -- running at once speed up): between seconds - 1 and seconds.
+            app:handleEvent("Slow", function(e)
+              local start = os.time()
+              while os.time() - start < e.seconds do end
+              return "handled"
+            end)
+            app:receiveEvent("Ask", function(e) return "ok" end)
+            """)
+        var options = RulesPool.Options(rulesFile: folder.appendingPathComponent("rules.lua").path)
+        options.maxWait = 0.2
+        let pool = try RulesPool(options: options)
+        let slow = Task { try await pool.dispatch(#"{"at": "/app", "event": {"type": "Slow", "seconds": 2}}"#) }
+        try await Task.sleep(for: .milliseconds(200))
+        let asked = ContinuousClock.now
+        await #expect(throws: RulesPool.Refusal.overloaded) { try await pool.dispatch(#"{"at": "/app", "event": "Ask"}"#) }
+        #expect(ContinuousClock.now - asked < .seconds(1))
+        // The refused request left the queue: it neither counts as waiting nor runs later.
+        #expect(pool.waiting == 0)
+        #expect(pool.statistics.overloaded == 1)
+        #expect(try await slow.value.status == .handled)
+        #expect(try await pool.dispatch(#"{"at": "/app", "event": "Ask"}"#).status == .unhandled)
+        await pool.shutDown()
+    }
+
+    @Test func aBatchAnswersTheLinesItsTimeBudgetLeavesNoTimeForWithoutRunningThem() async throws {
+        let folder = try Self.folder(version: 1)
+        try Self.write(version: 1, in: folder, rules: """
+            local app = hier.root:child("app")
+            ran = 0
+            app:handleEvent("Slow", function(e)
+              ran = ran + 1
+              local start = os.clock()
+              while os.clock() - start < e.seconds do end
+              return "handled"
+            end)
+            app:receiveEvent("Count", function(e) return {type = "Count", ran = ran} end)
+            """)
+        var options = RulesPool.Options(rulesFile: folder.appendingPathComponent("rules.lua").path)
+        options.batchTime = 0.5
+        let pool = try RulesPool(options: options)
+        let body = Array(String(repeating: #"{"at": "/app", "event": {"type": "Slow", "seconds": 0.2}}"# + "\n", count: 1000).utf8)
+        let lines = Locked<[Value]>([])
+        let started = ContinuousClock.now
+        let summary = try await pool.dispatchBatch(body) { answer in
+            let line = (try? JSON.parse(answer)) ?? .null
+            lines.mutate { $0.append(line) }
+            return true
+        }
+        let answered = lines.value
+        #expect(answered.count == 1000)
+        // os.clock is the process's CPU time (other tests running at once speed it up): how
+        // many lines ran varies, but the batch ends soon after its budget.
+        let ran = answered.prefix { $0["status"]?.stringValue == "handled" }.count
+        #expect((1..<1000).contains(ran))
+        #expect(ContinuousClock.now - started < .seconds(3))
+        #expect(answered.dropFirst(ran).allSatisfy { $0["error"]?["type"]?.stringValue == "BatchTimeLimitExceeded" })
+        #expect(summary.outOfTime)
+        #expect(summary.counts[.invalid] == 1000 - ran)
+        // The lines refused were not run.
+        #expect(try await pool.dispatch(#"{"at": "/app", "event": "Count"}"#).value["value"]?["ran"]?.integer == Int64(ran))
+        await pool.shutDown()
+    }
+
     @Test func aReloadSwapsInAWholeRevisionAndAFailedOneChangesNothing() async throws {
         let folder = try Self.folder(version: 1)
         let pool = try RulesPool(options: .init(rulesFile: folder.appendingPathComponent("rules.lua").path, workers: 2))

@@ -222,7 +222,9 @@ struct ServeTests {
         let failures = Locked<[String]>([])
         let clients = Clients(4) { _ in
                 do {
-                    let reply = try server.post("/v1/dispatch", #"{"at": "/app", "event": {"type": "Slow", "seconds": 0.6}}"#)
+                    // 1.2 s of the process's CPU time (os.clock), 0.6 s of wall time with both
+                    // states busy: at the signal, two run and two wait.
+                    let reply = try server.post("/v1/dispatch", #"{"at": "/app", "event": {"type": "Slow", "seconds": 1.2}}"#)
                     replies.mutate { $0.append(reply.json["status"] as? String == "handled" ? reply.status : -reply.status) }
                 } catch {
                     failures.mutate { $0.append("\(error)") }
@@ -235,18 +237,21 @@ struct ServeTests {
         let status = server.waitForExit()
         #expect(replies.value == [200, 200, 200, 200], "\(failures.value) \(server.stderr)")
         #expect(status == 0)
-        #expect(server.stderr.contains("luahier: stopped (SIGTERM); every request in flight was answered"))
+        #expect(server.stderr.contains("luahier: stopped (SIGTERM); all 4 requests in flight were answered"), "\(server.stderr)")
         #expect(throws: (any Error).self) { try server.get("/healthz") }
     }
 
     @Test func aBusyPoolRefusesWith503AfterMaxWait() throws {
-        let server = try ServerProcess([try Luahier.script(Self.rules(version: 1), name: "rules.lua"), "--max-wait", "0.2"])
+        let server = try ServerProcess([try Luahier.script(Self.rules(version: 1), name: "rules.lua"), "--max-wait", "0.3"])
         defer { server.stop() }
         let slow = Clients(1) { _ in
-            _ = try? server.post("/v1/dispatch", #"{"at": "/app", "event": {"type": "Slow", "seconds": 1.0}}"#)
+            _ = try? server.post("/v1/dispatch", #"{"at": "/app", "event": {"type": "Slow", "seconds": 2.0}}"#)
         }
         Thread.sleep(forTimeInterval: 0.2)
+        let asked = Date()
         let refused = try server.post("/v1/dispatch", #"{"at": "/app", "event": "Ask"}"#)
+        // Refused when its wait ran out, not when the busy state came free.
+        #expect(Date().timeIntervalSince(asked) < 1.5)
         #expect(refused.status == 503)
         #expect(refused.headers["retry-after"] == "1")
         #expect((refused.json["error"] as? [String: Any])?["type"] as? String == "Overloaded")
@@ -254,7 +259,11 @@ struct ServeTests {
         #expect(try server.post("/v1/dispatch", #"{"at": "/app", "event": "Ask"}"#).status == 200)
         let metrics = try server.get("/metrics").text
         #expect(metrics.contains("luahier_pool_overloaded_total 1"))
-        #expect(metrics.contains("luahier_pool_waits_total 1"))
+        #expect(metrics.contains("luahier_pool_waiting 0.0"))
+        // The refused request waited; the last one may have too, if it came before the slow
+        // one's state was back in the queue.
+        let waits = metrics.split(separator: "\n").first { $0.hasPrefix("luahier_pool_waits_total ") }
+        #expect(["luahier_pool_waits_total 1", "luahier_pool_waits_total 2"].contains(waits.map(String.init)))
     }
 
     @Test func dispatchWatchStampsEachLineWithTheRevisionThatAnsweredIt() throws {

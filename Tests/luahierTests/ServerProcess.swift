@@ -40,6 +40,18 @@ final class ServerProcess: @unchecked Sendable {
         throw ServerFailure(message: "serve did not start listening: \(stderr)")
     }
 
+    /// Stops reading its stderr: the pipe fills, and its writes there would block.
+    func stopReadingStderr() {
+        errors.fileHandleForReading.readabilityHandler = nil
+    }
+
+    /// Its resident memory, in bytes (/proc).
+    var residentBytes: Int {
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
+    }
+
     var stderr: String {
         lock.lock()
         defer { lock.unlock() }
@@ -215,5 +227,64 @@ enum HTTPClient {
             position += size + 2
         }
         return body
+    }
+}
+
+/// A raw TCP connection to the server, for clients that misbehave on purpose: slow readers,
+/// idle or half-sent requests, too many connections.
+final class Connection {
+    let socket: Int32
+
+    /// Connects to loopback `port`; `receiveBuffer` shrinks the socket's receive buffer (set
+    /// before connecting, so the window the server sees is small too).
+    init(port: UInt16, receiveBuffer: Int32? = nil) throws {
+        socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var size = receiveBuffer {
+            setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if connected != 0 {
+            close(socket)
+            throw ServerFailure(message: "cannot connect to port \(port)")
+        }
+    }
+
+    deinit { close(socket) }
+
+    func send(_ text: String) {
+        send(Array(text.utf8))
+    }
+
+    func send(_ bytes: [UInt8]) {
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes[sent...].withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if count <= 0 { return }
+            sent += count
+        }
+    }
+
+    /// What arrives within `seconds` (up to `limit` bytes), and whether the server closed the
+    /// connection meanwhile.
+    func receive(limit: Int = 1 << 20, within seconds: Double) -> (bytes: [UInt8], closed: Bool) {
+        var received: [UInt8] = []
+        let deadline = Date().addingTimeInterval(seconds)
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while received.count < limit {
+            let left = deadline.timeIntervalSinceNow
+            if left <= 0 { break }
+            var request = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            if poll(&request, 1, Int32(left * 1000) + 1) <= 0 { continue }
+            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, min($0.count, limit - received.count), 0) }
+            if count <= 0 { return (received, true) }
+            received += buffer[..<count]
+        }
+        return (received, false)
     }
 }

@@ -88,6 +88,9 @@ typedef struct luahier_LineRun {
     long long instructions;
     double seconds;
     int scope;
+    /* No line is begun at or after this (CLOCK_MONOTONIC seconds, luahier_now; 0: none): a
+     * batch's own time budget. A line under way goes on within its own budget. */
+    double start_by;
     /* Where the answers go, one line at a time, as each is answered (a flusher may write them
      * while the run goes on). */
     luahier_Deliver deliver;
@@ -112,8 +115,9 @@ enum {
                                  * writer): pushed, the id, the plan, the value, its type, then the
                                  * LUAHIER_DISPATCH_RESULTS values `result` names */
     LUAHIER_RUN_INTERRUPTED = 3,/* an interrupt cut line `next` short: it is not answered */
-    LUAHIER_RUN_CHANGED = 4     /* the tree's chains changed during the line before `next` (the
+    LUAHIER_RUN_CHANGED = 4,    /* the tree's chains changed during the line before `next` (the
                                  * rules' doing): the host looks at its settings before going on */
+    LUAHIER_RUN_EXPIRED = 5     /* `start_by` passed before line `next` began: it is not answered */
 };
 
 /* [-0, +(0|4+LUAHIER_DISPATCH_RESULTS), m] Answers the run's lines: each read

@@ -23,7 +23,12 @@ extension LuaEngine {
         case dispatched(DispatchResult, id: Value?)
         /// An interrupt (SIGINT) cut line `next` short: it is not answered.
         case interrupted
+        /// The run's `startBy` passed before line `next` began: it is not answered.
+        case expired
     }
+
+    /// The clock `startBy` reads (seconds, monotonic, a few ms of resolution).
+    static var clock: Double { luahier_now() }
 
     /// What a run did.
     struct Run {
@@ -46,10 +51,11 @@ extension LuaEngine {
 
     /// Answers `lines[from...]` of `chunk` (named `input`, a C string, in messages) until one
     /// needs the host, handing each outcome line to `deliver` as it is written. `presented`
-    /// counts the errors the host was handed to present. Top level only (no entry under way).
+    /// counts the errors the host was handed to present. No line begins at or after `startBy`
+    /// (on `clock`; 0: no bound). Top level only (no entry under way).
     func answerRun(
         chunk: UnsafeRawBufferPointer, lines: [RunLine], from: Int, input: ContiguousArray<CChar>,
-        presented: UnsafePointer<Int>, deliver: (UnsafeRawBufferPointer) -> Bool
+        presented: UnsafePointer<Int>, startBy: Double, deliver: (UnsafeRawBufferPointer) -> Bool
     ) -> Run {
         let L = host.thread
         let top = lua_gettop(L)
@@ -67,6 +73,7 @@ extension LuaEngine {
         run.instructions = budget.instructions
         run.seconds = budget.seconds
         run.scope = budget.scope
+        run.start_by = startBy
         run.presented = presented
         typealias Deliver = (UnsafeRawBufferPointer) -> Bool
         let stop = withoutActuallyEscaping(deliver) { deliver in
@@ -96,6 +103,7 @@ extension LuaEngine {
         case Int32(LUAHIER_RUN_DONE): result.stop = .done
         case Int32(LUAHIER_RUN_CHANGED): result.stop = .changed
         case Int32(LUAHIER_RUN_INTERRUPTED): result.stop = .interrupted
+        case Int32(LUAHIER_RUN_EXPIRED): result.stop = .expired
         case Int32(LUAHIER_RUN_DISPATCHED):
             // Not `cond ? value : nil`: Value takes `nil` as a literal, so that reads as
             // `.some(.null)` ("id": null) instead of no id.

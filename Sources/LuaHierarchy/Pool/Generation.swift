@@ -1,3 +1,5 @@
+import Dispatch
+
 /// The states of one revision: a thread each, with its own hierarchy and the rules loaded
 /// from the same text, taking jobs from one queue (SPEC §7: one state, one thread).
 ///
@@ -16,6 +18,8 @@ final class Generation: @unchecked Sendable {
     // Guarded by `monitor`.
     private var jobs: [PoolJob?] = []
     private var head = 0
+    /// Jobs still in `jobs` that their wait bound already refused (a worker skips them).
+    private var expiredInQueue = 0
     private var idle = 0
     private var retired = false
     private var loaded = 0
@@ -53,16 +57,34 @@ final class Generation: @unchecked Sendable {
 
     // MARK: The queue
 
-    /// Queues `job`; false once retired (the pool then queues it to the generation after).
+    /// Queues `job`; `.retired` once retired (the pool then queues it to the generation
+    /// after). A job that must wait and has a wait bound is refused by a timer when the bound
+    /// passes before a worker takes it, so a request never waits longer than its bound, even
+    /// while every worker is stuck in a long dispatch.
     func enqueue(_ job: PoolJob, maxWaiting: Int) -> PoolJob.Admission {
-        monitor.locked {
+        let admission: PoolJob.Admission = monitor.locked {
             if retired { return .retired }
-            let waiting = jobs.count - head
+            let waiting = jobs.count - head - expiredInQueue
             if idle == 0 && waiting >= maxWaiting { return .overloaded }
             jobs.append(job)
             monitor.broadcast()
             return idle > waiting ? .started : .waiting
         }
+        if admission == .waiting, let wait = job.maxWait, wait.isFinite {
+            DispatchQueue.global().asyncAfter(deadline: .now() + wait) { [weak self] in self?.expire(job) }
+        }
+        return admission
+    }
+
+    /// The wait bound of `job` passed: refuses it unless a worker took it already.
+    private func expire(_ job: PoolJob) {
+        let refused: Bool = monitor.locked {
+            if job.taken { return false }
+            job.taken = true
+            expiredInQueue += 1
+            return true
+        }
+        if refused { job.refuse() }
     }
 
     /// The next job, waiting for one; nil once retired and drained.
@@ -70,16 +92,22 @@ final class Generation: @unchecked Sendable {
         monitor.locked {
             idle += 1
             defer { idle -= 1 }
-            while head == jobs.count && !retired { monitor.wait() }
-            guard head < jobs.count else { return nil }
-            let job = jobs[head]
-            jobs[head] = nil
-            head += 1
-            if head > 64 && head * 2 > jobs.count {
-                jobs.removeFirst(head)
-                head = 0
+            while true {
+                while head == jobs.count && !retired { monitor.wait() }
+                guard head < jobs.count, let job = jobs[head] else { return nil }
+                jobs[head] = nil
+                head += 1
+                if head > 64 && head * 2 > jobs.count {
+                    jobs.removeFirst(head)
+                    head = 0
+                }
+                if job.taken {
+                    expiredInQueue -= 1   // refused while it waited
+                    continue
+                }
+                job.taken = true
+                return job
             }
-            return job
         }
     }
 
@@ -97,7 +125,7 @@ final class Generation: @unchecked Sendable {
     }
 
     /// Jobs queued and not yet taken.
-    var waiting: Int { monitor.locked { jobs.count - head } }
+    var waiting: Int { monitor.locked { jobs.count - head - expiredInQueue } }
 
     // MARK: A worker
 
@@ -160,18 +188,20 @@ final class Generation: @unchecked Sendable {
 final class PoolJob: @unchecked Sendable {
     enum Admission { case started, waiting, overloaded, retired }
 
-    /// Past this (CLOCK_REALTIME seconds) the job is refused unanswered.
-    let deadline: Double
+    /// Seconds it may wait for a state (nil: no bound); past it, it is refused unanswered.
+    let maxWait: Double?
+    /// A worker took it, or its wait bound refused it (guarded by its generation's monitor).
+    var taken = false
     private let work: (PoolWorker) -> Void
-    private let expired: () -> Void
+    private let refused: () -> Void
 
-    init(deadline: Double = .infinity, work: @escaping (PoolWorker) -> Void, expired: @escaping () -> Void = {}) {
-        self.deadline = deadline
+    init(maxWait: Double? = nil, work: @escaping (PoolWorker) -> Void, refused: @escaping () -> Void = {}) {
+        self.maxWait = maxWait
         self.work = work
-        self.expired = expired
+        self.refused = refused
     }
 
-    func run(on worker: PoolWorker) {
-        if Monitor.now > deadline { expired() } else { work(worker) }
-    }
+    func run(on worker: PoolWorker) { work(worker) }
+
+    func refuse() { refused() }
 }

@@ -24,17 +24,24 @@ final class PoolWorker {
         var last: LineStatus?
         /// The deliverer refused an answer (its reader went away): nothing more was answered.
         var cancelled = false
+        /// The time budget ran out before this line (an index into the lines) began: it and
+        /// the lines after it were answered `BatchTimeLimitExceeded` without running.
+        var expiredFrom: Int?
     }
 
     /// Answers `lines` of `chunk`, in order. Each outcome line goes to `deliver` with the
     /// revision in it when the pool stamps outcomes, and without its `line` member unless
     /// `numbered`; `charged` says the processor charged it to `held` already (the deliverer
-    /// charges the others while it holds them, SPEC §7).
+    /// charges the others while it holds them, SPEC §7). With a `timeBudget` (seconds), no
+    /// line begins once it has run out: each line left is answered `invalid`
+    /// (`BatchTimeLimitExceeded`) without running, so a batch ends within its budget and one
+    /// line's own.
     func answer(
         _ chunk: UnsafeRawBufferPointer, lines: [LuaEngine.RunLine], held: MemoryCharge, strict: Bool = false,
-        numbered: Bool = true, deliver: (UnsafeRawBufferPointer, _ charged: Bool) -> Bool
+        numbered: Bool = true, timeBudget: Double? = nil, deliver: (UnsafeRawBufferPointer, _ charged: Bool) -> Bool
     ) -> Answered {
         var answered = Answered()
+        let startBy = timeBudget.map { LuaEngine.clock + max($0, 0.001) } ?? 0
         let stamp = generation.stamp
         let plain = stamp.isEmpty && numbered
         func hand(_ answer: UnsafeRawBufferPointer, charged: Bool) -> Bool {
@@ -49,18 +56,48 @@ final class PoolWorker {
         while start < lines.count {
             let end = min(lines.count, start + Self.window)
             let part = start == 0 && end == lines.count ? lines : Array(lines[start..<end])
+            answerWindow(chunk, lines: part, held: held, strict: strict, startBy: startBy, into: &answered, hand: hand)
+            if let expired = answered.expiredFrom {
+                answered.expiredFrom = start + expired
+                refuseExpired(lines[(start + expired)...], budget: timeBudget ?? 0, into: &answered, hand: hand)
+                break
+            }
             start = end
-            answerWindow(chunk, lines: part, held: held, strict: strict, into: &answered, hand: hand)
             if answered.interrupted || answered.stopLine != nil || answered.cancelled { break }
         }
         return answered
+    }
+
+    /// Answers `lines`, which the batch's time budget left no time for, `invalid`: cheap, so
+    /// a batch of any length ends soon after its budget.
+    private func refuseExpired(
+        _ lines: ArraySlice<LuaEngine.RunLine>, budget: Double, into answered: inout Answered,
+        hand: (UnsafeRawBufferPointer, Bool) -> Bool
+    ) {
+        let refusal = LineProcessor.InvalidLine(
+            id: nil, type: "BatchTimeLimitExceeded",
+            message: "the batch used up its time budget of \(budget.formatted) s (set with --timeout or RulesPool.Options.batchTime) "
+                + "before this line began; it was not run", column: nil)
+        let place = processor.inputName
+        for line in lines {
+            output.bytes.removeAll(keepingCapacity: true)
+            LineProcessor.write(refusal, number: line.number, where: "\(place):\(line.number)", into: &output)
+            answered.counts[LineStatus.invalid.index] += 1
+            answered.last = .invalid
+            let taken = output.bytes.withUnsafeBytes { hand($0, false) }
+            if !taken {
+                answered.cancelled = true
+                break
+            }
+        }
+        output.bytes.removeAll(keepingCapacity: true)
     }
 
     /// Most lines handed to one run (a `dispatch` batch has at most as many).
     static let window = 512
 
     private func answerWindow(
-        _ chunk: UnsafeRawBufferPointer, lines: [LuaEngine.RunLine], held: MemoryCharge, strict: Bool,
+        _ chunk: UnsafeRawBufferPointer, lines: [LuaEngine.RunLine], held: MemoryCharge, strict: Bool, startBy: Double,
         into answered: inout Answered, hand: (UnsafeRawBufferPointer, Bool) -> Bool
     ) {
         var next = 0
@@ -71,7 +108,7 @@ final class PoolWorker {
             }
             // A run of lines C answers end to end, each handed over as it is written; then the
             // line it left to the processor's own path, if any.
-            let run = processor.answerRun(chunk, lines: lines, from: next, into: &output, held: held) { answer in
+            let run = processor.answerRun(chunk, lines: lines, from: next, into: &output, held: held, startBy: startBy) { answer in
                 // Refused: C leaves the line to this side, which stops there.
                 hand(answer, false)
             }
@@ -81,6 +118,10 @@ final class PoolWorker {
             }
             if run.interrupted {
                 answered.interrupted = true
+                return
+            }
+            if run.expired {
+                answered.expiredFrom = run.next
                 return
             }
             next = run.next
@@ -121,4 +162,9 @@ final class PoolWorker {
             }
         }
     }
+}
+
+private extension Double {
+    /// `30`, `0.5`: seconds as a person writes them.
+    var formatted: String { self == rounded() && abs(self) < 1e15 ? String(Int(self)) : String(self) }
 }

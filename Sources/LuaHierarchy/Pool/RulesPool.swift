@@ -44,6 +44,11 @@ public final class RulesPool: @unchecked Sendable {
         public var maxWaiting = 1024
         /// Seconds a request may wait for a state before it is refused `overloaded`.
         public var maxWait = 10.0
+        /// Seconds a batch (`dispatchBatch`) may take (nil: no bound): no line of it begins
+        /// after that; each line left is answered `invalid` (`BatchTimeLimitExceeded`) without
+        /// running. A line under way goes on within its own limits, so a batch ends within
+        /// this and one dispatch's time.
+        public var batchTime: Double? = 30
         /// Where the rules' `print` goes, from the states' threads. By default stderr, escaped
         /// and bounded as all text the host prints for a script.
         public var print: @Sendable (String) -> Void = { line in
@@ -85,6 +90,10 @@ public final class RulesPool: @unchecked Sendable {
         /// Lines answered, by status.
         public var counts: [LineStatus: Int] = [:]
         public let revision: Revision
+        /// `deliver` refused an answer: the lines after it were not answered.
+        public var stoppedEarly = false
+        /// The batch's time budget (`Options.batchTime`) ran out before its last line began.
+        public var outOfTime = false
     }
 
     public let options: Options
@@ -168,9 +177,9 @@ public final class RulesPool: @unchecked Sendable {
         return try await onFreeState { worker in
             let held = worker.processor.outputCharge()
             let answered = body.withUnsafeBytes { bytes in
-                worker.answer(bytes, lines: lines, held: held) { answer, _ in deliver(answer) }
+                worker.answer(bytes, lines: lines, held: held, timeBudget: self.options.batchTime) { answer, _ in deliver(answer) }
             }
-            var summary = BatchSummary(revision: worker.generation.revision)
+            var summary = BatchSummary(revision: worker.generation.revision, stoppedEarly: answered.cancelled, outOfTime: answered.expiredFrom != nil)
             for status in LineStatus.allCases where answered.counts[status.index] > 0 {
                 summary.counts[status] = answered.counts[status.index]
             }
@@ -182,9 +191,9 @@ public final class RulesPool: @unchecked Sendable {
     /// refused `overloaded` when none came free within `maxWait` (or too many waited).
     private func onFreeState<T: Sendable>(_ work: @escaping (PoolWorker) -> T) async throws(Refusal) -> T {
         let result: Result<T, Refusal> = await withCheckedContinuation { continuation in
-            let job = PoolJob(deadline: Monitor.now + options.maxWait, work: { worker in
+            let job = PoolJob(maxWait: options.maxWait, work: { worker in
                 continuation.resume(returning: .success(work(worker)))
-            }, expired: { [self] in
+            }, refused: { [self] in
                 monitor.locked { counts.overloaded += 1 }
                 continuation.resume(returning: .failure(.overloaded))
             })

@@ -129,20 +129,24 @@ struct LineProcessor {
         var answered: LineStatus?
         /// An interrupt cut line `next` short: it and the lines after it are unanswered.
         var interrupted = false
+        /// `startBy` passed before line `next` began: it and the lines after it are unanswered.
+        var expired = false
     }
 
     /// Answers `lines[from...]` of `chunk`: a run of them by C end to end (each outcome handed
     /// to `deliver` as it is written, for the deliverer to hold and charge), then the first line
     /// C leaves to this side, answered its own way into `output`, charged to `held` (SPEC §7).
+    /// No line begins at or after `startBy` (on `LuaEngine.clock`; 0: no bound).
     func answerRun(
         _ chunk: UnsafeRawBufferPointer, lines: [LuaEngine.RunLine], from: Int, into output: inout JSONWriter,
-        held: MemoryCharge, deliver: (UnsafeRawBufferPointer) -> Bool
+        held: MemoryCharge, startBy: Double = 0, deliver: (UnsafeRawBufferPointer) -> Bool
     ) -> RunResult {
         // Each run starts with the processor's settings (a line's rules may change them).
         if hierarchy.traceLevel != traceLevel { hierarchy.traceLevel = traceLevel }
         presented.reset()
         let run = hierarchy.answerRun(
-            chunk: chunk, lines: lines, from: from, input: inputNameC, presented: presented.count, deliver: deliver)
+            chunk: chunk, lines: lines, from: from, input: inputNameC, presented: presented.count, startBy: startBy,
+            deliver: deliver)
         if run.next < lines.count { hierarchy.nameEntries(nil, line: lines[run.next].number) }
         var result = RunResult(counts: run.counts + [0], next: run.next)
         guard run.next < lines.count else { return result }
@@ -153,6 +157,9 @@ struct LineProcessor {
         case .interrupted:
             result.interrupted = true
             return result
+        case .expired:
+            result.expired = true
+            return result
         case .dispatched(let dispatch, let id):
             // Charged as `process` charges: what the writing did not charge itself.
             let start = output.bytes.count
@@ -162,6 +169,10 @@ struct LineProcessor {
             presented.reset()
             result.answered = LineStatus(dispatch.status)
         case .host:
+            if startBy > 0 && LuaEngine.clock >= startBy {
+                result.expired = true
+                return result
+            }
             if line.oversized {
                 refuseOversized(length: line.count, number: line.number, into: &output)
                 result.answered = .invalid

@@ -1,0 +1,167 @@
+import Foundation
+import Testing
+
+/// `luahier serve` against clients and rules that would hold it without bounds: slow
+/// readers, long batches, an unread stderr, idle and surplus connections, a shutdown whose
+/// requests outlast the grace (SPEC §7: bounded time and memory; §9).
+@Suite("luahier serve, bounded", .serialized)
+struct ServeBoundsTests {
+    static let rules = """
+        local app = hier.root:child("app")
+        app:receiveEvent("Big", function(e) return string.rep("z", e.n) end)
+        app:receiveEvent("Ask", function(e) return "ok" end)
+        app:handleEvent("Slow", function(e)
+          local start = os.clock()
+          while os.clock() - start < e.seconds do end
+          return "handled"
+        end)
+        app:handleEvent("Print", function(e)
+          for i = 1, e.n do print(string.rep("p", 1000)) end
+          return "handled"
+        end)
+        """
+
+    static func server(_ flags: [String]) throws -> ServerProcess {
+        try ServerProcess([try Luahier.script(rules, name: "rules.lua")] + flags)
+    }
+
+    static func metric(_ name: String, in text: String) -> Double? {
+        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
+            return Double(line.dropFirst(name.count + 1))
+        }
+        return nil
+    }
+
+    static func post(_ body: String, contentType: String = "application/json") -> String {
+        "POST /v1/dispatch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
+            + body
+    }
+
+    @Test func aSlowReaderHoldsItsBatchBackAndIsGivenUpOn() throws {
+        let server = try Self.server(["--idle-timeout", "2"])
+        defer { server.stop() }
+        // 400 answers of 200 KB: 80 MB, if the server buffered them for a reader that stalls.
+        let body = String(repeating: #"{"at": "/app", "event": {"type": "Big", "n": 200000}}"# + "\n", count: 400)
+        let client = try Connection(port: server.port, receiveBuffer: 4096)
+        client.send(Self.post(body, contentType: "application/x-ndjson"))
+        let head = client.receive(limit: 200, within: 10)
+        #expect(String(decoding: head.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+        let before = server.residentBytes
+        Thread.sleep(forTimeInterval: 1)
+        let growth = server.residentBytes - before
+        #expect(growth < 24 << 20, "the server's memory grew \(growth >> 20) MB while its client read nothing")
+        // Past --idle-timeout with nothing read, the batch is given up on and its state freed.
+        var stalled: Double?
+        for _ in 0..<100 where stalled != 1 {
+            stalled = Self.metric(#"luahier_batches_stopped_total{reason="client_stalled"}"#, in: try server.get("/metrics").text)
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        #expect(stalled == 1)
+        #expect(try server.post("/v1/dispatch", #"{"at": "/app", "event": "Ask"}"#).status == 200)
+        // The connection is closed, not ended as if the batch were complete.
+        let rest = client.receive(limit: 200 << 20, within: 10)
+        #expect(rest.closed)
+        #expect(!rest.bytes.suffix(5).elementsEqual(Array("0\r\n\r\n".utf8)))
+        #expect(rest.bytes.count < 200 * 400_000)
+    }
+
+    @Test func aBatchStartsNoLineAfterItsTimeBudget() throws {
+        let server = try Self.server(["--timeout", "1", "--dispatch-timeout", "5"])
+        defer { server.stop() }
+        let body = String(repeating: #"{"at": "/app", "event": {"type": "Slow", "seconds": 0.4}}"# + "\n", count: 8)
+        let started = Date()
+        let reply = try server.post("/v1/dispatch", body, headers: ["Content-Type": "application/x-ndjson"])
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(reply.status == 200)
+        let lines = reply.lines
+        #expect(lines.map { $0["line"] as? Int } == Array(1...8))
+        let ran = lines.prefix { $0["status"] as? String == "handled" }.count
+        #expect((1...3).contains(ran), "\(lines)")
+        for line in lines.dropFirst(ran) {
+            let error = line["error"] as? [String: Any]
+            #expect(line["status"] as? String == "invalid")
+            #expect(error?["type"] as? String == "BatchTimeLimitExceeded")
+            #expect((error?["message"] as? String)?.contains("time budget of 1 s (set with --timeout") == true)
+            #expect(error?["where"] as? String == "request:\(line["line"] as? Int ?? 0)")
+        }
+        // Within the budget and the line under way when it ran out.
+        #expect(elapsed < 1 + 0.4 + 1.5)
+        let metrics = try server.get("/metrics").text
+        #expect(Self.metric(#"luahier_limit_trips_total{limit="batch_time"}"#, in: metrics) == 1)
+        #expect(Self.metric(#"luahier_outcomes_total{status="invalid"}"#, in: metrics) == Double(8 - ran))
+    }
+
+    @Test func printingToAnUnreadStderrNeverHoldsAState() throws {
+        let server = try Self.server(["--dispatch-timeout", "5"])
+        defer { server.stop() }
+        server.stopReadingStderr()
+        // 2 MB printed per request: far more than a pipe holds.
+        for _ in 0..<3 {
+            let reply = try server.post("/v1/dispatch", #"{"at": "/app", "event": {"type": "Print", "n": 2000}}"#, timeout: 15)
+            #expect(reply.status == 200)
+            #expect(reply.json["status"] as? String == "handled")
+        }
+        let dropped = Self.metric("luahier_print_dropped_total", in: try server.get("/metrics").text) ?? 0
+        #expect(dropped > 0)
+    }
+
+    @Test func sigtermExitsAfterTheGraceWithWhatWasCutOff() throws {
+        let server = try Self.server(["--shutdown-grace", "0.5", "--dispatch-timeout", "20"])
+        let client = try Connection(port: server.port)
+        client.send(Self.post(#"{"at": "/app", "event": {"type": "Slow", "seconds": 10}}"#))
+        Thread.sleep(forTimeInterval: 0.4)
+        let signalled = Date()
+        server.signal(SIGTERM)
+        let status = server.waitForExit(timeout: 10)
+        #expect(Date().timeIntervalSince(signalled) < 4)
+        #expect(status == 1)
+        #expect(server.stderr.contains(
+            "luahier: stopped (SIGTERM) after the 0.5 s grace; of the 1 request in flight, 0 answered, 1 cut off unanswered"),
+            "\(server.stderr)")
+    }
+
+    @Test func idleAndHalfSentConnectionsAreClosed() throws {
+        let server = try Self.server(["--idle-timeout", "1"])
+        defer { server.stop() }
+        let silent = try Connection(port: server.port)
+        let halfSent = try Connection(port: server.port)
+        halfSent.send("POST /v1/dispatch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")
+        let started = Date()
+        #expect(silent.receive(within: 6).closed)
+        #expect(halfSent.receive(within: 6).closed)
+        #expect(Date().timeIntervalSince(started) < 6)
+        // A connection in use stays open between its requests for as long.
+        let kept = try Connection(port: server.port)
+        kept.send(Self.post(#"{"at": "/app", "event": "Ask"}"#))
+        #expect(String(decoding: kept.receive(limit: 12, within: 5).bytes, as: UTF8.self) == "HTTP/1.1 200")
+    }
+
+    @Test func connectionsPastTheCapWaitToBeAccepted() throws {
+        let server = try Self.server(["--max-connections", "2", "--idle-timeout", "20"])
+        defer { server.stop() }
+        var first: Connection? = try Connection(port: server.port)
+        let second = try Connection(port: server.port)
+        Thread.sleep(forTimeInterval: 0.3)
+        let third = try Connection(port: server.port)   // the kernel's backlog takes it
+        third.send(Self.post(#"{"at": "/app", "event": "Ask"}"#))
+        #expect(third.receive(within: 1).bytes.isEmpty)
+        first = nil   // closes it: the third is accepted and answered
+        #expect(first == nil)
+        #expect(String(decoding: third.receive(limit: 12, within: 5).bytes, as: UTF8.self) == "HTTP/1.1 200")
+        _ = second
+    }
+
+    @Test func wrongMethodsAndCompressedBodiesAreRefused() throws {
+        let server = try Self.server([])
+        defer { server.stop() }
+        for method in ["GET", "PUT", "DELETE"] {
+            let reply = try server.request(method, "/v1/dispatch")
+            #expect(reply.status == 405, "\(method)")
+            #expect(reply.headers["allow"] == "POST")
+        }
+        let gzip = try server.post("/v1/dispatch", #"{"at": "/app", "event": "Ask"}"#, headers: ["Content-Encoding": "gzip"])
+        #expect(gzip.status == 415)
+        #expect((gzip.json["error"] as? [String: Any])?["type"] as? String == "UnsupportedContentEncoding")
+        #expect(gzip.json["status"] as? String == "invalid")
+    }
+}
