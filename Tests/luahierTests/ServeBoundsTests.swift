@@ -139,9 +139,14 @@ struct ServeBoundsTests {
     @Test func connectionsPastTheCapWaitToBeAccepted() throws {
         let server = try Self.server(["--max-connections", "2", "--idle-timeout", "20"])
         defer { server.stop() }
+        // Two connections, each answered once: both are accepted and stay open (keep-alive).
         var first: Connection? = try Connection(port: server.port)
         let second = try Connection(port: server.port)
-        Thread.sleep(forTimeInterval: 0.3)
+        for connection in [first!, second] {
+            connection.send(Self.post(#"{"at": "/app", "event": "Ask"}"#))
+            #expect(String(decoding: connection.receive(limit: 12, within: 10).bytes, as: UTF8.self) == "HTTP/1.1 200")
+            _ = connection.receive(within: 0.2)   // the rest of the answer
+        }
         let third = try Connection(port: server.port)   // the kernel's backlog takes it
         third.send(Self.post(#"{"at": "/app", "event": "Ask"}"#))
         #expect(third.receive(within: 1).bytes.isEmpty)
