@@ -15,12 +15,14 @@ import Darwin
 /// `limit` bytes and one answer. A client that takes nothing for `patience` seconds is given
 /// up on: `push` returns false (the batch stops there, and its state is free again) and the
 /// body ends with an error, so the connection is closed rather than ended as if complete.
+/// While other requests wait for a state, the patience is `busyPatience` (1 s): a client that
+/// stops reading cannot keep a state from them for long.
 final class AnswerPipe: AsyncSequence, @unchecked Sendable {
     typealias Element = ByteBuffer
 
     struct Stalled: Error, CustomStringConvertible {
         let patience: Double
-        var description: String { "the client read none of the batch's answers for \(patience) s" }
+        var description: String { "the client stopped reading the batch's answers" }
     }
 
     private let limit: Int
@@ -37,11 +39,18 @@ final class AnswerPipe: AsyncSequence, @unchecked Sendable {
     private var readAll = false
     private var ended = false
     private let onEnd: @Sendable (_ readAll: Bool) -> Void
+    private let othersWaiting: @Sendable () -> Bool
+    static let busyPatience = 1.0
 
-    /// `onEnd` is told once, when the reading ends: whether every answer was read.
-    init(limit: Int, patience: Double, onEnd: @escaping @Sendable (_ readAll: Bool) -> Void = { _ in }) {
+    /// `othersWaiting` says whether requests wait for a state; `onEnd` is told once, when the
+    /// reading ends, whether every answer was read.
+    init(
+        limit: Int, patience: Double, othersWaiting: @escaping @Sendable () -> Bool = { false },
+        onEnd: @escaping @Sendable (_ readAll: Bool) -> Void = { _ in }
+    ) {
         self.limit = limit
         self.patience = patience
+        self.othersWaiting = othersWaiting
         self.onEnd = onEnd
         lastTaken = Self.now
         pthread_mutex_init(mutex, nil)
@@ -76,13 +85,17 @@ final class AnswerPipe: AsyncSequence, @unchecked Sendable {
         }
         let waitingSince = Self.now
         while waiting.count > limit && !readerGone && !stalled {
-            // Patience runs from the later of the reader's last take and this wait's start.
-            let giveUpAt = Swift.max(lastTaken, waitingSince) + patience
-            if Self.now >= giveUpAt {
+            // Patience runs from the later of the reader's last take and this wait's start, and
+            // is short while others wait for a state (looked at every quarter second).
+            let contended = othersWaiting()
+            let giveUpAt = Swift.max(lastTaken, waitingSince) + (contended ? Swift.min(patience, Self.busyPatience) : patience)
+            let now = Self.now
+            if now >= giveUpAt {
                 stalled = true
                 break
             }
-            var time = timespec(tv_sec: Int(giveUpAt), tv_nsec: Int((giveUpAt - giveUpAt.rounded(.down)) * 1e9))
+            let wakeAt = Swift.min(giveUpAt, now + 0.25)
+            var time = timespec(tv_sec: Int(wakeAt), tv_nsec: Int((wakeAt - wakeAt.rounded(.down)) * 1e9))
             pthread_cond_timedwait(condition, mutex, &time)
         }
         let kept = !(readerGone || stalled)

@@ -11,9 +11,9 @@ internal import NIOCore
 /// (`application/x-ndjson`) answers 200 and streams one outcome line per request line, each
 /// with its own status, all from one revision.
 extension RulesServer {
-    func addRoutes(to router: Router<BasicRequestContext>) {
-        router.post("/v1/dispatch") { request, _ in
-            await self.dispatch(request)
+    func addRoutes(to router: Router<ServerContext>) {
+        router.post("/v1/dispatch") { request, context in
+            await self.dispatch(request, context: context)
         }
         for method in [HTTPRequest.Method.get, .head, .put, .delete, .patch] {
             router.on("/v1/dispatch", method: method) { _, _ in
@@ -35,10 +35,10 @@ extension RulesServer {
         }
     }
 
-    private func dispatch(_ request: Request) async -> Response {
+    private func dispatch(_ request: Request, context: ServerContext) async -> Response {
         let started = ContinuousClock.now
         inFlight.begin()
-        let response = await answer(request)
+        let response = await answer(request, context: context)
         if response.status.code != 200 || !isBatch(request) {
             metrics.record(code: response.status.code, seconds: ContinuousClock.now - started)
             inFlight.end(answered: true)
@@ -51,24 +51,43 @@ extension RulesServer {
         request.headers[.contentType]?.lowercased().hasPrefix("application/x-ndjson") ?? false
     }
 
-    private func answer(_ request: Request) async -> Response {
+    private func answer(_ request: Request, context: ServerContext) async -> Response {
         if let encoding = request.headers[.contentEncoding], encoding.lowercased() != "identity" {
             metrics.record(.invalid)
             return refusal(.unsupportedMediaType, type: "UnsupportedContentEncoding",
                            message: "the body must not be compressed (Content-Encoding: \(PrintableText.field(encoding)))")
         }
-        let body: [UInt8]
-        do {
-            var buffer = try await request.body.collect(upTo: options.maxBodyBytes)
-            body = buffer.readBytes(length: buffer.readableBytes) ?? []
-        } catch is NIOTooManyBytesError {
+        let tooLarge = "the body is over the limit of \(options.maxBodyBytes) bytes (--max-body)"
+        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > options.maxBodyBytes {
+            // Said up front: refused before a byte of it is read (or a `100 Continue` sent).
             metrics.record(.invalid)
-            return refusal(.contentTooLarge, type: "BodyTooLarge",
-                           message: "the body is over the limit of \(options.maxBodyBytes) bytes (--max-body)")
+            context.closeAfterAnswer()
+            return refusal(.contentTooLarge, type: "BodyTooLarge", message: tooLarge)
+        }
+        var collected = ByteBuffer()
+        do {
+            // The whole body within --idle-timeout: a client that trickles it a byte at a time
+            // never looks idle, so the time is counted here.
+            let giveUpAt = ContinuousClock.now + .milliseconds(Int64(options.idleTimeout * 1000))
+            for try await part in request.body {
+                if collected.readableBytes + part.readableBytes > options.maxBodyBytes {
+                    metrics.record(.invalid)
+                    context.closeAfterAnswer()
+                    return refusal(.contentTooLarge, type: "BodyTooLarge", message: tooLarge)
+                }
+                collected.writeImmutableBuffer(part)
+                if ContinuousClock.now > giveUpAt {
+                    metrics.record(.invalid)
+                    context.closeAfterAnswer()
+                    return refusal(.requestTimeout, type: "BodyTimeout",
+                                   message: "the body did not arrive whole within \(options.idleTimeout) s (--idle-timeout)")
+                }
+            }
         } catch {
             metrics.record(.invalid)
             return refusal(.badRequest, type: "InvalidBody", message: "the body could not be read: \(error)")
         }
+        let body = collected.readBytes(length: collected.readableBytes) ?? []
         if isBatch(request) { return await batch(body) }
         do {
             let answer = try await pool.dispatch(body)
@@ -87,7 +106,9 @@ extension RulesServer {
     /// is known. The answers go through an `AnswerPipe`, so a client that reads slowly holds
     /// its state back instead of piling answers up in the server's memory.
     private func batch(_ body: [UInt8]) async -> Response {
-        let pipe = AnswerPipe(limit: options.batchBufferBytes, patience: options.idleTimeout) { [inFlight] readAll in
+        let pipe = AnswerPipe(
+            limit: options.batchBufferBytes, patience: options.idleTimeout, othersWaiting: { [pool] in pool.waiting > 0 }
+        ) { [inFlight] readAll in
             inFlight.end(answered: readAll)
         }
         let gate = FirstAnswer()

@@ -90,7 +90,7 @@ public final class RulesServer: Sendable {
         ServiceSignals.handleStops()
         var logger = Logger(label: "luahier")
         logger.logLevel = .warning
-        let router = Router()
+        let router = Router(context: ServerContext.self)
         addRoutes(to: router)
         let app = Application(
             router: router,
@@ -107,7 +107,9 @@ public final class RulesServer: Sendable {
             logger: logger
         )
         var configuration = ServiceGroupConfiguration(services: [.init(service: app)], logger: logger)
-        configuration.maximumGracefulShutdownDuration = .milliseconds(Int64(options.shutdownGrace * 1000))
+        // No limit of the group's own: past `shutdownGrace` it would cancel the server, which
+        // closes the connections of requests still under way, and they would look like clients
+        // that went away. The grace is enforced below, where what was cut off is counted.
         let group = ServiceGroup(configuration: configuration)
         let ended = Locked(false)
         let serving = Task {

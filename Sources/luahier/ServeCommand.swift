@@ -11,8 +11,9 @@ struct Serve: ParsableCommand {
         discussion: """
             POST /v1/dispatch takes one request object ({"id", "at", "event" | "error"}, as a \
             dispatch line) and returns its outcome, with the revision that answered it: 200 \
-            (handled, unhandled, detached), 400 (invalid), 413 (body over --max-body), 503 \
-            (no state free within --max-wait, or shutting down). With Content-Type: \
+            (handled, unhandled, detached), 400 (invalid), 408 (body not whole within \
+            --idle-timeout), 413 (body over --max-body), 415 (compressed body), 503 (no state \
+            free within --max-wait, or shutting down). With Content-Type: \
             application/x-ndjson the body is JSON lines and the answer streams one outcome \
             line per request line, in order, all from one revision. GET /healthz: ready, \
             revision, last reload error. GET /metrics: Prometheus text. POST /v1/reload with \
@@ -121,7 +122,8 @@ struct Serve: ParsableCommand {
                 Console.error("luahier: serving \(revision.files[0]) (revision \(revision), \(workers) worker\(workers == 1 ? "" : "s")) on \(address)")
             }
         }
-        watcher.stop()
+        // A reload under way (a slow rules file) must not hold the exit past the grace.
+        watcher.stop(waiting: false)
         let stopped: RulesServer.Stopped
         switch outcome {
         case .failure(let failure):
@@ -137,7 +139,9 @@ struct Serve: ParsableCommand {
             // The states still run what was cut off: leave them to the process's end.
             _exit(ExitStatus.scriptFailed)
         }
-        pool.shutDown()
+        // Every request was answered: the states are idle. A reload still loading is left to
+        // the process's end.
+        _exit(0)
     }
 
     /// `luahier: stopped (SIGTERM); the 4 requests in flight were answered`, and the like.

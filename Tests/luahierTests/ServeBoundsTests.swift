@@ -105,19 +105,87 @@ struct ServeBoundsTests {
         #expect(dropped > 0)
     }
 
-    @Test func sigtermExitsAfterTheGraceWithWhatWasCutOff() throws {
+    @Test(arguments: [false, true])
+    func sigtermExitsAfterTheGraceWithWhatWasCutOff(batch: Bool) throws {
         let server = try Self.server(["--shutdown-grace", "0.5", "--dispatch-timeout", "20"])
         let client = try Connection(port: server.port)
-        client.send(Self.post(#"{"at": "/app", "event": {"type": "Slow", "seconds": 10}}"#))
+        if batch {
+            let lines = String(repeating: #"{"at": "/app", "event": {"type": "Slow", "seconds": 0.3}}"# + "\n", count: 30)
+            client.send(Self.post(lines, contentType: "application/x-ndjson"))
+        } else {
+            client.send(Self.post(#"{"at": "/app", "event": {"type": "Slow", "seconds": 10}}"#))
+        }
         Thread.sleep(forTimeInterval: 0.4)
         let signalled = Date()
         server.signal(SIGTERM)
         let status = server.waitForExit(timeout: 10)
         #expect(Date().timeIntervalSince(signalled) < 4)
         #expect(status == 1)
+        // A batch cut off is not a client that went away, though its connection closes.
         #expect(server.stderr.contains(
             "luahier: stopped (SIGTERM) after the 0.5 s grace; of the 1 request in flight, 0 answered, 1 cut off unanswered"),
             "\(server.stderr)")
+    }
+
+    @Test func aReloadStillLoadingDoesNotHoldTheExitPastTheGrace() throws {
+        let folder = URL(fileURLWithPath: try Luahier.script(#"require("mod")"# + "\n" + Self.rules, name: "rules.lua"))
+            .deletingLastPathComponent()
+        let module = folder.appendingPathComponent("mod.lua")
+        try "return 1\n".write(to: module, atomically: true, encoding: .utf8)
+        let server = try ServerProcess(["rules.lua", "--shutdown-grace", "1", "--timeout", "0"], in: folder)
+        // The next revision never finishes loading (--timeout 0: no limit on the load).
+        try "while true do end\n".write(to: module, atomically: true, encoding: .utf8)
+        server.signal(SIGHUP)
+        Thread.sleep(forTimeInterval: 0.5)
+        let signalled = Date()
+        server.signal(SIGTERM)
+        let status = server.waitForExit(timeout: 15)
+        #expect(Date().timeIntervalSince(signalled) < 4)
+        #expect(status == 0)
+        #expect(server.stderr.contains("luahier: stopped (SIGTERM); no request was in flight"), "\(server.stderr)")
+    }
+
+    @Test func bodiesTooLargeOrTooSlowAreRefusedAndTheirConnectionsClosed() throws {
+        let server = try Self.server(["--idle-timeout", "1"])
+        defer { server.stop() }
+        // Announced too large: 413 at once, without waiting for (or asking for) the body.
+        let large = try Connection(port: server.port)
+        large.send("POST /v1/dispatch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 99999999999\r\nExpect: 100-continue\r\n\r\n")
+        let refused = large.receive(within: 3)
+        #expect(String(decoding: refused.bytes.prefix(12), as: UTF8.self) == "HTTP/1.1 413")
+        #expect(large.receive(within: 3).closed || refused.closed)
+        // Trickled a byte at a time: never idle, but not whole within --idle-timeout.
+        let trickle = try Connection(port: server.port)
+        trickle.send("POST /v1/dispatch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n")
+        let started = Date()
+        var answer: [UInt8] = []
+        var closed = false
+        while !closed && Date().timeIntervalSince(started) < 8 {
+            trickle.send("{")
+            let got = trickle.receive(within: 0.3)
+            answer += got.bytes
+            closed = got.closed
+        }
+        #expect(String(decoding: answer.prefix(12), as: UTF8.self) == "HTTP/1.1 408")
+        #expect(String(decoding: answer, as: UTF8.self).contains("BodyTimeout"))
+        #expect(closed)
+        #expect(Date().timeIntervalSince(started) < 5)
+    }
+
+    @Test func aStalledBatchGivesItsStateUpWhenOthersWaitForIt() throws {
+        let server = try Self.server(["--idle-timeout", "30", "--max-wait", "10"])
+        defer { server.stop() }
+        let body = String(repeating: #"{"at": "/app", "event": {"type": "Big", "n": 100000}}"# + "\n", count: 100)
+        let stalled = try Connection(port: server.port, receiveBuffer: 4096)
+        stalled.send(Self.post(body, contentType: "application/x-ndjson"))
+        #expect(String(decoding: stalled.receive(limit: 12, within: 10).bytes, as: UTF8.self) == "HTTP/1.1 200")
+        Thread.sleep(forTimeInterval: 0.5)
+        // The one state waits for a client that reads nothing; another request comes.
+        let asked = Date()
+        let reply = try server.post("/v1/dispatch", #"{"at": "/app", "event": "Ask"}"#)
+        #expect(reply.status == 200)
+        #expect(Date().timeIntervalSince(asked) < 5, "answered only after \(Date().timeIntervalSince(asked)) s")
+        #expect(Self.metric(#"luahier_batches_stopped_total{reason="client_stalled"}"#, in: try server.get("/metrics").text) == 1)
     }
 
     @Test func idleAndHalfSentConnectionsAreClosed() throws {

@@ -35,14 +35,17 @@ public final class RulesWatcher: @unchecked Sendable {
         thread = LargeStack.spawn(size: 512 << 10) { [self] in watch(hangUp: hangUp) }
     }
 
-    /// Stops watching (a reload under way completes first). Call it before the pool shuts
-    /// down: the watcher's thread holds it until then.
-    public func stop() {
+    /// Stops watching. `waiting` (the default): returns once a reload under way completed;
+    /// call it before the pool shuts down, since the watcher's thread holds it until then.
+    /// Without, it returns at once, and a reload under way goes on until it loads, fails or
+    /// the process exits (a server that must stop within its grace does not wait for a
+    /// rules file that takes long to load).
+    public func stop(waiting: Bool = true) {
         monitor.locked {
             running = false
             monitor.broadcast()
         }
-        thread?.join()
+        if waiting { thread?.join() }
         thread = nil
     }
 
