@@ -21,7 +21,6 @@ final class AnswerPipe: AsyncSequence, @unchecked Sendable {
     typealias Element = ByteBuffer
 
     struct Stalled: Error, CustomStringConvertible {
-        let patience: Double
         var description: String { "the client stopped reading the batch's answers" }
     }
 
@@ -139,7 +138,7 @@ final class AnswerPipe: AsyncSequence, @unchecked Sendable {
             pthread_mutex_lock(mutex)
             if stalled {
                 pthread_mutex_unlock(mutex)
-                throw Stalled(patience: patience)
+                throw Stalled()
             }
             if !waiting.isEmpty {
                 let buffer = ByteBuffer(bytes: waiting)
