@@ -330,6 +330,12 @@ int luahier_trigger(lua_State *L) {
         }
         lua_settop(L, 3);
     }
+    /* A dispatch's own budget, inside what is left of the running one: a trip ends the
+     * dispatch, and the caller goes on if its own budget is not spent. Making its plan is the
+     * dispatch's work: a plan that trips a limit ends the dispatch, not its caller. */
+    luahier_charge(L, e->dispatch_charge);
+    luahier_Budget enclosing;
+    luahier_pushbudget(L, &enclosing, e->dispatch_instructions, e->dispatch_seconds);
     /* The node's plan, kept by its address while the tree's chains stand still. */
     lua_pushlightuserdata(L, node);
     if (*e->changes != e->plans_epoch || lua_rawget(L, LUAHIER_UP(LUAHIER_TRIGGER_PLANS)) != LUA_TTABLE) {
@@ -337,11 +343,7 @@ int luahier_trigger(lua_State *L) {
         e->plan_for(e->host, L, node);
     }
     g->in_host = caller_in_host;
-    /* [node, value, type, plan] A dispatch's own budget, inside what is left of the running one:
-     * a trip ends the dispatch, and the caller goes on if its own budget is not spent. */
-    luahier_charge(L, e->dispatch_charge);
-    luahier_Budget enclosing;
-    luahier_pushbudget(L, &enclosing, e->dispatch_instructions, e->dispatch_seconds);
+    /* [node, value, type, plan] */
     luahier_Result r;
     int failed = luahier_rundispatch(L, e, 4, 2, 3, is_error, &r);
     luahier_popbudget(L, &enclosing);

@@ -121,6 +121,7 @@ void luahier_trip(luahier_Guard *g, int kind) {
 }
 
 void luahier_chargework(luahier_Guard *g, long long units) {
+    g->work_total += units;
     if (!g->active || g->budget.exceeded) return;
     g->spent += units;
     g->work += units;
@@ -161,15 +162,22 @@ void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
             if (!retry) {
                 g->refused_block = ptr;
                 g->refused_size = nsize;
+                /* Sticky unless the retry that usually follows succeeds (the collection freed
+                 * enough): a refusal Lua does not retry must still trip. */
+                g->refusal_pending = 1;
+                if (g->active && at) luahier_hooknext(at);
             } else if (g->active && !g->budget.exceeded) {
+                g->refusal_pending = 0;
                 luahier_trip(g, LUAHIER_TRIPPED_MEMORY);
             }
             return NULL;
         }
+        if (retry) g->refusal_pending = 0;
     }
     void *block = realloc(ptr, nsize);
     if (block == NULL) return NULL;
     g->used = g->used - old + malloc_usable_size(block);
+    if (nsize > old) g->allocated_total += (long long)(nsize - old);
     if (g->used > g->peak) g->peak = g->used;
     if (nsize > old) luahier_chargework(g, (long long)((nsize - old) / LUAHIER_BYTES_PER_UNIT));
     return block;
@@ -289,9 +297,17 @@ static int luahier_inplanwalk(lua_State *L, lua_Debug *ar) {
     return luahier_frameruns(L, ar, g->walk_ref) || luahier_frameruns(L, ar, g->traced_walk_ref);
 }
 
+/* [-0, +0, -] A refusal no retry took back trips the cap (luahier_Guard.refusal_pending). */
+static void luahier_settlerefusal(luahier_Guard *g) {
+    if (!g->refusal_pending) return;
+    g->refusal_pending = 0;
+    if (g->active && !g->budget.exceeded) g->budget.exceeded = LUAHIER_TRIPPED_MEMORY;
+}
+
 void luahier_hook(lua_State *L, lua_Debug *ar) {
     luahier_Guard *g = luahier_guard(L);
     luahier_progress(g);
+    luahier_settlerefusal(g);
     if (g->active && !g->budget.exceeded && luahier_interrupt_signal) {
         /* Stopped by a signal (the handler set this hook on a state with no limits too). */
         lua_Debug place;
@@ -319,6 +335,7 @@ void luahier_hook(lua_State *L, lua_Debug *ar) {
         lua_Debug place;
         if (luahier_findluaframe(L, 0, &place)) luahier_noteplace(g, &place);
         g->spent += lua_gethookcount(L);
+        g->work_total += lua_gethookcount(L);
         g->work = 0;
         if (!luahier_check(g)) {
             int next = luahier_nextcount(g);
@@ -344,6 +361,7 @@ void luahier_beginentry(lua_State *L, long long instructions, double seconds, in
     g->last_line = 0;
     g->refused_block = NULL;
     g->refused_size = 0;
+    g->refusal_pending = 0;
     b->trip_at = instructions > 0 ? instructions : LLONG_MAX;
     b->instruction_limit = instructions;
     b->instruction_scope = scope;
@@ -427,5 +445,6 @@ void luahier_work(lua_State *L, long long units) {
 
 int luahier_tripped(lua_State *L) {
     luahier_Guard *g = luahier_guard(L);
+    luahier_settlerefusal(g);
     return g->active ? g->budget.exceeded : 0;
 }

@@ -213,15 +213,19 @@ int luahier_answerrun(lua_State *L, luahier_Engine *e, luahier_LineRun *run) {
         if (g->watch) luahier_watchdog_name(g->watch, NULL, line->number);
         int top = lua_gettop(L);
         luahier_Request *request = &run->request;
+        if (g->watch) luahier_watchdog_prepare_thread();
+        /* The line's budget starts before its request is read: reading it and making its
+         * node's plan are host work the line's limits bound (a plan trips them as it goes). */
+        luahier_beginentry(L, run->instructions, run->seconds, run->scope);
         if (luahier_readrequest(L, e, run->chunk + line->start, (size_t)line->count, run->depth_limit, run->input,
-                                line->number, request) != LUAHIER_REQUEST_READY)
+                                line->number, request) != LUAHIER_REQUEST_READY) {
+            luahier_endentry(L);
             return LUAHIER_RUN_HOST;
+        }
         /* [id, plan, value, type] */
         long changes = *e->changes;
         long presented = *run->presented;
         luahier_Result *r = run->result;
-        if (g->watch) luahier_watchdog_prepare_thread();
-        luahier_beginentry(L, run->instructions, run->seconds, run->scope);
         luahier_rundispatch(L, e, top + 2, top + 3, top + 4, request->is_error, r);
         luahier_endentry(L);
         if (r->tripped == LUAHIER_TRIPPED_INTERRUPTED) {
@@ -230,8 +234,18 @@ int luahier_answerrun(lua_State *L, luahier_Engine *e, luahier_LineRun *run) {
         }
         int written = LUAHIER_JSON_CAREFUL;
         if (lua_type(L, r->trace) != LUA_TTABLE && *run->presented == presented) {
-            size_t available = g->limit == 0 ? (size_t)-1 : g->used >= g->limit ? 0 : g->limit - g->used;
-            written = luahier_writeoutcome(L, line->number, top + 1, request->has_id, top + 2, r, available, out);
+            for (int collected = 0;; collected = 1) {
+                size_t available = g->limit == 0 ? (size_t)-1 : g->used >= g->limit ? 0 : g->limit - g->used;
+                written = luahier_writeoutcome(L, line->number, top + 1, request->has_id, top + 2, r, available, out);
+                /* What the cap leaves may be held by garbage (the tables of the lines before):
+                 * collected once, as Lua does before it refuses, so identical lines get
+                 * identical answers whatever came before them. */
+                if (written != LUAHIER_JSON_LIMIT || g->limit == 0 || collected) break;
+                int caller_in_host = g->in_host;
+                g->in_host = 1;
+                lua_gc(L, LUA_GCCOLLECT);
+                g->in_host = caller_in_host;
+            }
         }
         if (written == LUAHIER_JSON_WRITTEN && !run->deliver(run->context, out->bytes, out->size)) {
             written = LUAHIER_JSON_LIMIT;

@@ -7,8 +7,11 @@
 #include <lualib.h>
 #include <limits.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* An xpcall message handler, guarded: once a limit has tripped the error passes through
  * untouched and no Lua code runs. Lua 5.4.4 re-enters a message handler that raises, in C,
@@ -402,12 +405,38 @@ int luahier_tunpack(lua_State *L) {
     return (int)count;
 }
 
+/* [-0, +0, -] What a file that is not regular is, for messages. */
+static const char *luahier_filekind(mode_t mode) {
+    switch (mode & S_IFMT) {
+    case S_IFDIR: return "a directory";
+    case S_IFIFO: return "a FIFO";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFSOCK: return "a socket";
+    default: return "not a plain file";
+    }
+}
+
 int luahier_readsource(lua_State *L) {
     const char *path = luaL_checkstring(L, 1);
-    FILE *file = fopen(path, "rb");
-    if (!file) {
+    /* Regular files only, opened without blocking: a FIFO would hold the state in a read no
+     * deadline reaches, and a device would never end. The text is read into Lua's heap, under
+     * the cap (a refusal there trips it). */
+    int descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat info;
+    if (descriptor >= 0 && fstat(descriptor, &info) == 0 && !S_ISREG(info.st_mode)) {
+        close(descriptor);
         lua_pushnil(L);
-        lua_pushfstring(L, "cannot open %s: %s", path, strerror(errno));
+        lua_pushfstring(L, "cannot read %s: not a regular file (%s); modules are read from regular files only", path,
+                        luahier_filekind(info.st_mode));
+        return 2;
+    }
+    FILE *file = descriptor >= 0 ? fdopen(descriptor, "rb") : NULL;
+    if (!file) {
+        int saved = errno;
+        if (descriptor >= 0) close(descriptor);
+        lua_pushnil(L);
+        lua_pushfstring(L, "cannot open %s: %s", path, strerror(saved));
         return 2;
     }
     luaL_Buffer b;

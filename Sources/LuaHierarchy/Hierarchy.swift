@@ -179,6 +179,15 @@ public final class Hierarchy {
     /// A dispatch whose final value stays as the scripting side holds it (no conversion):
     /// for callers that only write it out. The message is consumed: it moves into the walk
     /// rather than being copied there (a copy and a destroy of its payload and type).
+    /// What the state has done so far, deterministically (the scaling test's measure): Lua
+    /// instructions counted by the hook (only under an instruction budget) and host work
+    /// charged, in instructions' worth; bytes allocated for it (the Lua heap's growth and the
+    /// host's charged copies). Neither is ever reset.
+    var workDone: (units: Int, bytes: Int) {
+        let guardState = host.guardState.pointee
+        return (Int(guardState.work_total), Int(guardState.allocated_total))
+    }
+
     func dispatchKeepingValue(_ message: consuming Message, at node: Node) throws -> DispatchResult {
         guard node.tree === root.tree else { throw HierarchyError.foreignNode }
         // A closure cannot consume what it captures; it can take it out of an Optional.

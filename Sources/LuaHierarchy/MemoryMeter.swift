@@ -10,6 +10,10 @@ protocol MemoryMeter: AnyObject {
     func charge(_ bytes: Int) -> Bool
     /// Gives back `bytes` charged before. Once the meter is closed, nothing.
     func release(_ bytes: Int)
+    /// Charges `units` of host work (LUAHIER_HOOK_INTERVAL units are worth as many Lua
+    /// instructions) to the running budget, reading the clock as they add up: false once the
+    /// budget has tripped (a deadline, the cap, an interrupt), when the work must stop.
+    func chargeWork(_ units: Int) -> Bool
     /// The cap in bytes, for messages (nil: none).
     var memoryLimit: Int? { get }
     /// How the tree and charges hold this meter: the meter owns it and cuts it when it goes.

@@ -12,10 +12,11 @@ internal import NIOCore
 /// with its own status, all from one revision.
 extension RulesServer {
     func addRoutes(to router: Router<ServerContext>) {
+        router.add(middleware: RefusalCounter(metrics: metrics))
         router.post("/v1/dispatch") { request, context in
             await self.dispatch(request, context: context)
         }
-        for method in [HTTPRequest.Method.get, .head, .put, .delete, .patch] {
+        for method in [HTTPRequest.Method.get, .head, .put, .delete, .patch, .options, .trace, .connect] {
             router.on("/v1/dispatch", method: method) { _, _ in
                 Response(
                     status: .methodNotAllowed, headers: [.allow: "POST", .contentType: "application/json"],
@@ -227,6 +228,27 @@ final class FirstAnswer: Sendable {
                 return (false, nil)
             }
             if ready.0 { continuation.resume(returning: ready.1) }
+        }
+    }
+}
+
+/// Counts in `luahier_http_requests_total` what the routes refuse before any dispatch: an
+/// unknown path (404), a method a route does not take (405). A dispatch counts its own answer
+/// (with its time) where it is made.
+struct RefusalCounter: RouterMiddleware {
+    typealias Context = ServerContext
+    let metrics: ServerMetrics
+
+    func handle(
+        _ request: Request, context: ServerContext, next: (Request, ServerContext) async throws -> Response
+    ) async throws -> Response {
+        do {
+            let response = try await next(request, context)
+            if response.status == .methodNotAllowed { metrics.requests(code: 405).increment() }
+            return response
+        } catch let error as any HTTPResponseError {
+            metrics.requests(code: error.status.code).increment()
+            throw error
         }
     }
 }

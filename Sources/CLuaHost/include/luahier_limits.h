@@ -65,12 +65,21 @@ typedef struct luahier_Guard {
     int memory_refused;            /* an allocation was refused since the budget began */
     void *refused_block;           /* the last request refused (Lua retries it once, after a */
     size_t refused_size;           /* full collection) */
+    int refusal_pending;           /* a request was refused and no retry has yet succeeded: a
+                                    * refusal Lua does not retry (a string buffer's growth, in
+                                    * string.rep, .., table.concat, string.pack) raises a plain
+                                    * "not enough memory" that pcall could catch, so it trips
+                                    * the cap at the next instruction or host check */
     /* Instructions and time. */
     int active;                    /* a budgeted entry (a chunk, a dispatch) is under way */
     int hooked;                    /* the count hook is wanted: an instruction budget, or a time
                                     * limit the watchdog cannot enforce (LuaHost.init) */
     long long spent;               /* instructions and charged host work since the entry began */
     long long work;                /* host work and allocation since the clock was last read */
+    /* Deterministic measures of all the work done for the state, never reset (the scaling
+     * test reads them: Tests/LuaHierarchyTests/ScalingTests.swift): Lua instructions the count
+     * hook saw (under an instruction budget) and host work units charged, and bytes allocated (the Lua heap's growth and the host's charged copies). */
+    long long work_total, allocated_total;
     luahier_Budget budget;         /* the innermost budget */
     /* Where Lua last was when the hook ran: the place named by memory errors, which come
      * without a message handler. */

@@ -128,16 +128,18 @@ final class Dispatcher {
     /// now: safety arrivals only while declarations are checked.
     func plan(from origin: Node) -> ChainPlan {
         let checksSafety = safety != .disabled && root.tree.declaringNodes > 0
-        return ChainPlan.make(from: origin, root: root, trace: traceLevel, checksSafety: checksSafety)
+        return ChainPlan.make(
+            from: origin, root: root, trace: traceLevel, checksSafety: checksSafety, meter: root.tree.meter)
     }
 
     /// The safety check as a value of `domain` and `type` arrives at a declaring node (SPEC
     /// §6): nil to go on (a relaxed warning is passed on first), or the `SafetyViolation`
     /// that replaces the value. `value` describes the value, for the violation.
     func arrive(
-        at arrival: Arrival, from origin: String, domain: Domain, type: String, value: () -> Value
+        at arrival: Arrival, node: () -> String, from origin: () -> String, domain: Domain, type: String,
+        value: () -> Value
     ) -> Message? {
-        switch SafetyCheck.verdict(level: safety, at: arrival, from: origin, domain: domain, type: type, value: value) {
+        switch SafetyCheck.verdict(level: safety, at: arrival, node: node, from: origin, domain: domain, type: type, value: value) {
         case .pass: return nil
         case .warn(let warning):
             warn(warning)

@@ -25,6 +25,10 @@ public struct TraceStep: Hashable, Sendable, CustomStringConvertible {
     /// With full tracing: the value before and after a replacement.
     public var before: Value?
     public var after: Value?
+    /// True when the step recorded a value before or after its replacement that the trace
+    /// could not keep under the memory cap (`before` and `after` are then nil): a value left
+    /// out is always said to be.
+    public var valuesOmitted = false
 
     public var resultDescription: String {
         switch result {

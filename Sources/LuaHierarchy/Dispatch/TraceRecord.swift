@@ -7,6 +7,12 @@ protocol RecordedSteps: AnyObject {
     /// With full tracing: a copy of the value before (or after) step `index`'s replacement, if
     /// it recorded one, at most half of what the memory cap leaves (a longer one is cut).
     func value(ofStep index: Int, after: Bool) -> Value?
+    /// With full tracing: appends the JSON of the value before (or after) step `index`'s
+    /// replacement straight from where it is recorded, within what the memory cap leaves.
+    /// Nil: the step recorded none; false: it did not fit (nothing appended).
+    func writeValue(ofStep index: Int, after: Bool, into writer: inout JSONWriter) -> Bool?
+    /// Whether step `index` recorded a value before (or after) its replacement.
+    func hasValue(ofStep index: Int, after: Bool) -> Bool
 }
 
 /// A dispatch's trace (SPEC §5), made Swift values when first read, within the memory cap
@@ -25,6 +31,18 @@ final class DispatchTrace {
 
     var count: Int { made?.count ?? recorded.count }
 
+    /// Step `index` without its values (for writers that write them from the record).
+    func step(_ index: Int) -> TraceStep { recorded.step(index) }
+
+    /// Appends the JSON of step `index`'s value before (or after) its replacement, read from
+    /// the record within the cap: nil when it has none, false when it did not fit.
+    func writeValue(ofStep index: Int, after: Bool, into writer: inout JSONWriter) -> Bool? {
+        recorded.writeValue(ofStep: index, after: after, into: &writer)
+    }
+
+    /// Whether step `index` recorded a value before (or after) its replacement.
+    func hasValue(ofStep index: Int, after: Bool) -> Bool { recorded.hasValue(ofStep: index, after: after) }
+
     var steps: [TraceStep] {
         if let made { return made }
         var steps: [TraceStep] = []
@@ -35,13 +53,19 @@ final class DispatchTrace {
                 MemoryCost.traceStep + MemoryCost.string(step.node) + MemoryCost.string(step.responder.location)
                 + MemoryCost.string(step.input) + MemoryCost.string(step.resultType)
             guard charge.add(cost) else { break }
-            for after in [false, true] where recordsValues {
+            for after in [false, true] {
+                guard recordsValues else {
+                    // A value left out is said to be, never silently dropped.
+                    if recorded.hasValue(ofStep: index, after: after) { step.valuesOmitted = true }
+                    continue
+                }
                 guard let value = recorded.value(ofStep: index, after: after) else { continue }
                 guard charge.add(MemoryCost.value(value)) else {
                     recordsValues = false
                     step.before = nil
                     step.after = nil
-                    break
+                    step.valuesOmitted = true
+                    continue
                 }
                 if after { step.after = value } else { step.before = value }
             }
@@ -61,3 +85,4 @@ extension TraceStep {
         }
     }
 }
+

@@ -573,8 +573,9 @@ private let luaPrelude = """
     })
 
     print = function(...)
-        local parts = {}
-        for i = 1, select("#", ...) do parts[i] = tostring((select(i, ...))) end
+        -- One pass over the arguments (select(i, ...) per argument made it quadratic).
+        local parts = { ... }
+        for i = 1, select("#", ...) do parts[i] = tostring(parts[i]) end
         write(concat(parts, "\\t"))
     end
 

@@ -199,8 +199,9 @@ final class LuaEngine: DispatchEngine {
         state.pointee.plans_made += 1
         push(plan)
         // Kept unless `maxPlans` are kept already: those stay (a script cycling through more
-        // nodes would otherwise make a plan per dispatch and use none).
-        if planCount < Self.maxPlans {
+        // nodes would otherwise make a plan per dispatch and use none). One a trip cut short
+        // is never kept.
+        if planCount < Self.maxPlans && plan.complete && !host.limitTripped {
             lua_pushlightuserdata(L, Unmanaged.passUnretained(origin).toOpaque())
             lua_pushvalue(L, -2)
             lua_rawset(L, plans)
@@ -231,8 +232,40 @@ final class LuaEngine: DispatchEngine {
     /// How many plans are kept now (for tests).
     var keptPlans: Int { planCount }
 
+    /// [-0, +1, m] The path of the chain's node `node`: a prefix of the origin's.
+    private func pushPath(of node: PathPrefix, in plan: ChainPlan) {
+        if node.length == 0 {
+            host.push("/")
+            return
+        }
+        var origin = plan.origin
+        origin.withUTF8 { bytes in
+            _ = bytes.withMemoryRebound(to: CChar.self) { lua_pushlstring(host.thread, $0.baseAddress, node.length) }
+        }
+    }
+
+    /// Whether the paths `plan` names fit under the memory cap: a plan holds each of its
+    /// nodes' paths once, and a deep chain with responders all the way up names paths whose
+    /// sizes add up to the square of its depth. Past the cap, the running budget trips on
+    /// memory (the plan is then laid out without them).
+    private func pathsFit(_ plan: ChainPlan) -> Bool {
+        var total = 0
+        var last: PathPrefix?
+        for entry in plan.events + plan.errors where entry.node != last {
+            last = entry.node
+            total += MemoryCost.bytes(entry.node.length)
+        }
+        guard total > 0, host.memoryAvailable != nil else { return true }
+        guard host.charge(total) else { return false }
+        host.release(total)
+        return true
+    }
+
     /// [-0, +1, m] The Lua table of `plan`, laid out as luahier_engine.h's LUAHIER_PLAN_* say.
+    /// A plan a trip cut short (or whose paths would pass the cap) is laid out empty: the walk
+    /// raises the limit's error at its first instruction.
     private func push(_ plan: ChainPlan) {
+        let plan = plan.complete && pathsFit(plan) ? plan : plan.emptied
         let L = host.thread
         let stride = Int(LUAHIER_ENTRY_STRIDE)
         let first = Int(LUAHIER_PLAN_ENTRIES)
@@ -261,6 +294,7 @@ final class LuaEngine: DispatchEngine {
             set(Int(slot))
         }
         for (entries, base, otherBase) in [(plan.events, first, errorsFirst), (plan.errors, errorsFirst, first)] {
+            var lastNode: (node: PathPrefix, slot: Int)?
             for (index, entry) in entries.enumerated() {
                 let slot = base + stride * index
                 // The object first: a host closure's call binds it (pushCall).
@@ -274,7 +308,13 @@ final class LuaEngine: DispatchEngine {
                 set(slot + Int(LUAHIER_ENTRY_CLASS))
                 lua_pushinteger(L, lua_Integer(otherBase + stride * entry.cross))
                 set(slot + Int(LUAHIER_ENTRY_CROSS))
-                host.push(entry.node)
+                // Each node's path once: its entries share the string.
+                if let lastNode, lastNode.node == entry.node {
+                    lua_rawgeti(L, table, lua_Integer(lastNode.slot + Int(LUAHIER_ENTRY_NODE)))
+                } else {
+                    pushPath(of: entry.node, in: plan)
+                }
+                lastNode = (entry.node, slot)
                 set(slot + Int(LUAHIER_ENTRY_NODE))
                 lua_pushinteger(L, lua_Integer(entry.offset + 1))
                 set(slot + Int(LUAHIER_ENTRY_INDEX))
@@ -380,6 +420,15 @@ final class LuaEngine: DispatchEngine {
         lua_rawgeti(host.thread, plan, lua_Integer(slot))
         defer { luahier_pop(host.thread, 1) }
         return host.string(at: -1)
+    }
+
+    /// [-0, +0, -] The path at slot `slot` of the plan table at `plan`, as a message shows it:
+    /// at most its last `PathText.shownBytes` bytes (a message per node of a deep chain must
+    /// not cost the square of its depth).
+    private func shownPath(_ slot: Int, of plan: Int32) -> String {
+        lua_rawgeti(host.thread, plan, lua_Integer(slot))
+        defer { luahier_pop(host.thread, 1) }
+        return host.withBytes(at: -1) { PathText.shown(UnsafeRawBufferPointer($0)) }
     }
 
     /// [-0, +0, -] The integer at slot `slot` of the plan table at `plan`.
@@ -490,10 +539,15 @@ final class LuaEngine: DispatchEngine {
         case .arrival:
             let slot = Int(luahier_tointeger(L, luahier_upvalueindex(4)))
             let arrival = Unmanaged<ArrivalBox>.fromOpaque(object).takeUnretainedValue().arrival
-            let origin = field(LUAHIER_PLAN_AT, of: plan) ?? ""
             let domain: Domain = slot < integer(LUAHIER_PLAN_ERRORS, of: plan) ? .event : .error
             let type = host.stringField(ofTableAt: 1, "type") ?? ""
-            let violation = dispatcher.arrive(at: arrival, from: origin, domain: domain, type: type) {
+            // The paths are read only for a message: a value passing many declaring nodes of a
+            // deep chain reads none (each read is as long as the path).
+            let violation = dispatcher.arrive(
+                at: arrival, node: { self.shownPath(slot + Int(LUAHIER_ENTRY_NODE), of: plan) },
+                from: { self.shownPath(Int(LUAHIER_PLAN_AT), of: plan) },
+                domain: domain, type: type
+            ) {
                 (try? host.value(at: 1, strict: false, bounded: true)) ?? .null
             }
             guard var violation else {
@@ -724,6 +778,44 @@ final class LuaEngine: DispatchEngine {
                     ?? TraceStep(
                         node: "?", responder: ResponderInfo(index: 0, location: "?", kind: .receiveEvent), input: "?",
                         result: .notHandled)
+            }
+        }
+
+        func hasValue(ofStep index: Int, after: Bool) -> Bool {
+            guard !engine.host.isClosed else { return false }
+            return withPushed { record, _ in
+                let L = engine.host.thread
+                let field = after ? LUAHIER_STEP_AFTER : LUAHIER_STEP_BEFORE
+                let type = lua_rawgeti(L, record, lua_Integer(Int(LUAHIER_TRACE_STEPS) + index * Int(LUAHIER_STEP_STRIDE) + field))
+                luahier_pop(L, 1)
+                return type == LUA_TTABLE || type == LUA_TSTRING
+            }
+        }
+
+        func writeValue(ofStep index: Int, after: Bool, into writer: inout JSONWriter) -> Bool? {
+            guard !engine.host.isClosed else { return nil }
+            return withPushed { record, _ in
+                let host = engine.host
+                let L = host.thread
+                let field = after ? LUAHIER_STEP_AFTER : LUAHIER_STEP_BEFORE
+                lua_rawgeti(L, record, lua_Integer(Int(LUAHIER_TRACE_STEPS) + index * Int(LUAHIER_STEP_STRIDE) + field))
+                defer { luahier_pop(L, 1) }
+                guard lua_type(L, -1) == LUA_TTABLE || lua_type(L, -1) == LUA_TSTRING else { return nil }
+                // Written from the copy Lua holds (its strings shared with the values it copied),
+                // within what the cap leaves: no Swift copy of a large value is ever made.
+                for collected in [false, true] {
+                    let limit = host.memoryAvailable ?? Int.max
+                    switch host.writeJSON(at: -1, into: &writer, limit: limit) {
+                    case Int32(LUAHIER_JSON_WRITTEN): return true
+                    case Int32(LUAHIER_JSON_LIMIT):
+                        if collected || host.memoryAvailable == nil { return false }
+                        host.collectGarbage()
+                    default:
+                        writer.write((try? host.value(at: -1, strict: false, bounded: true)) ?? .null)
+                        return true
+                    }
+                }
+                return false
             }
         }
 

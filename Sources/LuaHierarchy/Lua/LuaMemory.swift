@@ -29,8 +29,15 @@ extension LuaHost: MemoryMeter {
             return false
         }
         state.pointee.used += size_t(bytes)
+        state.pointee.allocated_total += Int64(bytes)
         if state.pointee.used > state.pointee.peak { state.pointee.peak = state.pointee.used }
         return true
+    }
+
+    func chargeWork(_ units: Int) -> Bool {
+        guard !isClosed else { return true }
+        luahier_charge(thread, Int64(units))
+        return !limitTripped
     }
 
     func release(_ bytes: Int) {

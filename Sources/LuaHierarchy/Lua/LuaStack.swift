@@ -87,11 +87,16 @@ extension LuaHost {
         return string(at: -1)
     }
 
-    /// [-0, +0, -] "chunk:line" where the function at `index` was defined, if it is Lua.
+    /// [-0, +0, -] "chunk:line" where the function at `index` was defined, if it is the
+    /// script's Lua: nil for a C function and for the host's own Lua (the sandbox's `print`,
+    /// its wrappers), which have no line a script author could read (callers then name the
+    /// line that registered it).
     func definitionLocation(ofFunctionAt index: Int32) -> String? {
         var debug = lua_Debug()
         lua_pushvalue(thread, index)
-        guard lua_getinfo(thread, ">S", &debug) != 0, debug.linedefined > 0 else { return nil }
+        guard lua_getinfo(thread, ">S", &debug) != 0, debug.linedefined > 0, luahier_ishostcode(&debug) == 0 else {
+            return nil
+        }
         let source = withUnsafeBytes(of: debug.short_src) { raw in
             String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
         }

@@ -82,22 +82,56 @@ struct FileStamp: Equatable {
     }
 }
 
-/// Reads a whole file; nil and errno's message on failure.
-func readWholeFile(_ path: String) -> Result<[UInt8], ScriptError> {
-    let descriptor = open(path, O_RDONLY)
-    guard descriptor >= 0 else {
-        return .failure(ScriptError(type: "CannotRead", message: "cannot open \(path): \(String(cString: strerror(errno)))"))
+/// The most a rules file may hold when no memory cap bounds it: 256 MiB.
+let rulesFileLimitWithoutCap = 256 << 20
+
+/// Reads a whole rules file of at most `limit` bytes (its text is then loaded into every
+/// state, under the memory cap, so the cap is its bound; `rulesFileLimitWithoutCap` without
+/// one). Only a regular file is read: a FIFO would block the reader, and a device or a file
+/// that grows while it is read would never end. It is opened without blocking and checked
+/// before a byte is read; one that grows past `limit` is refused once it has, having read no
+/// more than `limit` + 64 KiB.
+func readRulesFile(_ path: String, limit: Int?) -> Result<[UInt8], ScriptError> {
+    let limit = limit ?? rulesFileLimitWithoutCap
+    func failure(_ message: String) -> Result<[UInt8], ScriptError> {
+        .failure(ScriptError(type: "CannotRead", message: message))
     }
+    let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+    guard descriptor >= 0 else { return failure("cannot open \(path): \(String(cString: strerror(errno)))") }
     defer { close(descriptor) }
+    var info = stat()
+    guard fstat(descriptor, &info) == 0 else { return failure("cannot read \(path): \(String(cString: strerror(errno)))") }
+    guard info.st_mode & S_IFMT == S_IFREG else {
+        return failure("cannot read \(path): not a regular file (\(fileKind(info.st_mode))); rules are read from regular files only")
+    }
+    guard Int(info.st_size) <= limit else {
+        return failure("cannot read \(path): \(info.st_size) bytes, more than the \(limit) a rules file may hold (the memory cap)")
+    }
     var bytes: [UInt8] = []
+    bytes.reserveCapacity(Int(info.st_size))
     var buffer = [UInt8](repeating: 0, count: 1 << 16)
     while true {
         let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
         if count < 0 {
             if errno == EINTR { continue }
-            return .failure(ScriptError(type: "CannotRead", message: "cannot read \(path): \(String(cString: strerror(errno)))"))
+            return failure("cannot read \(path): \(String(cString: strerror(errno)))")
         }
         if count == 0 { return .success(bytes) }
         bytes.append(contentsOf: buffer[..<count])
+        if bytes.count > limit {
+            return failure("cannot read \(path): it grew past the \(limit) bytes a rules file may hold (the memory cap)")
+        }
+    }
+}
+
+/// What a file that is not regular is, for messages.
+func fileKind(_ mode: mode_t) -> String {
+    switch mode & S_IFMT {
+    case S_IFDIR: "a directory"
+    case S_IFIFO: "a FIFO"
+    case S_IFCHR: "a character device"
+    case S_IFBLK: "a block device"
+    case S_IFSOCK: "a socket"
+    default: "not a plain file"
     }
 }

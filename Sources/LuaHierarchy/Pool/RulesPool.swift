@@ -119,7 +119,7 @@ public final class RulesPool: @unchecked Sendable {
     /// (`rules.lua:3: ...`) if they fail to load.
     public init(options: Options) throws(ScriptError) {
         self.options = options
-        let text = try readWholeFile(options.rulesFile).get()
+        let text = try readRulesFile(options.rulesFile, limit: options.hierarchy.limits.memory).get()
         current = try Generation(options: options, text: text, number: 1)
     }
 
@@ -269,7 +269,7 @@ public final class RulesPool: @unchecked Sendable {
         let running = revision
         let loaded: Generation
         do {
-            let text = try readWholeFile(options.rulesFile).get()
+            let text = try readRulesFile(options.rulesFile, limit: options.hierarchy.limits.memory).get()
             loaded = try Generation(options: options, text: text, number: running.number + 1)
         } catch {
             monitor.locked {

@@ -315,11 +315,20 @@ final class Pipeline: @unchecked Sendable {
             batch.answered.append(contentsOf: answer)
             return (batch.writtenBefore + batch.written, batch.answered.count - batch.written)
         }
-        if written > batch.released {
-            held.remove(written - batch.released)
-            batch.released = written
+        release(upTo: written, of: batch, held: held)
+        if unwritten > Self.maxUnwrittenBytes {
+            writeOwnAnswers(of: batch)
+            // What it wrote is let go of now, not at the next answer: the next line's room
+            // under the cap must not depend on when this one's answer was written.
+            release(upTo: batch.answers.locked { batch.writtenBefore + batch.written }, of: batch, held: held)
         }
-        if unwritten > Self.maxUnwrittenBytes { writeOwnAnswers(of: batch) }
+    }
+
+    /// Gives back to `held` the bytes of `batch`'s answers written up to `written`.
+    private func release(upTo written: Int, of batch: Batch, held: MemoryCharge) {
+        guard written > batch.released else { return }
+        held.remove(written - batch.released)
+        batch.released = written
     }
 
     /// Unwritten answers one batch may hold before its worker stops to write them: the

@@ -340,7 +340,10 @@ struct LineProcessor {
             output.write(id)
         }
         output.append(constant: Self.statusAndKind(outcome.status, outcome.message.domain))
+        let valueStart = output.bytes.count
         outcome.message.writeJSON(into: &output)
+        // Held from now on: what the trace's values may take is what is left after it.
+        _ = held.add(output.bytes.count - valueStart)
         if let by = outcome.by {
             output.writeKey("by")
             output.writeString(by)
@@ -374,15 +377,27 @@ struct LineProcessor {
                 output.append(String(presented.omitted))
             }
         }
-        if let trace = outcome.trace?.steps {
+        if let trace = outcome.trace {
             output.writeKey("trace")
             output.bytes.append(UInt8(ascii: "["))
-            var writesValues = true
-            for (position, step) in trace.enumerated() {
-                if position > 0 { output.bytes.append(UInt8(ascii: ",")) }
-                write(step, into: &output, held: held, values: &writesValues)
+            var written = 0
+            for index in 0..<trace.count {
+                let start = output.bytes.count
+                if index > 0 { output.bytes.append(UInt8(ascii: ",")) }
+                write(trace.step(index), index, of: trace, into: &output)
+                // Each step is held on the rules' behalf; one the cap refuses ends the trace,
+                // which says how many steps it left out.
+                guard held.add(output.bytes.count - start) else {
+                    output.bytes.removeSubrange(start...)
+                    break
+                }
+                written += 1
             }
             output.bytes.append(UInt8(ascii: "]"))
+            if written < trace.count {
+                output.writeKey("traceOmitted")
+                output.append(String(trace.count - written))
+            }
         }
         output.append("}\n")
     }
@@ -399,7 +414,10 @@ struct LineProcessor {
         }
     }
 
-    private func write(_ step: TraceStep, into output: inout JSONWriter, held: MemoryCharge, values: inout Bool) {
+    /// A trace step's JSON; with full tracing, its values are written from the record, within
+    /// what the cap leaves: one that does not fit is written `{"omitted":"MemoryLimitExceeded"}`,
+    /// so a value left out is always said to be.
+    private func write(_ step: TraceStep, _ index: Int, of trace: DispatchTrace, into output: inout JSONWriter) {
         output.writeKey("node", opening: true)
         output.writeString(step.node)
         output.writeKey("index")
@@ -412,25 +430,13 @@ struct LineProcessor {
         output.writeString(step.input)
         output.writeKey("result")
         output.writeString(step.resultDescription)
-        if values {
-            values = write(step.before, as: "before", into: &output, held: held)
-                && write(step.after, as: "after", into: &output, held: held)
+        for (after, key) in [(false, "before" as StaticString), (true, "after")] where trace.hasValue(ofStep: index, after: after) {
+            output.writeKey(key)
+            if trace.writeValue(ofStep: index, after: after, into: &output) != true {
+                output.append(#"{"omitted":"MemoryLimitExceeded"}"#)
+            }
         }
         output.bytes.append(UInt8(ascii: "}"))
-    }
-
-    /// Writes `key` and `value` (if any) unless the cap refuses what they add; false then
-    /// (and nothing written).
-    private func write(_ value: Value?, as key: StaticString, into output: inout JSONWriter, held: MemoryCharge) -> Bool {
-        guard let value else { return true }
-        let start = output.bytes.count
-        output.writeKey(key)
-        output.write(value)
-        guard held.add(output.bytes.count - start) else {
-            output.bytes.removeSubrange(start...)
-            return false
-        }
-        return true
     }
 
     private func write(_ invalid: InvalidLine, number: Int, into output: inout JSONWriter) {

@@ -126,16 +126,20 @@ enum SafetyCheck {
     }
 
     /// Judges a value of `domain` and `type`, dispatched from `origin`, as it reaches the
-    /// declaring node of `arrival`; `value` describes it, for a violation.
+    /// declaring node of `arrival` (`node` names it, only when a message needs it); `value`
+    /// describes it, for a violation.
     static func verdict(
-        level: SafetyLevel, at arrival: Arrival, from origin: String, domain: Domain, type: String, value: () -> Value
+        level: SafetyLevel, at arrival: Arrival, node: () -> String, from origin: () -> String, domain: Domain, type: String,
+        value: () -> Value
     ) -> Verdict {
         guard level != .disabled, arrival.declarations.location(domain) != nil, type != violationType else { return .pass }
-        let allowed = domain == .event ? arrival.allowed.events : arrival.allowed.errors
-        guard !allowed.contains(type) else { return .pass }
+        guard !arrival.allows(type, domain) else { return .pass }
+        // A message names at most `declaredListed` of what may pass (a chain of many
+        // declaring nodes would make each message as long as all of them).
+        let allowed = arrival.allowedTypes(domain, limit: declaredListed)
         let warning = SafetyWarning(
-            domain: domain, type: type, node: arrival.node, declared: allowed.sorted(),
-            declaredAt: arrival.declarations.location(domain)!, reportedAt: origin)
+            domain: domain, type: type, node: node(), declared: allowed.names + (allowed.more > 0 ? ["… \(allowed.more) more"] : []),
+            declaredAt: arrival.declarations.location(domain)!, reportedAt: origin())
         guard level == .strict else { return .warn(warning) }
         var fields: [String: Value] = [
             "node": .string(warning.node), "undeclared": .string(warning.type),
@@ -150,6 +154,9 @@ enum SafetyCheck {
                 "\(domain.rawValue) '\(warning.type)' passed \(warning.node), which \(verb) only {\(warning.declared.joined(separator: ", "))}",
                 where: warning.declaredAt, fields))
     }
+
+    /// How many declared types a warning or a violation lists.
+    static let declaredListed = 20
 
     /// Never checked itself, so a violation cannot cascade.
     static let violationType = "SafetyViolation"

@@ -37,8 +37,9 @@ extension TreeDescription {
         // Made once: each finding names some of the declared types.
         let declared = DeclaredTypes(events: declaredEvents, errors: declaredErrors)
         let named = namedTypes(unreachable: unreachable)
+        let missing = missingTypes(named: named)
         for position in entries.indices {
-            findings += missingResponders(for: position, named: named)
+            findings += missingResponders(for: position, missing: missing[position])
             findings += unreachable[position].map(\.finding)
             findings += unknownTypes(on: position, declared: declared)
         }
@@ -64,32 +65,66 @@ extension TreeDescription {
     /// filter names it, on the declaring node or an ancestor. Untyped responders do not
     /// count: the point of declaring is that someone answers for the type by name; nor do
     /// responders that can never run.
-    private func missingResponders(for position: Int, named: [[Domain: Set<String>]]) -> [Finding] {
-        let entry = entries[position]
-        var findings: [Finding] = []
-        for (domain, declared) in [(Domain.event, entry.triggers), (.error, entry.reports)] {
-            let path = declared.isEmpty ? "" : self.path(of: position)
-            for (type, location) in declared
-            where !hasTypedResponder(for: type, domain, from: position, named: named) {
-                let verb = domain == .event ? "triggers" : "reports"
-                findings.append(
-                    Finding(
-                        code: .requireExplicitResponders, location: location,
-                        message: "\(path) \(verb) '\(type)', but no \(domain.rawValue) responder that can run at \(path) or above names it in its filter"))
-            }
+    private func missingResponders(for position: Int, missing: [(Domain, String, String)]) -> [Finding] {
+        guard !missing.isEmpty else { return [] }
+        let path = messagePath(of: position)
+        return missing.map { domain, type, location in
+            let verb = domain == .event ? "triggers" : "reports"
+            return Finding(
+                code: .requireExplicitResponders, location: location,
+                message: "\(path) \(verb) '\(type)', but no \(domain.rawValue) responder that can run at \(path) or above names it in its filter")
         }
-        return findings
     }
 
-    private func hasTypedResponder(
-        for type: String, _ domain: Domain, from position: Int, named: [[Domain: Set<String>]]
-    ) -> Bool {
-        var current: Int? = position
-        while let index = current {
-            if named[index][domain]?.contains(type) == true { return true }
-            current = entries[index].parent
+    /// Per node, its declared types (domain, type, where declared) that no responder on it or
+    /// above names. One walk in preorder, keeping a count of the names along the path from
+    /// the top: each lookup is one, so a deep chain of declaring nodes costs no walk up per
+    /// type (that was the square of the depth).
+    private func missingTypes(named: [[Domain: Set<String>]]) -> [[(Domain, String, String)]] {
+        var counts: [Domain: [String: Int]] = [.event: [:], .error: [:]]
+        var path: [Int] = []
+        var result = [[(Domain, String, String)]](repeating: [], count: entries.count)
+        func leave(_ position: Int) {
+            for (domain, names) in named[position] {
+                for name in names {
+                    let left = counts[domain]![name]! - 1
+                    counts[domain]![name] = left == 0 ? nil : left
+                }
+            }
         }
-        return false
+        for (position, entry) in entries.enumerated() {
+            while let last = path.last, last != entry.parent {
+                leave(last)
+                path.removeLast()
+            }
+            path.append(position)
+            for (domain, names) in named[position] {
+                for name in names { counts[domain]![name, default: 0] += 1 }
+            }
+            for (domain, declared) in [(Domain.event, entry.triggers), (.error, entry.reports)] {
+                for (type, location) in declared where counts[domain]![type] == nil {
+                    result[position].append((domain, type, location))
+                }
+            }
+        }
+        return result
+    }
+
+    /// The path of the entry at `position` as a message shows it: at most its last
+    /// `PathText.shownBytes` bytes, after "…" (one finding per node of a deep chain would make the
+    /// findings as large as the square of its depth). Walks up no further than it shows.
+    func messagePath(of position: Int) -> String {
+        var names: [String] = []
+        var length = 0
+        var current = position
+        while let parent = entries[current].parent {
+            if length > PathText.shownBytes { return "…/" + names.reversed().joined(separator: "/") }
+            names.append(entries[current].name)
+            length += entries[current].name.utf8.count + 1
+            current = parent
+        }
+        let base = topPath == "/" ? "" : topPath
+        return names.isEmpty ? topPath : base + "/" + names.reversed().joined(separator: "/")
     }
 
     /// Per node and domain, the type names its responders that can run name in their filters
@@ -121,7 +156,7 @@ extension TreeDescription {
                     (responder.index,
                      Finding(
                         code: .unreachableResponder, location: responder.location,
-                        message: "#\(responder.index) \(responder.kind.rawValue) on \(path(of: position)) never runs: #\(stopper.index) \(stopper.kind.rawValue) (\(stopper.location)) takes every \(domain.rawValue) before it")))
+                        message: "#\(responder.index) \(responder.kind.rawValue) on \(messagePath(of: position)) never runs: #\(stopper.index) \(stopper.kind.rawValue) (\(stopper.location)) takes every \(domain.rawValue) before it")))
                 continue
             }
             switch responder.kind {
@@ -148,7 +183,7 @@ extension TreeDescription {
                 findings.append(
                     Finding(
                         code: .unknownType, location: location,
-                        message: "\(what) on \(path(of: position)) filters '\(type)', which no node \(verb) (declared: \(domain == .event ? declared.eventList : declared.errorList))"))
+                        message: "\(what) on \(messagePath(of: position)) filters '\(type)', which no node \(verb) (declared: \(domain == .event ? declared.eventList : declared.errorList))"))
             }
         }
         for responder in entry.responders {

@@ -48,7 +48,7 @@ extension Hierarchy {
         let plan = ChainPlan.make(
             from: node, root: root, trace: .off, checksSafety: root.tree.declaringNodes > 0)
         var walk = ExplainWalk(
-            domain: domain, type: type, safety: safety, detachedPolicy: detachedPolicy, origin: plan.origin)
+            domain: domain, type: type, safety: safety, detachedPolicy: detachedPolicy, plan: plan)
         for entry in Self.merged(plan) { walk.visit(entry) }
         if plan.detached {
             // The chain ends at the cut: the tree above it (the root's responders) never sees it.
@@ -104,19 +104,20 @@ private struct ExplainWalk {
     var type: String?
     let safety: SafetyLevel
     let detachedPolicy: DetachedPolicy
-    let origin: String
+    let plan: ChainPlan
+    var origin: String { plan.origin }
     var steps: [Explanation.Step] = []
     /// Responders before, in this domain, that may have replaced the value.
     var mayReplace: [String] = []
     /// The responder that ends the dispatch for sure, once one does.
     var handledBy: Explanation.Step?
 
-    init(domain: Domain, type: String, safety: SafetyLevel, detachedPolicy: DetachedPolicy, origin: String) {
+    init(domain: Domain, type: String, safety: SafetyLevel, detachedPolicy: DetachedPolicy, plan: ChainPlan) {
         self.domain = domain
         self.type = type
         self.safety = safety
         self.detachedPolicy = detachedPolicy
-        self.origin = origin
+        self.plan = plan
     }
 
     /// Who may have replaced the value: how many, and the nearest.
@@ -136,9 +137,11 @@ private struct ExplainWalk {
 
     private mutating func arrive(at arrival: Arrival, _ entry: PlanEntry) {
         guard let location = arrival.declarations.location(domain), handledBy == nil else { return }
-        let allowed = (domain == .event ? arrival.allowed.events : arrival.allowed.errors).sorted()
+        let listed = arrival.allowedTypes(domain, limit: SafetyCheck.declaredListed)
+        let allowed = listed.names + (listed.more > 0 ? ["… \(listed.more) more"] : [])
+        let node = plan.path(of: entry.node)
         var step = Explanation.Step(
-            node: entry.node, index: nil, kind: "safety", filter: allowed, location: location, verdict: .offered,
+            node: node, index: nil, kind: "safety", filter: allowed, location: location, verdict: .offered,
             reason: "passes", detail: "")
         let verb = domain == .event ? "triggers" : "reports"
         guard let type else {
@@ -149,7 +152,7 @@ private struct ExplainWalk {
             return
         }
         // SafetyCheck says what the check does: the same judgement the dispatch makes.
-        switch SafetyCheck.verdict(level: safety, at: arrival, from: origin, domain: domain, type: type, value: { .null }) {
+        switch SafetyCheck.verdict(level: safety, at: arrival, node: { node }, from: { origin }, domain: domain, type: type, value: { .null }) {
         case .pass:
             step.detail = safety == .disabled
                 ? "not checked (hier.safety = disabled)"
@@ -160,7 +163,7 @@ private struct ExplainWalk {
             step.detail = "\(type) is not declared (\(verb) {\(allowed.joined(separator: ", "))}): hier.safety = relaxed warns once and lets it pass"
         case .replace(let violation):
             step.reason = "refuses"
-            step.detail = "\(type) is not declared (\(verb) {\(allowed.joined(separator: ", "))}): hier.safety = strict replaces it with a \(violation.type) error, which goes on from \(entry.node)'s first error responder"
+            step.detail = "\(type) is not declared (\(verb) {\(allowed.joined(separator: ", "))}): hier.safety = strict replaces it with a \(violation.type) error, which goes on from \(node)'s first error responder"
             domain = .error
             self.type = violation.type
             mayReplace = []
@@ -170,7 +173,7 @@ private struct ExplainWalk {
 
     private mutating func offer(to responder: Responder, _ entry: PlanEntry) {
         var step = Explanation.Step(
-            node: entry.node, index: Int(entry.offset) + 1, kind: responder.kind.rawValue,
+            node: plan.path(of: entry.node), index: Int(entry.offset) + 1, kind: responder.kind.rawValue,
             filter: responder.filter.typeNames, location: responder.location, verdict: .offered, reason: "", detail: "")
         defer { steps.append(step) }
         if let handledBy {
@@ -213,7 +216,7 @@ private struct ExplainWalk {
                 ifStill = ", if the value is still \(type!) (\(replacers))"
             }
         }
-        let name = "\(entry.node) #\(step.index!) \(kind.rawValue) (\(responder.location))"
+        let name = "\(plan.path(of: entry.node)) #\(step.index!) \(kind.rawValue) (\(responder.location))"
         switch kind {
         case .handleEvent, .handleError:
             step.reason = "handles"
