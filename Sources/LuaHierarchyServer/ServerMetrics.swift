@@ -11,7 +11,8 @@ import Darwin
 ///
 /// - `luahier_outcomes_total{status}`: request lines answered, by outcome status
 ///   (`handled`, `unhandled`, `detached`, `invalid`), batch lines included;
-/// - `luahier_http_requests_total{code}`: HTTP requests to `/v1/dispatch` by response code;
+/// - `luahier_http_requests_total{code}`: answers of `/v1/dispatch` and refusals of any route
+///   (404, 405) by response code;
 /// - `luahier_request_duration_seconds`: their latency, a histogram;
 /// - `luahier_limit_trips_total{limit}`: requests a limit ended (`time`, `instructions`,
 ///   `memory`), and batches whose time budget ran out (`batch_time`);
@@ -69,7 +70,7 @@ final class ServerMetrics: Sendable {
     }
 
     func requests(code: Int) -> Counter {
-        registry.makeCounter(name: "luahier_http_requests_total", labels: [("code", String(code))], help: "HTTP requests to /v1/dispatch, by response code.")
+        registry.makeCounter(name: "luahier_http_requests_total", labels: [("code", String(code))], help: "HTTP requests: answers of /v1/dispatch, and refusals of any route (404, 405), by response code.")
     }
 
     private func reloads(_ result: String) -> Counter {

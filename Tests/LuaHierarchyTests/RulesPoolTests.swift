@@ -134,6 +134,31 @@ struct RulesPoolTests {
         await pool.shutDown()
     }
 
+    /// `--watch` reloaded forever (16 GB at a 64M cap) once the rules file was swapped for a
+    /// symlink to /dev/zero, and never picked up a good file written back. A reload reads
+    /// regular files only, bounded by the cap: it fails at once, the running revision answers,
+    /// and the next good file loads.
+    @Test func aReloadOfAFileThatIsNotRegularFailsAndTheNextGoodOneLoads() async throws {
+        let folder = try Self.folder(version: 1)
+        let rules = folder.appendingPathComponent("rules.lua").path
+        var options = RulesPool.Options(rulesFile: rules)
+        options.hierarchy.limits.memory = 64 << 20
+        let pool = try RulesPool(options: options)
+        defer { pool.shutDown() }
+        let first = pool.revision
+        try FileManager.default.removeItem(atPath: rules)
+        try FileManager.default.createSymbolicLink(atPath: rules, withDestinationPath: "/dev/zero")
+        guard case .failed(let running, let message) = await pool.reload() else { Issue.record("the reload loaded"); return }
+        #expect(running == first)
+        #expect(message.contains("not a regular file (a character device)"), "\(message)")
+        #expect(Self.version(try await pool.dispatch(#"{"at": "/app", "event": "Ask"}"#)) == 1)
+        try FileManager.default.removeItem(atPath: rules)
+        try Self.write(version: 2, in: folder)
+        guard case .loaded(let second) = await pool.reload() else { Issue.record("the good file did not load"); return }
+        #expect(second.number == 2)
+        #expect(Self.version(try await pool.dispatch(#"{"at": "/app", "event": "Ask"}"#)) == 2)
+    }
+
     @Test func aReloadSwapsInAWholeRevisionAndAFailedOneChangesNothing() async throws {
         let folder = try Self.folder(version: 1)
         let pool = try RulesPool(options: .init(rulesFile: folder.appendingPathComponent("rules.lua").path, workers: 2))

@@ -227,11 +227,16 @@ struct ServeBoundsTests {
     @Test func wrongMethodsAndCompressedBodiesAreRefused() throws {
         let server = try Self.server([])
         defer { server.stop() }
-        for method in ["GET", "PUT", "DELETE"] {
+        for method in ["GET", "PUT", "DELETE", "OPTIONS"] {
             let reply = try server.request(method, "/v1/dispatch")
             #expect(reply.status == 405, "\(method)")
             #expect(reply.headers["allow"] == "POST")
         }
+        #expect(try server.request("GET", "/no/such/route").status == 404)
+        // Refusals before any dispatch are counted too.
+        let metrics = try server.request("GET", "/metrics").text
+        #expect(metrics.contains(#"luahier_http_requests_total{code="405"} 4"#), "\(metrics)")
+        #expect(metrics.contains(#"luahier_http_requests_total{code="404"} 1"#), "\(metrics)")
         let gzip = try server.post("/v1/dispatch", #"{"at": "/app", "event": "Ask"}"#, headers: ["Content-Encoding": "gzip"])
         #expect(gzip.status == 415)
         #expect((gzip.json["error"] as? [String: Any])?["type"] as? String == "UnsupportedContentEncoding")

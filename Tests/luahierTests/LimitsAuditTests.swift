@@ -1,0 +1,185 @@
+import Foundation
+import Testing
+
+/// What the limits audit found (docs/limits.md: each host entry's cost), held here through the
+/// binary, as a user meets it: host work that no limit covered, a memory trip `pcall` could
+/// swallow, rules files read whole and outside the cap, traces that dropped values silently.
+@Suite("Limits that bound everything")
+struct LimitsAuditTests {
+    /// A chain 20,000 deep built in a loop, an event triggered from its bottom: making the
+    /// dispatch's plan read every node's path (the square of the depth: 75 s and 410 MiB
+    /// under `--timeout 2`). Now it is one step a node, and well inside the limits.
+    @Test func aDispatchFromDeepInAChainIsLinear() throws {
+        let script = try Luahier.script("""
+            local node = hier.root
+            for i = 1, 20000 do node = node:child("n") end
+            hier.root:receiveEvent(function() return "notHandled" end)
+            print(node:triggerEvent("Ping").status)
+            """)
+        let run = try Luahier.measure(["run", "--timeout", "2", "--max-memory", "64M", script], timeout: 30)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout == "unhandled\n")
+    }
+
+    /// A `dispatch` line naming a node 9,000 deep: its plan is made inside the line's own
+    /// budget, so it is answered by the rules (not left outside every limit).
+    @Test func aDispatchLineAtADeepNodeIsAnsweredWithinItsLimits() throws {
+        let rules = try Luahier.script("""
+            local node = hier.root
+            for i = 1, 9000 do node = node:child("n") end
+            hier.root:handleEvent("Ping", function() end)
+            """, name: "rules.lua")
+        let path = "/" + Array(repeating: "n", count: 9000).joined(separator: "/")
+        let run = try Luahier.run(
+            ["dispatch", "--dispatch-timeout", "0.5", "--timeout", "1", rules, "-"],
+            stdin: #"{"at": "\#(path)", "event": "Ping"}"# + "\n", timeout: 30)
+        #expect(run.status == 0, "\(run.stderr)")
+        let outcome = try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        #expect(outcome["status"] as? String == "handled")
+        #expect(outcome["by"] as? String == "/")
+    }
+
+    /// `pcall(string.rep, "x", 1e8)` under a 64M cap returned `false, "not enough memory"` and
+    /// the script went on to exit 0: a string buffer's growth is an allocation Lua does not
+    /// retry after collecting. Each such refusal now trips the cap at the next instruction.
+    @Test(arguments: [
+        "pcall(string.rep, 'x', 1e8)",
+        "pcall(function() local s = string.rep('x', 3e7); return s .. s .. s end)",
+        "pcall(table.concat, {string.rep('y', 2e7), string.rep('y', 2e7), string.rep('y', 2e7)})",
+        "pcall(string.pack, 's4', string.rep('z', 1e8))",
+    ])
+    func pcallCannotSwallowTheMemoryCap(_ call: String) throws {
+        let script = try Luahier.script("""
+            local ok, message = \(call)
+            print("went on", ok, message)
+            """)
+        let run = try Luahier.run(["run", "--max-memory", "64M", script])
+        #expect(run.status == 1, "\(run.stdout)")
+        #expect(!run.stdout.contains("went on"))
+        #expect(run.stderr.contains("script.lua:1: MemoryLimitExceeded"), "\(run.stderr)")
+    }
+
+    /// The same in a `dispatch` responder: the line ends with the limit's error, not with a
+    /// replacement the responder returned after its pcall.
+    @Test func aResponderCannotSwallowTheMemoryCap() throws {
+        let rules = try Luahier.script("""
+            hier.root:receiveEvent(function(e)
+              local ok = pcall(string.rep, "x", 1e8)
+              return {type = "WentOn"}
+            end)
+            """, name: "rules.lua")
+        let run = try Luahier.run(["dispatch", "--max-memory", "64M", rules, "-"], stdin: #"{"at": "/", "event": "X"}"# + "\n")
+        let outcome = try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        #expect((outcome["value"] as? [String: Any])?["type"] as? String == "MemoryLimitExceeded", "\(run.stdout)")
+    }
+
+    /// `dispatch --max-memory 64M /dev/zero` read 3 GiB in 4 s and kept reading. A rules file
+    /// that is not a regular file is refused before a byte is read, as is a module.
+    @Test func rulesFilesThatAreNotRegularAreRefused() throws {
+        let folder = URL(fileURLWithPath: try Luahier.script("", name: "x")).deletingLastPathComponent()
+        let fifo = folder.appendingPathComponent("fifo.lua").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        try FileManager.default.createSymbolicLink(atPath: folder.appendingPathComponent("zero.lua").path, withDestinationPath: "/dev/zero")
+        for (file, kind) in [("fifo.lua", "a FIFO"), ("zero.lua", "a character device")] {
+            let run = try Luahier.run(["dispatch", "--max-memory", "64M", file, "-"], stdin: "", timeout: 20, in: folder)
+            #expect(run.status == 1 && !run.signaled, "\(file): \(run.stderr)")
+            #expect(run.stderr.contains("cannot read \(file): not a regular file (\(kind))"), "\(run.stderr)")
+        }
+        try #"require "fifo""#.write(to: folder.appendingPathComponent("req.lua"), atomically: true, encoding: .utf8)
+        let run = try Luahier.run(["run", "req.lua"], timeout: 20, in: folder)
+        #expect(run.status == 1 && !run.signaled)
+        #expect(run.stderr.contains("cannot read fifo.lua: not a regular file (a FIFO); modules are read from regular files only"), "\(run.stderr)")
+    }
+
+    /// A rules file larger than the memory cap is refused before it is read whole.
+    @Test func aRulesFileLargerThanTheCapIsRefused() throws {
+        let rules = try Luahier.script(String(repeating: "-- padding padding padding padding\n", count: 100_000), name: "big.lua")
+        let run = try Luahier.run(["dispatch", "--max-memory", "1M", rules, "-"], stdin: "")
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("more than the 1048576 a rules file may hold (the memory cap)"), "\(run.stderr)")
+    }
+
+    /// Two identical lines get identical answers: the second was answered MemoryLimitExceeded
+    /// while the first had been written whole (its answer was still charged, written or not).
+    @Test func identicalLinesGetIdenticalAnswers() throws {
+        let rules = try Luahier.script("""
+            local big = string.rep("x", 5 * 1024 * 1024)
+            hier.root:child("a"):receiveEvent(function(e)
+              local t = {type = "Big"}
+              for k = 1, 8 do t["f" .. k] = big end
+              return t
+            end)
+            """, name: "rules.lua")
+        let line = #"{"at": "/a", "event": "X"}"# + "\n"
+        let run = try Luahier.run(["dispatch", "--max-memory", "64M", rules, "-"], stdin: String(repeating: line, count: 3))
+        let answers = run.stdout.split(separator: "\n")
+        #expect(answers.count == 3)
+        #expect(Set(answers.map { $0.replacingOccurrences(of: #""line":\d+"#, with: "", options: .regularExpression) }).count == 1)
+        #expect(answers.allSatisfy { $0.contains(#""type":"Big""#) })
+    }
+
+    /// `--trace full` left `before` and `after` out of steps once values were large, with no
+    /// word of it. A value that does not fit is now written `{"omitted": ...}`, the same for
+    /// identical lines.
+    @Test func traceValuesLeftOutAreSaidToBe() throws {
+        let rules = try Luahier.script("""
+            local big = string.rep("x", 5 * 1024 * 1024)
+            local node = hier.root:child("a")
+            for i = 1, 20 do
+              node:transformEvent(function(e)
+                local t = {type = "Big"}
+                for k = 1, 4 do t["f" .. k] = big end
+                return t
+              end)
+            end
+            """, name: "rules.lua")
+        let line = #"{"at": "/a", "event": "X"}"# + "\n"
+        let run = try Luahier.run(["dispatch", "--trace", "full", "--max-memory", "64M", rules, "-"], stdin: line + line)
+        let outcomes = try run.stdout.split(separator: "\n").map {
+            try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        #expect(outcomes.count == 2)
+        for outcome in outcomes {
+            let steps = try #require(outcome["trace"] as? [[String: Any]])
+            #expect(steps.count == 20)
+            // Every step replaced the value: each says what it recorded, or that it left it out.
+            for step in steps {
+                for key in ["before", "after"] {
+                    let value = try #require(step[key] as? [String: Any], "\(key) missing from a step")
+                    #expect(value["type"] as? String == "Big" || value["type"] as? String == "X" || value["omitted"] as? String == "MemoryLimitExceeded")
+                }
+            }
+            #expect(steps.contains { ($0["after"] as? [String: Any])?["omitted"] as? String == "MemoryLimitExceeded" })
+        }
+        let traces = outcomes.map { try? JSONSerialization.data(withJSONObject: $0["trace"]!, options: [.sortedKeys]) }
+        #expect(traces[0] == traces[1])
+    }
+
+    /// `luahier check` on a chain 8,000 deep with a declaration on every node took 12 s for
+    /// 5,000: each declared type walked up the chain, and each finding copied its whole path.
+    /// Findings now show a path's last 512 bytes, and the walk is one pass.
+    @Test func checkOnADeepDeclaredChainIsLinear() throws {
+        let rules = try Luahier.script("""
+            local node = hier.root
+            for i = 1, 8000 do node = node:child("n"); node:triggers{"E" .. i} end
+            """, name: "rules.lua")
+        let run = try Luahier.measure(["check", "--timeout", "5", "--max-memory", "64M", rules], timeout: 60)
+        #expect(run.status == 1)
+        let findings = run.stdout.split(separator: "\n")
+        #expect(findings.count == 8000)
+        #expect(findings.last?.contains(" …/n/n/n") == true)
+        #expect(findings.allSatisfy { $0.utf8.count < 1_400 })
+    }
+
+    /// `hier.root:receiveEvent(print)` was described by a line of the host's own code
+    /// (`?:30`); a library function is named by the line that registered it.
+    @Test func aLibraryFunctionResponderIsNamedByTheLineThatRegisteredIt() throws {
+        let script = try Luahier.script("""
+            hier.root:receiveEvent(print)
+            hier.root:triggerEvent("X")
+            """)
+        let run = try Luahier.run(["run", script])
+        #expect(run.stderr.contains("script.lua:1 returned nil"), "\(run.stderr)")
+        #expect(!run.stderr.contains("?:"))
+    }
+}
