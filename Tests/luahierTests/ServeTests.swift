@@ -18,7 +18,7 @@ struct ServeTests {
         app:receiveEvent("Loop", function() while true do end end)
         app:receiveEvent("Bomb", function()
           local t = {}
-          for i = 1, 1e9 do t[i] = string.rep("x", 1000) .. i end
+          for i = 1, 1e9 do t[i] = string.rep("x", 100000) .. i end
         end)
         app:handleError("Fault", function(e) return "handled" end)
         """
