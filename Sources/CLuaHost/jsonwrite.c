@@ -21,6 +21,13 @@ static int luahier_jsonreserve(luahier_JSONOut *out, size_t length) {
     return 1;
 }
 
+void luahier_jsonshrink(luahier_JSONOut *out, size_t keep) {
+    if (out->capacity <= keep) return;
+    free(out->bytes);
+    out->bytes = NULL;
+    out->size = out->capacity = 0;
+}
+
 int luahier_jsonappend(luahier_JSONOut *out, const void *bytes, size_t length) {
     if (!luahier_jsonreserve(out, length)) return 0;
     memcpy(out->bytes + out->size, bytes, length);

@@ -250,6 +250,8 @@ int luahier_answerrun(lua_State *L, luahier_Engine *e, luahier_LineRun *run) {
         if (written == LUAHIER_JSON_WRITTEN && !run->deliver(run->context, out->bytes, out->size)) {
             written = LUAHIER_JSON_LIMIT;
         }
+        /* Delivered (written or copied): a buffer that grew for a large answer goes. */
+        if (written == LUAHIER_JSON_WRITTEN) luahier_jsonshrink(out, 1 << 20);
         if (written != LUAHIER_JSON_WRITTEN) return LUAHIER_RUN_DISPATCHED;
         lua_settop(L, top);
         run->counts[r->status]++;

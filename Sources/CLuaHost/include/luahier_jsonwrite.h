@@ -16,6 +16,11 @@ typedef struct luahier_JSONOut {
     int (*writedouble)(struct luahier_JSONOut *out, double number);
 } luahier_JSONOut;
 
+/* Lets go of `out`'s buffer when it holds more than `keep` bytes of room (it grew for one
+ * large value): a buffer reused from value to value would otherwise keep its largest size for
+ * the host's life, outside what the cap counts. */
+void luahier_jsonshrink(luahier_JSONOut *out, size_t keep);
+
 /* How a value was written. */
 enum {
     LUAHIER_JSON_WRITTEN = 1,

@@ -5,6 +5,10 @@ import CLuaHost
 /// of `luahier dispatch` is written from the Lua table the responders left, by C in one pass
 /// (Sources/CLuaHost/jsonwrite.c).
 extension LuaHost {
+    /// How large the C writer's buffer may stay between values: one that grew past it for a
+    /// large value is let go of afterwards.
+    static let jsonOutKept = 1 << 20
+
     /// The C writer's output buffer, made on first use and kept for the host's life.
     var jsonOut: UnsafeMutablePointer<luahier_JSONOut> {
         if let out = jsonOutput { return out }
@@ -29,8 +33,12 @@ extension LuaHost {
         out.pointee.limit = max(0, limit)
         let result = luahier_writejson(thread, index, out)
         if result == Int32(LUAHIER_JSON_WRITTEN) {
+            // Room for exactly the copy: growing by doubling would hold the old buffer and a
+            // new one twice its size beside this one while it copies.
+            writer.bytes.reserveCapacity(writer.bytes.count + out.pointee.size)
             writer.bytes.append(contentsOf: UnsafeRawBufferPointer(start: out.pointee.bytes, count: out.pointee.size))
         }
+        luahier_jsonshrink(out, Self.jsonOutKept)
         return result
     }
 }

@@ -311,6 +311,13 @@ final class Pipeline: @unchecked Sendable {
         // Held until written, on the rules' behalf (SPEC §7): charged now, given back once
         // written (what the cap refuses is held all the same, and its line is answered).
         if !charged { _ = held.add(answer.count) }
+        if answer.count > Self.maxUnwrittenBytes {
+            // A large answer is written from where it was made, once the batch's turn comes
+            // (after the answers before it): a copy into the batch would hold it twice.
+            writeOwnAnswers(of: batch, then: answer)
+            release(upTo: batch.answers.locked { batch.writtenBefore + batch.written }, of: batch, held: held)
+            return
+        }
         let (written, unwritten) = batch.answers.locked {
             batch.answered.append(contentsOf: answer)
             return (batch.writtenBefore + batch.written, batch.answered.count - batch.written)
@@ -335,10 +342,11 @@ final class Pipeline: @unchecked Sendable {
     /// memory a stream of large answers holds stays bounded, whatever the cap.
     static let maxUnwrittenBytes = 4 << 20
 
-    /// The worker of `batch`, holding more than `maxUnwrittenBytes` of unwritten answers,
-    /// writes them: once its batch is next in order (a batch before it is being answered
-    /// by another worker, who never waits here) and it has the writing turn.
-    private func writeOwnAnswers(of batch: Batch) {
+    /// The worker of `batch`, holding more than `maxUnwrittenBytes` of unwritten answers (or
+    /// handing over an `answer` larger than that), writes them, then `answer` from where it
+    /// was made: once its batch is next in order (a batch before it is being answered by
+    /// another worker, who never waits here) and it has the writing turn.
+    private func writeOwnAnswers(of batch: Batch, then answer: UnsafeRawBufferPointer? = nil) {
         let turn: Bool = writer.locked {
             while (nextToWrite != batch.sequence || writing) && summary.ioError == nil && !isHalted {
                 writer.wait(until: Monitor.now + Self.flushPeriod)
@@ -348,7 +356,13 @@ final class Pipeline: @unchecked Sendable {
             return true
         }
         guard turn else { return }
-        if let code = writeRest(of: batch) { fail(writing: code) }
+        if let code = writeRest(of: batch) {
+            fail(writing: code)
+        } else if let answer {
+            if let code = OutputWriter.writeAll(answer, to: outputDescriptor, watchful: true) { fail(writing: code) }
+            // Counted as written with the batch's bytes (the flusher's measure of progress).
+            batch.answers.locked { batch.writtenBefore += answer.count }
+        }
         writeFinished()
     }
 
