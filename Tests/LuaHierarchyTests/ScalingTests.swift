@@ -153,6 +153,26 @@ import Testing
             "\(entry.name): allocation grew \(byteRatio)x from n = \(n) to \(8 * n) (\(small.bytes) -> \(large.bytes) bytes; at most \(bound)x)")
     }
 
+    /// Making a plan is the dispatch's own work, charged as it goes: a dispatch whose budget
+    /// runs out while its plan is made ends with the limit's error (never a plain
+    /// `unhandled`), its caller goes on, and the plan cut short is not kept.
+    @Test func aPlanThatRunsOutOfItsDispatchsBudgetEndsThatDispatch() throws {
+        var options = Hierarchy.Options()
+        options.limits = Limits(instructions: nil, time: 30, memory: 256 << 20, dispatchInstructions: 2_000, dispatchTime: nil)
+        let fixture = try Fixture(options: options)
+        let output = try fixture.output("""
+            local node = hier.root
+            for i = 1, 50000 do node = node:child("n") end
+            hier.root:handleEvent(function() end)
+            for i = 1, 2 do
+              local o = node:triggerEvent("Ping")
+              print(o.status, o.value.type)
+            end
+            print(hier.root:child("shallow"):triggerEvent("Ping").status)
+            """)
+        #expect(output == ["unhandled\tInstructionLimitExceeded", "unhandled\tInstructionLimitExceeded", "handled"])
+    }
+
     /// A deep chain with a responder on every node names every node's path in its plan: paths
     /// whose sizes add up to the square of the depth. That is charged to the memory cap: the
     /// dispatch ends with MemoryLimitExceeded instead of building them.

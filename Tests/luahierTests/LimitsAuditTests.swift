@@ -39,6 +39,23 @@ struct LimitsAuditTests {
         #expect(outcome["by"] as? String == "/")
     }
 
+    /// The same line with a dispatch budget its plan alone spends: it is answered with the
+    /// limit's error (it was answered a plain `unhandled`, its plan made outside every budget).
+    @Test func aDispatchLineWhosePlanSpendsItsBudgetIsAnsweredWithTheLimitsError() throws {
+        let rules = try Luahier.script("""
+            local node = hier.root
+            for i = 1, 50000 do node = node:child("n") end
+            hier.root:handleEvent("Ping", function() end)
+            """, name: "rules.lua")
+        let path = "/" + Array(repeating: "n", count: 50000).joined(separator: "/")
+        let run = try Luahier.run(
+            ["dispatch", "--dispatch-max-instructions", "2000", rules, "-"],
+            stdin: #"{"at": "\#(path)", "event": "Ping"}"# + "\n", timeout: 60)
+        let outcome = try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stderr)")
+        #expect(outcome["status"] as? String == "unhandled")
+        #expect((outcome["value"] as? [String: Any])?["type"] as? String == "InstructionLimitExceeded")
+    }
+
     /// `pcall(string.rep, "x", 1e8)` under a 64M cap returned `false, "not enough memory"` and
     /// the script went on to exit 0: a string buffer's growth is an allocation Lua does not
     /// retry after collecting. Each such refusal now trips the cap at the next instruction.
