@@ -8,9 +8,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Room for `length` more bytes within the limit; 0 past it or out of memory. */
+void luahier_jsonoutbegin(luahier_JSONOut *out) {
+    out->size = 0;
+    out->stopped = 0;
+    out->progress_at = out->guard ? LUAHIER_JSON_PROGRESS_BYTES : (size_t)-1;
+}
+
+/* [-0, +0, -] Charges what was written since the last charge to the running budget; 0 (and
+ * `stopped`) once it has tripped. */
+static int luahier_jsonprogress(luahier_JSONOut *out) {
+    luahier_Guard *g = (luahier_Guard *)out->guard;
+    if (g == NULL) {
+        out->progress_at = (size_t)-1;
+        return 1;
+    }
+    luahier_chargework(g, LUAHIER_JSON_PROGRESS_BYTES / LUAHIER_BYTES_PER_UNIT);
+    if (g->active && g->budget.exceeded) {
+        out->stopped = 1;
+        return 0;
+    }
+    out->progress_at = out->size + LUAHIER_JSON_PROGRESS_BYTES;
+    return 1;
+}
+
+/* Room for `length` more bytes within the limit; 0 past it, once the budget tripped, or out
+ * of memory. */
 static int luahier_jsonreserve(luahier_JSONOut *out, size_t length) {
     if (out->size + length > out->limit) return 0;
+    if (out->size + length > out->progress_at && !luahier_jsonprogress(out)) return 0;
     if (out->size + length <= out->capacity) return 1;
     size_t capacity = out->capacity ? out->capacity : 256;
     while (capacity < out->size + length) capacity *= 2;
@@ -37,7 +62,8 @@ int luahier_jsonappend(luahier_JSONOut *out, const void *bytes, size_t length) {
 
 /* One byte, the common case of an append. */
 static int luahier_jsonbyte(luahier_JSONOut *out, char byte) {
-    if (out->size >= out->capacity || out->size >= out->limit) return luahier_jsonappend(out, &byte, 1);
+    if (out->size >= out->capacity || out->size >= out->limit || out->size >= out->progress_at)
+        return luahier_jsonappend(out, &byte, 1);
     out->bytes[out->size++] = byte;
     return 1;
 }
@@ -257,7 +283,7 @@ static int luahier_jsonvalue(lua_State *L, int index, luahier_JSONOut *out, int 
 }
 
 int luahier_writejson(lua_State *L, int index, luahier_JSONOut *out) {
-    out->size = 0;
+    luahier_jsonoutbegin(out);
     return luahier_jsonvalue(L, lua_absindex(L, index), out, 0);
 }
 

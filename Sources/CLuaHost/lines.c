@@ -158,7 +158,7 @@ static int luahier_appendfield(lua_State *L, luahier_JSONOut *out, const char *k
 
 int luahier_writeoutcome(lua_State *L, long number, int id, int has_id, int plan, const luahier_Result *r,
                          size_t available, luahier_JSONOut *out) {
-    out->size = 0;
+    luahier_jsonoutbegin(out);
     out->limit = (size_t)-1;
     /* {"line":N, its digits written backwards (no printf per line). */
     char line[32];
@@ -203,6 +203,24 @@ int luahier_writeoutcome(lua_State *L, long number, int id, int has_id, int plan
     return LUAHIER_APPEND(out, "}\n") ? LUAHIER_JSON_WRITTEN : LUAHIER_JSON_LIMIT;
 }
 
+/* [-0, +0, m] Makes `r` a dispatch the running budget's trip ended: unhandled, the limit's
+ * error its value (in its slot, with its type). */
+static void luahier_answerwithlimit(lua_State *L, luahier_Result *r) {
+    luahier_Guard *g = luahier_guard(L);
+    int caller_in_host = g->in_host;
+    g->in_host = 1;
+    luahier_pushlimiterror(L, g);
+    lua_getfield(L, -1, "type");
+    lua_replace(L, r->type);
+    lua_replace(L, r->value);
+    g->in_host = caller_in_host;
+    r->status = LUAHIER_STATUS_UNHANDLED;
+    r->is_error = 1;
+    r->slot = 0;
+    lua_pushnil(L);
+    lua_replace(L, r->choice);
+}
+
 int luahier_answerrun(lua_State *L, luahier_Engine *e, luahier_LineRun *run) {
     luahier_Guard *g = luahier_guard(L);
     luahier_JSONOut *out = e->json_out;
@@ -227,16 +245,25 @@ int luahier_answerrun(lua_State *L, luahier_Engine *e, luahier_LineRun *run) {
         long presented = *run->presented;
         luahier_Result *r = run->result;
         luahier_rundispatch(L, e, top + 2, top + 3, top + 4, request->is_error, r);
-        luahier_endentry(L);
         if (r->tripped == LUAHIER_TRIPPED_INTERRUPTED) {
+            luahier_endentry(L);
             lua_settop(L, top);
             return LUAHIER_RUN_INTERRUPTED;
         }
+        /* Written inside the line's budget: its JSON is host work the line's limits bound. */
         int written = LUAHIER_JSON_CAREFUL;
         if (lua_type(L, r->trace) != LUA_TTABLE && *run->presented == presented) {
             for (int collected = 0;; collected = 1) {
                 size_t available = g->limit == 0 ? (size_t)-1 : g->used >= g->limit ? 0 : g->limit - g->used;
                 written = luahier_writeoutcome(L, line->number, top + 1, request->has_id, top + 2, r, available, out);
+                if (written == LUAHIER_JSON_LIMIT && out->stopped) {
+                    /* The budget ran out while the value was written (a value that holds one
+                     * table many times reads as exponentially many bytes): the line ends with
+                     * the limit's error, as if its dispatch had. */
+                    luahier_answerwithlimit(L, r);
+                    written = luahier_writeoutcome(L, line->number, top + 1, request->has_id, top + 2, r, (size_t)-1, out);
+                    break;
+                }
                 /* What the cap leaves may be held by garbage (the tables of the lines before):
                  * collected once, as Lua does before it refuses, so identical lines get
                  * identical answers whatever came before them. */
@@ -247,6 +274,7 @@ int luahier_answerrun(lua_State *L, luahier_Engine *e, luahier_LineRun *run) {
                 g->in_host = caller_in_host;
             }
         }
+        luahier_endentry(L);
         if (written == LUAHIER_JSON_WRITTEN && !run->deliver(run->context, out->bytes, out->size)) {
             written = LUAHIER_JSON_LIMIT;
         }

@@ -226,4 +226,99 @@ struct LimitsAuditTests {
         #expect(run.stderr.contains("script.lua:1 returned nil"), "\(run.stderr)")
         #expect(!run.stderr.contains("?:"))
     }
+
+    // MARK: What the independent attack found after the fixes
+
+    /// A table that holds another many times (`t = {t, t}`, 40 deep: not a cycle) reads as 2^40
+    /// entries. Presenting it ran 13 s past `--timeout 1`, ignored SIGTERM and, with no cap,
+    /// crashed out of memory. A description builds at most 16 MiB, cap or none.
+    @Test(arguments: ["64M", "0"])
+    func presentingATableThatHoldsAnotherManyTimesIsBounded(_ cap: String) throws {
+        let script = try Luahier.script("""
+            local t = {"x"}
+            for i = 1, 40 do t = {t, t} end
+            hier.root:child("a"):reportError({type = "X", v = t})
+            print("after")
+            """)
+        let run = try Luahier.measure(["run", "--timeout", "5", "--max-memory", cap, script], timeout: 60)
+        #expect(run.status == 0, "\(run.stderr.prefix(500))")
+        #expect(run.stdout == "after\n")
+        #expect(run.stderr.contains("<too large>"), "\(run.stderr.prefix(500))")
+        if ProcessInfo.processInfo.environment["LUAHIER_SANITIZED"] == nil {
+            #expect(run.peakKiB < 256 << 10, "peak \(run.peakKiB) KiB")
+        }
+    }
+
+    /// The same value as a `dispatch` line's outcome: its JSON is written inside the line's
+    /// budget, charged as it goes, so the line ends with the time limit's error (it took
+    /// 34 s past `--dispatch-timeout 1` to be answered MemoryLimitExceeded).
+    @Test func anOutcomeThatHoldsOneTableManyTimesIsWrittenWithinTheLinesBudget() throws {
+        let rules = try Luahier.script("""
+            hier.root:child("a"):transformEvent(function(e)
+              local t = {"x"}
+              for i = 1, e.d do t = {t, t} end
+              return {type = "X", v = t}
+            end)
+            hier.root:handleEvent(function() end)
+            """, name: "rules.lua")
+        let run = try Luahier.run(
+            ["dispatch", "--timeout", "5", "--dispatch-timeout", "1", "--max-memory", "512M", rules, "-"],
+            stdin: #"{"at": "/a", "event": {"type": "E", "d": 34}}"# + "\n" + #"{"at": "/a", "event": {"type": "E", "d": 2}}"# + "\n",
+            timeout: 60)
+        let outcomes = try run.stdout.split(separator: "\n").map {
+            try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        #expect(outcomes.count == 2, "\(run.stderr)")
+        #expect(outcomes.first?["status"] as? String == "unhandled")
+        #expect((outcomes.first?["value"] as? [String: Any])?["type"] as? String == "TimeLimitExceeded")
+        // The next line is answered as usual.
+        #expect(outcomes.last?["status"] as? String == "handled")
+    }
+
+    /// 16,000 keys of bytes that are not UTF-8 all read as "\u{FFFD}\u{FFFD}\u{FFFD}": their
+    /// description numbered each anew from 2, n² lookups in all (30 s past `--timeout 2`).
+    @Test func manyKeysThatReadAlikeAreNumberedInOnePass() throws {
+        let script = try Luahier.script("""
+            local t, count = {type = "X"}, 0
+            for a = 0x80, 0xBF do for b = 0x80, 0xBF do for c = 0x80, 0xBF do
+              if count >= 16000 then break end
+              t[string.char(a, b, c)] = true
+              count = count + 1
+            end end end
+            print(hier.root:child("a"):reportError(t).status)
+            """)
+        let run = try Luahier.run(["run", "--max-memory", "64M", "--timeout", "5", script], timeout: 120)
+        #expect(run.status == 0 && !run.signaled, "\(run.stderr.prefix(300))")
+        #expect(run.stdout == "unhandled\n")
+    }
+
+    /// Static `explain` at a node 16,000 deep with a responder on every node held every step's
+    /// whole path: 609 MB. Steps now show a path's last 512 bytes.
+    @Test func explainingFromDeepInAChainStaysWithinTheBound() throws {
+        let rules = try Luahier.script("""
+            local node = hier.root
+            for i = 1, 16000 do node = node:child("n"); node:receiveEvent(function() return "notHandled" end) end
+            """, name: "rules.lua")
+        let path = "/" + Array(repeating: "n", count: 16000).joined(separator: "/")
+        for format in ["text", "json"] {
+            let run = try Luahier.measure(
+                ["explain", rules, "--at", path, "--event", "E", "--format", format, "--max-memory", "64M"], timeout: 120)
+            #expect(run.status == 0, "\(run.stderr.prefix(300))")
+            #expect(run.stdout.contains("…/n/n/n"))
+            if ProcessInfo.processInfo.environment["LUAHIER_SANITIZED"] == nil {
+                #expect(run.peakKiB < (64 << 10) * 13 / 10 + (64 << 10), "\(format): peak \(run.peakKiB) KiB")
+            }
+        }
+    }
+
+    /// One `os.date` call with an 8 MB format made 200 MB in 0.9 s, past any deadline: a
+    /// format is at most 256 bytes.
+    @Test func longDateFormatsAreRefused() throws {
+        let script = try Luahier.script("""
+            print(pcall(os.date, ("%c"):rep(1000)))
+            print(os.date("!%Y", 0))
+            """)
+        let run = try Luahier.run(["run", script])
+        #expect(run.stdout == "false\tbad argument #1 to 'date' (a format of at most 256 bytes, got 2000)\n1970\n", "\(run.stderr)")
+    }
 }

@@ -14,7 +14,21 @@ typedef struct luahier_JSONOut {
     /* Appends a double's text as the host writes it (Swift's JSONWriter, the one place its
      * form is decided), through luahier_jsonappend; 0 when past the limit. */
     int (*writedouble)(struct luahier_JSONOut *out, double number);
+    /* The state's luahier_Guard (NULL: none): every LUAHIER_JSON_PROGRESS_BYTES written are
+     * charged to its running budget as host work, and a budget that has tripped (a deadline,
+     * an interrupt) stops the writing: the value is then _LIMIT, and `stopped` is set. A value
+     * that holds one table many times (not a cycle) reads as exponentially many bytes: only
+     * the cap and the deadline bound them. */
+    void *guard;
+    size_t progress_at;  /* the size at which the budget is next charged */
+    int stopped;
 } luahier_JSONOut;
+
+/* How often (in bytes written) a writer with a guard charges its budget. */
+#define LUAHIER_JSON_PROGRESS_BYTES (64 * 1024)
+
+/* [-0, +0, -] Empties `out` for a new value (its room kept), its progress counted afresh. */
+void luahier_jsonoutbegin(luahier_JSONOut *out);
 
 /* Lets go of `out`'s buffer when it holds more than `keep` bytes of room (it grew for one
  * large value): a buffer reused from value to value would otherwise keep its largest size for

@@ -15,6 +15,8 @@ extension LuaHost {
         let out = UnsafeMutablePointer<luahier_JSONOut>.allocate(capacity: 1)
         out.initialize(to: luahier_JSONOut())
         out.pointee.depth_limit = Int32(Self.maxPayloadDepth)
+        // Writing is charged to the running budget, and stops once it tripped.
+        out.pointee.guard = UnsafeMutableRawPointer(guardState)
         out.pointee.writedouble = { out, number in
             var text = JSONWriter.text(of: number)
             return text.withUTF8 { luahier_jsonappend(out, $0.baseAddress, $0.count) }
@@ -76,7 +78,13 @@ extension LuaPayload {
             let limit = writer.limit == Int.max ? Int.max : writer.limit - mark
             switch host.writeJSON(at: -1, into: &writer, limit: limit) {
             case Int32(LUAHIER_JSON_WRITTEN): return
-            case Int32(LUAHIER_JSON_LIMIT): writer.limitReached = true
+            case Int32(LUAHIER_JSON_LIMIT):
+                if host.limitTripped {
+                    // The budget ran out while it was written: the limit's error stands for it.
+                    host.limitError().writeJSON(into: &writer)
+                    return
+                }
+                writer.limitReached = true
             default: break
             }
         }

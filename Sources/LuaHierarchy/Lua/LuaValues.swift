@@ -9,14 +9,16 @@ extension LuaHost {
 
     /// [-0, +0, -] The value at `index` as plain data. `strict` throws on what plain data
     /// cannot hold; otherwise such parts are described in strings (for messages). A `bounded`
-    /// description builds at most half of what the memory cap leaves (1 MiB at least; the
-    /// other half is for what is made of it, such as its JSON): past it, the rest reads
+    /// description builds at most half of what the memory cap leaves (1 MiB at least, 16 MiB
+    /// at most; the other half is for what is made of it, such as its JSON): past it, the rest reads
     /// `<too large>`. A description is the host's copy, held on the script's behalf (SPEC §7):
     /// a table that holds one large string a hundred times must not become a hundred copies.
     /// `budget` (below) is the bytes it may still build; `Int.max`: no bound.
     func value(at index: Int32, strict: Bool, bounded: Bool = false) throws(PayloadError) -> Value {
         let top = lua_gettop(thread)
-        var budget = strict || !bounded ? Int.max : memoryAvailable.map { max($0 / 2, Self.smallestDescriptionBudget) } ?? Int.max
+        var budget = strict || !bounded
+            ? Int.max
+            : min(memoryAvailable.map { max($0 / 2, Self.smallestDescriptionBudget) } ?? Int.max, Self.largestDescriptionBudget)
         // The tables being copied, outermost first (a cycle is a table inside itself). Reused:
         // a copy allocates only what it builds. Copying runs no Lua code, so never re-enters.
         var ancestors = payloadAncestors
@@ -34,6 +36,11 @@ extension LuaHost {
     }
 
     static let smallestDescriptionBudget = 1 << 20
+
+    /// The most a bounded description builds, cap or none: a table that holds another many
+    /// times (not a cycle) reads as exponentially many entries, and a description is for
+    /// messages, which print far less.
+    static let largestDescriptionBudget = 16 << 20
 
     /// [-0, +0, -] For a description cut short: the fields that say what an error is, read
     /// raw, strings cut to 4 KiB, so `type` and `message` survive whatever else was too large.
@@ -170,13 +177,17 @@ extension LuaHost {
         // already gets " (2)", " (3)", ...
         let all = items.map { (order: [UInt8](), key: String($0.key), value: $0.value) }
             + described.sorted { $0.order.lexicographicallyPrecedes($1.order) }
+        // The next number to try per name: many keys that read alike (bytes that are not
+        // UTF-8 all repair to U+FFFD) would otherwise try 2, 3, ... afresh each, n² in all.
+        var nextCopy: [String: Int] = [:]
         for entry in all {
             var key = entry.key
-            var copy = 2
+            var copy = nextCopy[entry.key] ?? 2
             while fields[key] != nil {
                 key = "\(entry.key) (\(copy))"
                 copy += 1
             }
+            if key != entry.key { nextCopy[entry.key] = copy }
             fields[key] = entry.value
         }
         return .map(fields)

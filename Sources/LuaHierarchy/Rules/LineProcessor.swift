@@ -164,7 +164,7 @@ struct LineProcessor {
             // Charged as `process` charges: what the writing did not charge itself.
             let start = output.bytes.count
             let chargedBefore = held.bytes
-            write(dispatch, id: id, number: line.number, into: &output, held: held)
+            writeWithinBudget(dispatch, id: id, number: line.number, into: &output, held: held)
             _ = held.add(output.bytes.count - start - (held.bytes - chargedBefore))
             presented.reset()
             result.answered = LineStatus(dispatch.status)
@@ -213,7 +213,7 @@ struct LineProcessor {
                 if message.domain == .error { message.setIfAbsent("where", to: "\(inputName):\(number)") }
                 let result = try hierarchy.dispatchKeepingValue(message, at: request.node)
                 if result.interrupted { return nil }
-                write(result, id: request.id, number: number, into: &output, held: held)
+                writeWithinBudget(result, id: request.id, number: number, into: &output, held: held)
                 presented.reset()
                 return LineStatus(result.status)
             } catch {
@@ -331,6 +331,18 @@ struct LineProcessor {
 
 
     // MARK: Outcome lines
+
+    /// Writes an outcome line inside a budget of the dispatch limits of its own: writing is
+    /// host work (a value that holds one table many times reads as exponentially many bytes),
+    /// and a budget that runs out while a value is written leaves the limit's error in its
+    /// place.
+    private func writeWithinBudget(
+        _ outcome: DispatchResult, id: Value?, number: Int, into output: inout JSONWriter, held: MemoryCharge
+    ) {
+        hierarchy.withDispatchBudget { () -> Void in
+            write(outcome, id: id, number: number, into: &output, held: held)
+        }
+    }
 
     private func write(_ outcome: DispatchResult, id: Value?, number: Int, into output: inout JSONWriter, held: MemoryCharge) {
         output.writeKey("line", opening: true)

@@ -17,6 +17,9 @@ public struct Explanation: Sendable {
 
     /// One responder of the chain, or a safety check as the value arrives at a declaring node.
     public struct Step: Sendable, Hashable {
+        /// The node's path; one longer than 512 bytes is shown as "…" and its last names
+        /// (an explanation names every step's node: whole paths would make one of a deep
+        /// chain as large as the square of its depth).
         public var node: String
         /// Its position on the node; nil for a safety check.
         public var index: Int?
@@ -139,7 +142,7 @@ private struct ExplainWalk {
         guard let location = arrival.declarations.location(domain), handledBy == nil else { return }
         let listed = arrival.allowedTypes(domain, limit: SafetyCheck.declaredListed)
         let allowed = listed.names + (listed.more > 0 ? ["… \(listed.more) more"] : [])
-        let node = plan.path(of: entry.node)
+        let node = plan.shownPath(of: entry.node)
         var step = Explanation.Step(
             node: node, index: nil, kind: "safety", filter: allowed, location: location, verdict: .offered,
             reason: "passes", detail: "")
@@ -173,7 +176,7 @@ private struct ExplainWalk {
 
     private mutating func offer(to responder: Responder, _ entry: PlanEntry) {
         var step = Explanation.Step(
-            node: plan.path(of: entry.node), index: Int(entry.offset) + 1, kind: responder.kind.rawValue,
+            node: plan.shownPath(of: entry.node), index: Int(entry.offset) + 1, kind: responder.kind.rawValue,
             filter: responder.filter.typeNames, location: responder.location, verdict: .offered, reason: "", detail: "")
         defer { steps.append(step) }
         if let handledBy {
@@ -216,7 +219,7 @@ private struct ExplainWalk {
                 ifStill = ", if the value is still \(type!) (\(replacers))"
             }
         }
-        let name = "\(plan.path(of: entry.node)) #\(step.index!) \(kind.rawValue) (\(responder.location))"
+        let name = "\(plan.shownPath(of: entry.node)) #\(step.index!) \(kind.rawValue) (\(responder.location))"
         switch kind {
         case .handleEvent, .handleError:
             step.reason = "handles"
