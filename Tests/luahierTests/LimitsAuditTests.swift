@@ -215,6 +215,22 @@ struct LimitsAuditTests {
         #expect(findings.allSatisfy { $0.utf8.count < 1_400 })
     }
 
+    /// `print` with 100,000 arguments took 34 s (`lua5.4`: 0.05 s): it read each argument
+    /// with `select(i, ...)`, a copy of all that follow. The scaling test cannot see that
+    /// (`select` is C, not instructions), so this holds it: 300,000 arguments, printed whole.
+    @Test func printWithManyArgumentsIsLinear() throws {
+        let script = try Luahier.script("""
+            local t = {}
+            for i = 1, 300000 do t[i] = i end
+            print(table.unpack(t))
+            """)
+        let run = try Luahier.run(["run", "--timeout", "20", script], timeout: 60)
+        #expect(run.status == 0 && !run.signaled, "\(run.stderr.prefix(300))")
+        let fields = run.stdout.dropLast().split(separator: "\t")
+        #expect(fields.count == 300_000)
+        #expect(fields.last == "300000")
+    }
+
     /// `hier.root:receiveEvent(print)` was described by a line of the host's own code
     /// (`?:30`); a library function is named by the line that registered it.
     @Test func aLibraryFunctionResponderIsNamedByTheLineThatRegisteredIt() throws {
