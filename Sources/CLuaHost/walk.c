@@ -95,13 +95,14 @@ static const char luahier_walk_source[] =
     "    while i <= last do\n"
     "      local run = plan[i + RUN]\n"
     "      if run then\n"
-    /*      Plain receives: "notHandled" goes on, "handled" stops, anything else replaces the
-     *      value in its domain (or is a contract error, which accept raises). */
+    /*      Plain receives: "notHandled" (or the seeds' other name for it, "unhandled") goes
+     *      on, "handled" stops, anything else replaces the value in its domain (or is a
+     *      contract error, which accept raises). */
     "        for j = i, run, STRIDE do\n"
     "          state[REACHED] = j\n"
     "T|        if full then state[BEFORE] = copy(value) end\n"
     "          local answer = plan[j](value)\n"
-    "          if answer ~= 'notHandled' then\n"
+    "          if answer ~= 'notHandled' and answer ~= 'unhandled' then\n"
     "            if answer == 'handled' then\n"
     "T|            " LUAHIER_VERDICT("j", "vtype", "'handled'") "\n"
     "T|            state[BEFORE], state[RECORD] = false, false\n"
@@ -126,7 +127,7 @@ static const char luahier_walk_source[] =
     "          local class = plan[i + CLASS]\n"
     "          if answer == SKIP then\n"
     /*          Removed during this dispatch: passed by. */
-    "          elseif class == RECEIVE and answer == 'notHandled' then\n"
+    "          elseif class == RECEIVE and (answer == 'notHandled' or answer == 'unhandled') then\n"
     "T|          " LUAHIER_VERDICT("i", "vtype", "'notHandled'") "\n"
     "          elseif class == HANDLE or (class == RECEIVE and answer == 'handled') or (class == ALERT and answer ~= nil) then\n"
     "T|          " LUAHIER_VERDICT("i", "vtype", "'handled'") "\n"
@@ -407,6 +408,9 @@ static int luahier_accept(lua_State *L) {
             const void *word = lua_topointer(L, 3);
             if (word == e->handled) return luahier_contracterror(L, e, slot, "\"handled\"");
             if (word == e->not_handled) return luahier_contracterror(L, e, slot, "\"notHandled\"");
+            size_t length;
+            const char *text = lua_tolstring(L, 3, &length);
+            if (length == 9 && memcmp(text, "unhandled", 9) == 0) return luahier_contracterror(L, e, slot, "\"unhandled\"");
         }
         if (!luahier_asvaluewith(L, e, 3, is_error, &keys)) return luahier_contracterror(L, e, slot, lua_tostring(L, 8));
     }

@@ -41,6 +41,40 @@ struct ResponderTests {
             """) == ["unhandled\tevent\tTap\tnil\tnil\tb1,b2,a1,root"])
     }
 
+    /// SPEC §4: "unhandled" is the seeds' other name for "notHandled" (it replaced the value
+    /// with the string, a trap for everyone porting from them), in plain receives, in filtered
+    /// ones, and in error receives; a transform that returns it broke its contract.
+    @Test func unhandledIsTheSeedsOtherNameForNotHandled() throws {
+        #expect(try run("""
+            b:receiveEvent(function() mark("b1") return "unhandled" end)
+            b:receiveEvent("Tap", function() mark("b2") return "unhandled" end)
+            a:receiveError(function() mark("a-error") return "unhandled" end)
+            a:receiveEvent(function() mark("a1") return "notHandled" end)
+            show(b:triggerEvent("Tap"))
+            """) == ["unhandled\tevent\tTap\tnil\tnil\tb1,b2,a1"])
+        #expect(try run("""
+            b:receiveError(function() mark("b1") return "unhandled" end)
+            show(b:reportError("boom"))
+            """) == ["unhandled\terror\tError\tnil\tnil\tb1"])
+        let transformed = try run("""
+            b:transformEvent(function() return "unhandled" end)
+            local o = b:triggerEvent("Tap")
+            print(o.value.type, o.value.message)
+            """).first ?? ""
+        #expect(transformed.hasPrefix("ResponderContractError\ttransformEvent responder at test.lua:"), "\(transformed)")
+        #expect(transformed.contains("returned \"unhandled\""), "\(transformed)")
+    }
+
+    @Test func swiftResponderMayAnswerUnhandled() throws {
+        let fixture = try Fixture()
+        let node = try fixture.hierarchy.root.child("a")
+        node.receiveEvent { _ in .unhandled }
+        node.receiveEvent { _ in .handled }
+        let outcome = try fixture.hierarchy.trigger("Tap", at: node)
+        #expect(outcome.status == .handled)
+        #expect(outcome.responder?.index == 2)
+    }
+
     @Test func receiveReplacementContinuesInPlaceOfTheOriginal() throws {
         #expect(try run("""
             b:receiveEvent(function(e) mark("b1:" .. e.type) return {type = "Swipe", from = e.type} end)

@@ -1,9 +1,15 @@
 /// What a Swift `receive` responder returns.
 public enum ReceiveResult {
+    /// The value is handled: the dispatch stops here.
     case handled
+    /// The value goes on, unchanged, to the next responder.
     case notHandled
     /// Continue with this value in place of the original (same domain; a string is shorthand).
     case replace(Value)
+
+    /// The seeds' other name for `notHandled` (HierarchyResponder's prose says "unhandled"; Lua
+    /// rules may return either string): the value goes on unchanged.
+    public static var unhandled: ReceiveResult { .notHandled }
 }
 
 /// A Swift closure as a responder body. It sees values as plain data.
