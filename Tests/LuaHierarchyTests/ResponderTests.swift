@@ -75,6 +75,42 @@ struct ResponderTests {
         #expect(outcome.responder?.index == 2)
     }
 
+    /// SPEC §4: a registration's handle registers the next responder on the same node, so
+    /// modifiers chain as in the seeds; a removed handle has no node to register on.
+    @Test func aHandleRegistersTheNextResponderOnTheSameNode() throws {
+        let output = try run("""
+            local h = b:receiveError(function(e) mark("receive") return "notHandled" end)
+              :transformError(function(e) mark("transform") return {type = "Wrapped", message = e.message} end)
+              :handleError("Wrapped", function(e) mark("handle:" .. e.cause.type) end)
+            show(b:reportError("boom"))
+            h:remove()
+            print(select(2, pcall(h.receiveEvent, h, function() end)))
+            print(b:subscribe("Tick", function() end):subscribe("Tock", function() end))
+            """)
+        #expect(output.count == 3)
+        #expect(output.first == "handled\terror\tWrapped\t/a/b\t3\treceive,transform,handle:Error")
+        #expect(output.dropFirst().first == "receiveEvent: this handle's registration was removed, so it has no node to register on")
+        #expect(output.last?.hasPrefix("subscription Tock (test.lua:") == true, "\(output)")
+    }
+
+    @Test func aSwiftHandleRegistersTheNextResponderOnTheSameNode() throws {
+        let fixture = try Fixture()
+        let node = try fixture.hierarchy.root.child("a")
+        var seen: [String] = []
+        node.receiveError { error in
+            seen.append("receive")
+            return .notHandled
+        }.transformError { error in
+            seen.append("transform")
+            return ["type": "Wrapped"]
+        }.handleError(.types(["Wrapped"])) { _ in
+            seen.append("handle")
+        }
+        let outcome = try fixture.hierarchy.report("boom", at: node)
+        #expect(outcome.status == .handled && outcome.by == "/a" && outcome.responder?.index == 3)
+        #expect(seen == ["receive", "transform", "handle"])
+    }
+
     @Test func receiveReplacementContinuesInPlaceOfTheOriginal() throws {
         #expect(try run("""
             b:receiveEvent(function(e) mark("b1:" .. e.type) return {type = "Swipe", from = e.type} end)

@@ -118,6 +118,13 @@ protocol Registration: AnyObject {
     var isRemoved: Bool { get }
     /// For `tostring` of a handle: `responder receiveEvent (rules.lua:3)`.
     var summary: String { get }
+    /// The node it is registered on, while it is (nil once removed, or once the node is gone:
+    /// its `node` is not read then, since a removed registration's node may be freed).
+    var liveNode: Node? { get }
+}
+
+extension Responder {
+    var liveNode: Node? { isRemoved ? nil : node }
 }
 
 /// One registration on one node.
@@ -162,6 +169,8 @@ final class Responder: Registration {
 /// of times.
 public struct ResponderHandle {
     let responder: Responder
+    /// Where the responder was registered: the next one a handle registers goes there too.
+    let node: Node
     public func remove() { responder.remove() }
     public var kind: ResponderKind { responder.kind }
     public var location: String { responder.location }

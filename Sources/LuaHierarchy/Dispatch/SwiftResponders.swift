@@ -67,9 +67,29 @@ final class SwiftResponderBody: ResponderBody {
     }
 }
 
+/// What Swift responders are registered on: a node, or the handle of a registration, which
+/// registers the next responder on the same node, so modifiers chain as in the seeds
+/// (`node.receiveError { ... }.transformError { ... }`).
+public protocol ResponderRegistering {
+    /// The node the next responder is registered on.
+    var registrationNode: Node { get }
+}
+
+extension Node: ResponderRegistering {
+    /// The node itself.
+    public var registrationNode: Node { self }
+}
+
+extension ResponderHandle: ResponderRegistering {
+    /// The node this handle's responder was registered on.
+    public var registrationNode: Node { node }
+}
+
 /// Swift closures as responders (SPEC §4): the same kinds, filters and rules as Lua's.
 /// A thrown error is a reported error that continues at the next responder.
-extension Node {
+extension ResponderRegistering {
+    /// Registers a `receive` responder: `.handled` stops the event, `.notHandled` (or
+    /// `.unhandled`) passes it on, `.replace(value)` continues with `value` in its place.
     @discardableResult
     public func receiveEvent(
         _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
@@ -78,6 +98,7 @@ extension Node {
         register(.receiveEvent, filter, file, line, body)
     }
 
+    /// Registers a `handle` responder: it consumes every event its filter matches.
     @discardableResult
     public func handleEvent(
         _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
@@ -86,6 +107,8 @@ extension Node {
         register(.handleEvent, filter, file, line) { try body($0); return .handled }
     }
 
+    /// Registers a `transform` responder: the event it returns continues in place of the one
+    /// it was given.
     @discardableResult
     public func transformEvent(
         _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
@@ -94,6 +117,7 @@ extension Node {
         register(.transformEvent, filter, file, line) { .replace(try body($0)) }
     }
 
+    /// Registers a `receive` responder for errors (see `receiveEvent`).
     @discardableResult
     public func receiveError(
         _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
@@ -102,6 +126,7 @@ extension Node {
         register(.receiveError, filter, file, line, body)
     }
 
+    /// Registers a `handle` responder for errors: it consumes every error its filter matches.
     @discardableResult
     public func handleError(
         _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
@@ -110,6 +135,8 @@ extension Node {
         register(.handleError, filter, file, line) { try body($0); return .handled }
     }
 
+    /// Registers a `transform` responder for errors: the error it returns continues in place
+    /// of the one it was given, with that one as its `cause`.
     @discardableResult
     public func transformError(
         _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
@@ -146,7 +173,8 @@ extension Node {
         let location = "\(file):\(line)"
         let responder = Responder(
             kind: kind, filter: filter, body: SwiftResponderBody(location: location, body), location: location)
-        appendResponder(responder)
-        return ResponderHandle(responder: responder)
+        let node = registrationNode
+        node.appendResponder(responder)
+        return ResponderHandle(responder: responder, node: node)
     }
 }

@@ -104,11 +104,7 @@ final class LuaBridge {
         pushFunctionTable(nodeMethods())
         installTriggers(inMethodsAt: -1)
         pushFunctionTable(nodeGetters())
-        pushFunctionTable(["remove": { [unowned self] call in
-            guard let registration = registration(at: 1) else { throw call.argumentError(1, "remove", "handle expected") }
-            registration.remove()
-            return 0
-        }])
+        pushFunctionTable(handleMethods())
         pushFunctionTable(hierFunctions())
         push(hierarchy.root)
         host.setRawField(of: -2, "root")
@@ -215,6 +211,32 @@ final class LuaBridge {
             methods[kind.rawValue] = { [unowned self] call in try register(kind, call) }
         }
         methods["handleAlertErrors"] = { [unowned self] call in try registerAlertHandler(call) }
+        return methods
+    }
+
+    /// A handle's methods: `remove`, and every registration, which registers the next
+    /// responder on the handle's node (`node:receiveError(f):transformError(g)`, SPEC §4).
+    private func handleMethods() -> [String: HostFunction] {
+        var methods: [String: HostFunction] = [
+            "remove": { [unowned self] call in
+                guard let registration = registration(at: 1) else { throw call.argumentError(1, "remove", "handle expected") }
+                registration.remove()
+                return 0
+            }
+        ]
+        let nodeMethods = nodeMethods()
+        for name in ResponderKind.allCases.map(\.rawValue) + ["subscribe"] {
+            guard let register = nodeMethods[name] else { continue }
+            methods[name] = { [unowned self] call in
+                guard let registration = registration(at: 1) else { throw call.argumentError(1, name, "handle expected") }
+                guard let node = registration.liveNode else {
+                    throw LuaArgumentError("\(name): this handle's registration was removed, so it has no node to register on")
+                }
+                push(node)
+                luahier_replace(call.L, 1)
+                return try register(call)
+            }
+        }
         return methods
     }
 

@@ -39,6 +39,8 @@ final class Subscription: Registration {
     }
 
     var summary: String { "subscription \(filter.summary) (\(location))" }
+
+    var liveNode: Node? { isRemoved ? nil : node }
 }
 
 /// One subscription receiving a published event, as `Hierarchy.onDelivery` sees it.
