@@ -22,12 +22,14 @@ public enum HierarchyError: Error, Hashable, Sendable, CustomStringConvertible {
 }
 
 /// A script that failed to load or run: a syntax error, or an error raised at its top level.
-public struct ScriptError: Error, CustomStringConvertible {
+public struct ScriptError: Error, Sendable, Hashable, CustomStringConvertible {
     /// `SyntaxError`, `LuaError`, or the `type` of the error table the script raised.
     public var type: String
+    /// What went wrong, without the place.
     public var message: String
     /// `file:line`, when known.
     public var location: String?
+    /// Lua's traceback of where it was raised, when there is one.
     public var traceback: String?
     /// The whole error value (with `cause`, payload fields, ...).
     public var value: Value

@@ -323,4 +323,22 @@ struct ReadmeSwiftTests {
         #expect(hierarchy.check().map(\.code) == [.requireExplicitResponders])
         #expect(hierarchy.describeTree().text().contains("└── feed  triggers{Refresh}"))
     }
+
+    /// Results are plain `Sendable` data: an outcome, a presented error and a script error
+    /// cross to another task (this failed to compile: "non-Sendable type 'Outcome'").
+    @Test func resultsCrossTasks() async throws {
+        let fixture = try Fixture("""
+            hier.root:child("a"):receiveEvent(function(e) return {type = "Seen", n = e.n} end)
+            hier.root:child("a"):reportError("boom")
+            """)
+        let outcome = try fixture.hierarchy.trigger(["type": "Tap", "n": 3], at: "/a")
+        let presented = try #require(fixture.presented.first)
+        let failure = fixture.failure("error('bad')")
+        let received = await Task.detached { () -> (Outcome, PresentedError, ScriptError?) in
+            (outcome, presented, failure)
+        }.value
+        #expect(received.0 == outcome && received.0.value["n"] == 3)
+        #expect(received.1 == presented && received.1.reportedAt == "/a")
+        #expect(received.2?.message == "bad")
+    }
 }

@@ -44,9 +44,10 @@ public struct TraceStep: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// How a dispatch ended (SPEC §5).
-public struct Outcome {
-    public enum Status: String, Sendable {
+/// How a dispatch ended (SPEC §5): plain data, safe to hand to another task or actor.
+public struct Outcome: Sendable, Hashable {
+    /// Where the value ended up.
+    public enum Status: String, Sendable, Hashable {
         /// A responder handled the value.
         case handled
         /// The value passed the root: an unhandled error went to the presenter.
@@ -55,6 +56,7 @@ public struct Outcome {
         case detached
     }
 
+    /// Handled, unhandled (it passed the root), or detached (it reached a cut chain's top).
     public var status: Status
     /// The domain of the final value: an event can end as an error and an error as an event.
     public var kind: Domain
@@ -62,6 +64,7 @@ public struct Outcome {
     public var value: Value
     /// The path of the node whose responder handled it.
     public var by: String?
+    /// Which responder handled it: its position on its node, `file:line` and kind.
     public var responder: ResponderInfo?
     /// Every responder call, when tracing is on.
     public var trace: [TraceStep]?
@@ -76,8 +79,8 @@ public struct Outcome {
     public var enclosingStep: Int? = nil
 }
 
-/// An error that reached a presenter: it passed the root unhandled.
-public struct PresentedError {
+/// An error that reached a presenter: it passed the root unhandled. Plain data, `Sendable`.
+public struct PresentedError: Sendable, Hashable {
     /// The error, as plain data (`type`, `message`, `where`, `cause`, ...).
     public var error: Value
     /// The path of the node it was reported (or raised) at.
