@@ -184,3 +184,31 @@ struct ValueTests {
         #expect(outcome.value.typeName == "WithFn")
     }
 }
+
+/// Reading values from Swift: accessors, and numbers as the rules see them.
+@Suite struct ValueAccessorTests {
+    @Test func accessorsReadEachCase() {
+        let value: Value = ["type": "Charge", "amount": 500.0, "count": 3, "ok": true, "tags": ["a"], "n": nil]
+        #expect(value["amount"]?.intValue == 500)
+        #expect(value["amount"]?.doubleValue == 500.0)
+        #expect(value["count"]?.intValue == 3 && value["count"]?.doubleValue == 3.0)
+        #expect(Value.double(2.5).intValue == nil)
+        #expect(Value.double(.infinity).intValue == nil && Value.double(.nan).intValue == nil)
+        #expect(value["ok"]?.boolValue == true && value["type"]?.boolValue == nil)
+        #expect(value["tags"]?.arrayValue == ["a"] && value["tags"]?.mapValue == nil)
+        #expect(value.mapValue?.count == 6)
+    }
+
+    /// An amount sent from Swift as 500.0 is the rules' 500: they compare equal as Lua does.
+    @Test func numbersCompareAsTheRulesSeeThem() throws {
+        #expect(Value.int(500).equalsAsLua(.double(500.0)))
+        #expect(!Value.int(500).equalsAsLua(.double(500.5)))
+        #expect(Value.map(["amount": .int(500)]).equalsAsLua(["amount": 500.0]))
+        #expect(!Value.map(["amount": .int(500)]).equalsAsLua(["amount": 500.0, "x": 1]))
+        let fixture = try Fixture("""
+            hier.root:child("pay"):handleEvent(function(e) print(e.amount == 500, math.type(e.amount)) end)
+            """)
+        _ = try fixture.hierarchy.trigger(["type": "Charge", "amount": 500.0], at: "/pay")
+        #expect(fixture.printed == ["true\tfloat"])
+    }
+}

@@ -44,6 +44,62 @@ public enum Value: Hashable, Sendable {
 
     /// The `type` field of a map when it is a string.
     public var typeName: String? { self["type"]?.stringValue }
+
+    /// The number as an integer, read as Lua's rules read it: an `.int`, or a `.double` with an
+    /// exact integer value (`500.0` is `500`, as `500.0 == 500` in Lua); nil otherwise.
+    public var intValue: Int64? {
+        switch self {
+        case .int(let number): return number
+        case .double(let number):
+            guard number.rounded(.towardZero) == number, number >= -0x1p63, number < 0x1p63 else { return nil }
+            return Int64(number)
+        default: return nil
+        }
+    }
+
+    /// The number as a double: a `.double`, or an `.int` converted (as Lua converts it).
+    public var doubleValue: Double? {
+        switch self {
+        case .double(let number): return number
+        case .int(let number): return Double(number)
+        default: return nil
+        }
+    }
+
+    /// The flag of a `.bool`, or nil (a Lua test would read any other non-nil value as true:
+    /// this reads only booleans).
+    public var boolValue: Bool? {
+        if case .bool(let flag) = self { return flag }
+        return nil
+    }
+
+    /// The items of an `.array`, or nil.
+    public var arrayValue: [Value]? {
+        if case .array(let items) = self { return items }
+        return nil
+    }
+
+    /// The fields of a `.map`, or nil.
+    public var mapValue: [String: Value]? {
+        if case .map(let fields) = self { return fields }
+        return nil
+    }
+
+    /// Whether two values are equal as Lua's `==` compares plain data: numbers by value
+    /// (`.int(500)` equals `.double(500.0)`), everything else as `==` does (tables by content,
+    /// since plain data has no identity).
+    public func equalsAsLua(_ other: Value) -> Bool {
+        switch (self, other) {
+        case (.int(let a), .double(let b)), (.double(let b), .int(let a)):
+            return Double(a) == b && Value.double(b).intValue == a
+        case (.array(let a), .array(let b)):
+            return a.count == b.count && zip(a, b).allSatisfy { $0.equalsAsLua($1) }
+        case (.map(let a), .map(let b)):
+            return a.count == b.count && a.allSatisfy { key, value in b[key].map(value.equalsAsLua) ?? false }
+        default:
+            return self == other
+        }
+    }
 }
 
 extension Value: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
