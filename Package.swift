@@ -11,6 +11,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // The library logs through swift-log to the embedder's Logger (never to stderr).
+        .package(url: "https://github.com/apple/swift-log", from: "1.5.0"),
         // `luahier serve` only (the LuaHierarchyServer target): HTTP, metrics, shutdown.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
@@ -30,7 +32,9 @@ let package = Package(
         // The one JSON reader (Sources/CJSONReader/include/luahier_jsonread.h), without Lua:
         // Swift's `Value`s and the bridge's Lua values are read from JSON by the same rules.
         .target(name: "CJSONReader"),
-        .target(name: "LuaHierarchy", dependencies: ["CLua", "CLuaHost", "CJSONReader"]),
+        .target(
+            name: "LuaHierarchy",
+            dependencies: ["CLua", "CLuaHost", "CJSONReader", .product(name: "Logging", package: "swift-log")]),
         // The HTTP service over a RulesPool (`luahier serve`); knows nothing of Lua.
         .target(
             name: "LuaHierarchyServer",
@@ -49,6 +53,7 @@ let package = Package(
                 "LuaHierarchy",
                 "LuaHierarchyServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Run by hand (README, Performance): baselines and the engine side by side.
@@ -57,7 +62,8 @@ let package = Package(
             dependencies: ["LuaHierarchy", "CLua"],
             path: "Benchmarks/luahier-bench"
         ),
-        .testTarget(name: "LuaHierarchyTests", dependencies: ["LuaHierarchy"]),
+        .testTarget(
+            name: "LuaHierarchyTests", dependencies: ["LuaHierarchy", .product(name: "Logging", package: "swift-log")]),
         // Depends on the executable so `swift test` builds the binary these tests run.
         .testTarget(name: "luahierTests", dependencies: ["luahier"], exclude: ["Golden", "Fixtures"]),
     ]

@@ -1,3 +1,5 @@
+import Logging
+
 /// A responder tree with its Lua host: the embedding API.
 ///
 /// ```swift
@@ -19,8 +21,16 @@ public final class Hierarchy {
         public var libraries = Libraries.sandboxed
         /// Instruction, time and memory bounds.
         public var limits = Limits()
+        /// Where the library logs: relaxed-safety warnings (`warning`) and, unless `output` is
+        /// set, the rules' `print` (`info`, metadata `source: print`). The default discards
+        /// everything: the library never writes to the process's stderr or stdout on its own.
+        public var logger = Logger(label: "LuaHierarchy", factory: { _ in SwiftLogNoOpLogHandler() })
+        /// Options with the defaults: the sandbox, `Limits()`, no tracing, a silent logger.
         public init() {}
     }
+
+    /// The logger the options gave (`Options.logger`).
+    public let logger: Logger
 
     /// The root, `/`. Its name is "root".
     public let root: Node
@@ -35,7 +45,7 @@ public final class Hierarchy {
     public var presenter: ((PresentedError) -> Void)?
     /// Where Lua's `print` writes, one call per line (without the newline). Bytes that are not
     /// UTF-8 arrive as U+FFFD; set `byteOutput` to get them as the script made them.
-    public var output: (String) -> Void = { print($0) }
+    public var output: (String) -> Void
     /// When set, Lua's `print` writes here instead of `output`: the line's bytes exactly as
     /// the script made them (Lua strings are bytes, not always UTF-8), valid for the call. An
     /// error it throws (the output failed) is raised at the script's `print`.
@@ -66,8 +76,9 @@ public final class Hierarchy {
         set { dispatcher.alertPresenter = newValue }
     }
 
-    /// Receives relaxed-safety warnings, each (domain, type, node) once. Default: stderr.
-    public var onSafetyWarning: (SafetyWarning) -> Void = SafetyWarning.writeToStandardError
+    /// Receives relaxed-safety warnings, each (domain, type, node) once. Default: the
+    /// logger, at `warning` (`SafetyWarning.writeToStandardError` writes them as the CLI does).
+    public var onSafetyWarning: (SafetyWarning) -> Void
 
     /// Whether errors from a detached subtree reach the presenter. Default drop (SPEC §2).
     public var detachedPolicy: DetachedPolicy {
@@ -94,6 +105,14 @@ public final class Hierarchy {
         root = Node(name: "root", tree: TreeToken(), isRoot: true)
         dispatcher = Dispatcher(root: root)
         modulePaths = options.modulePaths
+        let logger = options.logger
+        self.logger = logger
+        output = { line in logger.info("\(line)", metadata: ["source": "print"]) }
+        onSafetyWarning = { warning in
+            logger.warning(
+                "\(warning)",
+                metadata: ["type": "\(warning.type)", "domain": "\(warning.domain.rawValue)", "node": "\(warning.node)"])
+        }
         host = try LuaHost(limits: options.limits, libraries: options.libraries)
         // The tree's own copies count against the host's memory cap (SPEC §7).
         root.tree.meter = host

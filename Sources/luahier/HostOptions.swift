@@ -36,6 +36,7 @@ struct HostSettings {
     /// The hierarchy options these settings describe.
     func hierarchyOptions() throws -> Hierarchy.Options {
         var options = Hierarchy.Options()
+        options.logger = ConsoleLogHandler.logger
         options.libraries = unsafe ? .full : .sandboxed
         let memory = try memoryBytes()
         options.limits = Limits(

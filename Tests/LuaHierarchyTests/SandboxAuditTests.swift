@@ -45,7 +45,12 @@ struct SandboxAuditTests {
             "transformEvent", "receiveError", "handleError", "transformError", "catchError", "subscribe", "publish",
             "triggers", "reports", "handleAlertErrors",
         ].map { "hier.root." + $0 }
-        return base + string + table + math + utf8 + coroutine + os + node + ["hier.node", "handle.remove"]
+        // A handle registers the next responder on its node (SPEC §4): the registrations again.
+        let handle = [
+            "remove", "receiveEvent", "handleEvent", "transformEvent", "receiveError", "handleError", "transformError",
+            "catchError", "subscribe", "handleAlertErrors",
+        ].map { "handle." + $0 }
+        return base + string + table + math + utf8 + coroutine + os + node + ["hier.node"] + handle
     }()
 
     /// The walk, in Lua, with `allowList` written in; it prints one line per violation, then

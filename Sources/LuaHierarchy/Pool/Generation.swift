@@ -140,7 +140,7 @@ final class Generation: @unchecked Sendable {
                 return modules!
             }
             let hierarchy = try Hierarchy(options: options.hierarchy)
-            hierarchy.output = options.print
+            if let print = options.print { hierarchy.output = print }
             hierarchy.presenter = nil
             if index == 0, number == 1, let present = options.presentWhileLoading { hierarchy.presenter = { present($0) } }
             let read = try hierarchy.run(file: options.rulesFile, text: text, modules: known, arguments: options.arguments)

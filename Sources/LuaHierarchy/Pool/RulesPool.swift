@@ -49,12 +49,9 @@ public final class RulesPool: @unchecked Sendable {
         /// running. A line under way goes on within its own limits, so a batch ends within
         /// this and one dispatch's time.
         public var batchTime: Double? = 30
-        /// Where the rules' `print` goes, from the states' threads. By default stderr, escaped
-        /// and bounded as all text the host prints for a script.
-        public var print: @Sendable (String) -> Void = { line in
-            let text = PrintableText.block(line) + "\n"
-            _ = text.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
-        }
+        /// Where the rules' `print` goes, from the states' threads. Nil (the default): to
+        /// `hierarchy.logger`, at `info`, as a `Hierarchy` prints.
+        public var print: (@Sendable (String) -> Void)?
         /// Errors that pass the root while the first revision loads (a rule that reports at
         /// load time), from its first state only.
         public var presentWhileLoading: (@Sendable (PresentedError) -> Void)?
