@@ -35,7 +35,8 @@ struct HostInternalsTests {
             local internal = {\(Self.internalNames.map { "\"\($0)\"" }.joined(separator: ", "))}
             local handle = hier.root:child("h"):receiveEvent(function() return "notHandled" end)
             local function resolve(name)
-              if name == "handle.remove" then return function(...) return handle.remove(...) end end
+              local handleMethod = name:match("^handle%.(.+)$")
+              if handleMethod then return function(...) return handle[handleMethod](...) end end
               local method = name:match("^hier%.root%.(.+)$")
               if method then return function(...) return hier.root[method](...) end end
               local value = _ENV

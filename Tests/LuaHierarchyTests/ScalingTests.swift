@@ -98,11 +98,11 @@ import Testing
             table.sort(t)
             local s = table.concat(t, ",")
             """, size: 2_000),
-        Entry(name: "N responders registered on one node, then removed", script: """
+        Entry(name: "N responders registered on one node, then removed newest first", script: """
             local handles = {}
             for i = 1, N do handles[i] = hier.root:receiveEvent(function() return "notHandled" end) end
             hier.root:triggerEvent("Ping")
-            for i = 1, N do handles[i]:remove() end
+            for i = N, 1, -1 do handles[i]:remove() end
             """, size: 2_000),
         Entry(name: "load of a chunk of N statements", script: """
             local parts = {}
@@ -171,6 +171,24 @@ import Testing
             print(hier.root:child("shallow"):triggerEvent("Ping").status)
             """)
         #expect(output == ["unhandled\tInstructionLimitExceeded", "unhandled\tInstructionLimitExceeded", "handled"])
+    }
+
+    /// Removing a node's responders oldest first moves the rest each time: the square of
+    /// their number, charged as host work, so an instruction budget stops it as it goes (it
+    /// ran 17.7 s past a budget of 1,000,000 for 40,000 removals).
+    @Test func removingManyRespondersOldestFirstIsChargedAsItGoes() throws {
+        var options = Hierarchy.Options()
+        options.limits = Limits(instructions: 3_000_000, time: nil, memory: 256 << 20)
+        let fixture = try Fixture(options: options)
+        let failure = fixture.failure("""
+            local a, handles = hier.root:child("a"), {}
+            local f = function() end
+            for i = 1, 40000 do handles[i] = a:receiveEvent(f) end
+            for i = 1, 40000 do handles[i]:remove() end
+            print("never")
+            """)
+        #expect(failure?.type == "InstructionLimitExceeded")
+        #expect(fixture.printed.isEmpty)
     }
 
     /// A deep chain with a responder on every node names every node's path in its plan: paths

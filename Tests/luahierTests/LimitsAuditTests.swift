@@ -259,7 +259,8 @@ struct LimitsAuditTests {
         let run = try Luahier.measure(["run", "--timeout", "5", "--max-memory", cap, script], timeout: 60)
         #expect(run.status == 0, "\(run.stderr.prefix(500))")
         #expect(run.stdout == "after\n")
-        #expect(run.stderr.contains("X: {v = "), "\(run.stderr.prefix(500))")
+        #expect(run.stderr.contains("X: {"), "\(run.stderr.prefix(500))")
+        #expect(run.stderr.contains("<too large>"), "\(run.stderr.prefix(500))")
         if ProcessInfo.processInfo.environment["LUAHIER_SANITIZED"] == nil {
             #expect(run.peakKiB < 256 << 10, "peak \(run.peakKiB) KiB")
         }
@@ -336,5 +337,85 @@ struct LimitsAuditTests {
             """)
         let run = try Luahier.run(["run", script])
         #expect(run.stdout == "false\tbad argument #1 to 'date' (a format of at most 256 bytes, got 2000)\n1970\n", "\(run.stderr)")
+    }
+
+    // MARK: What the second attack found
+
+    /// One 1 MiB string held 8,192 times in an event: `run --trace` copied it out 8,192 times
+    /// (7.7 GB, then a crash at a 64M cap). Every copy the host makes is measured first and
+    /// bounded by what the cap leaves.
+    @Test func aTracedValueHoldingOneStringManyTimesIsBounded() throws {
+        let script = try Luahier.script("""
+            local s = ("y"):rep(1024 * 1024)
+            local big = {}
+            for i = 1, 8192 do big[i] = s end
+            local a = hier.root:child("a")
+            a:handleEvent(function() end)
+            a:triggerEvent({type = "T", big = big})
+            print("done")
+            """)
+        let run = try Luahier.measure(["run", "--trace", "--max-memory", "64M", script], timeout: 120)
+        #expect(run.status == 0, "\(run.stderr.prefix(300))")
+        #expect(run.stdout.hasSuffix("done\n"))
+        if ProcessInfo.processInfo.environment["LUAHIER_SANITIZED"] == nil {
+            #expect(run.peakKiB < (64 << 10) * 13 / 10 + (64 << 10), "peak \(run.peakKiB) KiB")
+        }
+    }
+
+    /// The same through `explain --run`, which draws the full trace (3.2 GB for 1,024 copies).
+    @Test func explainRunOfAValueHoldingOneStringManyTimesIsBounded() throws {
+        let rules = try Luahier.script("""
+            local s = ("y"):rep(1024 * 1024)
+            local big = {}
+            for i = 1, 1024 do big[i] = s end
+            local a = hier.root:child("a")
+            a:receiveEvent(function(e) return {type = "T", big = big} end)
+            a:handleEvent(function() end)
+            """, name: "rules.lua")
+        let run = try Luahier.measure(["explain", rules, "--at", "/a", "--event", "Go", "--run", "--max-memory", "64M"], timeout: 120)
+        #expect(run.status == 0, "\(run.stderr.prefix(300))")
+        #expect(run.stdout.contains("<too large>"))
+        if ProcessInfo.processInfo.environment["LUAHIER_SANITIZED"] == nil {
+            #expect(run.peakKiB < (64 << 10) * 13 / 10 + (64 << 10), "peak \(run.peakKiB) KiB")
+        }
+    }
+
+    /// A subscriber that moves a node on every delivery makes each later delivery check its
+    /// node's ancestry again: the depth per delivery. That work is charged as it goes, so an
+    /// instruction budget stops the publish (it ran 30 s past a budget of 2,000,000).
+    @Test func aPublishWhoseSubscribersChangeTheTreeIsChargedAsItGoes() throws {
+        let script = try Luahier.script("""
+            local p1, p2 = hier.root:child("p1"), hier.root:child("p2")
+            local x, flip = p1:child("x"), false
+            local function f() flip = not flip; x:moveTo(flip and p2 or p1) end
+            local n = hier.root:child("top")
+            for i = 1, 40000 do n = n:child("n"); n:subscribe("T", f) end
+            hier.root:child("top"):publish({type = "T"})
+            print("never")
+            """)
+        let run = try Luahier.run(
+            ["run", "--timeout", "0", "--dispatch-timeout", "0", "--max-instructions", "2000000", script], timeout: 120)
+        #expect(run.status == 1 && !run.stdout.contains("never"))
+        #expect(run.stderr.contains("InstructionLimitExceeded"), "\(run.stderr.prefix(300))")
+    }
+
+    /// An outcome of 600,000 keys (too many pairs for the C writer) was cut at 2^19 entries,
+    /// which ones following Lua's table order: three runs, three answers. It is written whole.
+    @Test func anOutcomeWithManyKeysIsWrittenWholeAndTheSameEveryTime() throws {
+        let rules = try Luahier.script("""
+            hier.root:child("a"):receiveEvent(function(e)
+              local t = {type = "Big"}
+              for i = 1, e.n do t["k" .. i] = 1 end
+              return t
+            end)
+            hier.root:handleEvent(function() end)
+            """, name: "rules.lua")
+        let line = #"{"at": "/a", "event": {"type": "X", "n": 600000}}"# + "\n"
+        let run = try Luahier.run(["dispatch", rules, "-"], stdin: line + line, timeout: 120)
+        let answers = run.stdout.split(separator: "\n")
+        #expect(answers.count == 2)
+        #expect(answers[0].dropFirst(10) == answers[1].dropFirst(10))
+        let outcome = try #require(JSONSerialization.jsonObject(with: Data(answers[0].utf8)) as? [String: Any])
+        #expect((outcome["value"] as? [String: Any])?.count == 600_001)
     }
 }

@@ -157,7 +157,10 @@ final class Responder: Registration {
         isRemoved = true
         if let node {
             node.tree.noteChainChange()
-            node.detachResponder(self)
+            // Finding it in the node's list is host work: many removals oldest first from a
+            // node with many responders add up to the square of their number, so it is charged.
+            let work = node.detachResponder(self)
+            _ = node.tree.meter?.chargeWork(work)
             node.tree.responderRemoved?(self)
         }
     }

@@ -405,8 +405,9 @@ final class LuaBridge {
         } catch {
             throw RaisedMessage(message: Message(swiftError: error, where: call.callerLocation ?? "?"))
         }
-        // Choosing the recipients walked the subtree: host work, charged by its size.
-        host.charge(instructions: Int64(result.visited))
+        // Choosing the recipients, and checking them after the tree changed, was charged as
+        // it went (Dispatcher.publish).
+        _ = result
         lua_pushinteger(L, lua_Integer(result.delivered))
         return 1
     }

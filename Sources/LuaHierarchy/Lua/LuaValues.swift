@@ -8,17 +8,24 @@ extension LuaHost {
     static let maxPayloadDepth = 200
 
     /// [-0, +0, -] The value at `index` as plain data. `strict` throws on what plain data
-    /// cannot hold; otherwise such parts are described in strings (for messages). A `bounded`
-    /// description builds at most half of what the memory cap leaves (1 MiB at least, 16 MiB
-    /// at most; the other half is for what is made of it, such as its JSON): past it, the rest reads
-    /// `<too large>`. A description is the host's copy, held on the script's behalf (SPEC §7):
-    /// a table that holds one large string a hundred times must not become a hundred copies.
-    /// `budget` (below) is the bytes it may still build; `Int.max`: no bound.
+    /// cannot hold; otherwise such parts are described in strings (for messages).
+    ///
+    /// Every copy is the host's, held on the script's behalf (SPEC §7), so it is bounded: a
+    /// `bounded` description builds at most half of what the memory cap leaves (1 MiB at least,
+    /// 16 MiB at most, cap or none: a description is for messages); any other copy (an
+    /// outcome's value, a trace's, a Swift responder's input) at most what the cap leaves. The
+    /// value is measured first, by the same count, without building anything (a table that
+    /// holds another many times reads as exponentially many entries): one that fits is copied
+    /// whole, one that does not is never cut at whatever point Lua's table order reached (which
+    /// would differ from run to run) but stands as a whole for `<too large>`, keeping an error's
+    /// `type`, `message`, `where` and `title`; a `strict` copy throws. The measuring is host
+    /// work, charged as it goes: a budget that trips stops it, and the value is too large.
     func value(at index: Int32, strict: Bool, bounded: Bool = false) throws(PayloadError) -> Value {
         let top = lua_gettop(thread)
-        var budget = strict || !bounded
-            ? Int.max
-            : min(memoryAvailable.map { max($0 / 2, Self.smallestDescriptionBudget) } ?? Int.max, Self.largestDescriptionBudget)
+        let index = lua_absindex(thread, index)
+        let budget = bounded
+            ? min(memoryAvailable.map { max($0 / 2, Self.smallestDescriptionBudget) } ?? Int.max, Self.largestDescriptionBudget)
+            : memoryAvailable ?? Int.max
         // The tables being copied, outermost first (a cycle is a table inside itself). Reused:
         // a copy allocates only what it builds. Copying runs no Lua code, so never re-enters.
         var ancestors = payloadAncestors
@@ -27,12 +34,78 @@ extension LuaHost {
             ancestors.removeAll(keepingCapacity: true)
             payloadAncestors = ancestors
         }
+        if budget != Int.max {
+            var left = budget
+            var work = 0
+            if !fits(at: index, ancestors: &ancestors, left: &left, work: &work) {
+                lua_settop(thread, top)
+                if strict {
+                    throw PayloadError(path: "", reason: "a value larger than the \(budget) bytes the memory cap leaves for a copy")
+                }
+                return tooLargeStandIn(at: index)
+            }
+        }
+        var unbounded = Int.max
         do {
-            return try value(at: lua_absindex(thread, index), ancestors: &ancestors, budget: &budget, strict: strict)
+            return try value(at: index, ancestors: &ancestors, budget: &unbounded, strict: strict)
         } catch {
             lua_settop(thread, top)
             throw error
         }
+    }
+
+    /// [-0, +0, -] Whether a copy of the value at `index` fits in `left` bytes, counted as the
+    /// copy counts them (a string its length and 16, an entry 32); `work` adds up the bytes
+    /// walked, charged as host work every 64 KiB (a budget that trips: it does not fit).
+    private func fits(at index: Int32, ancestors: inout [UnsafeRawPointer], left: inout Int, work: inout Int) -> Bool {
+        let L = thread
+        switch lua_type(L, index) {
+        case LUA_TSTRING:
+            var length = 0
+            _ = lua_tolstring(L, index, &length)
+            left -= length + 16
+            work += 16
+        case LUA_TTABLE:
+            let identity = lua_topointer(L, index)!
+            // A cycle or too deep a nesting is described in a few bytes: it fits.
+            guard !ancestors.contains(identity), ancestors.count < Self.maxPayloadDepth, lua_checkstack(L, 4) != 0 else {
+                return true
+            }
+            ancestors.append(identity)
+            defer { ancestors.removeLast() }
+            lua_pushnil(L)
+            while lua_next(L, index) != 0 {
+                left -= 32
+                work += 32
+                if lua_type(L, -2) == LUA_TSTRING {
+                    var length = 0
+                    _ = lua_tolstring(L, -2, &length)
+                    left -= length
+                }
+                guard left >= 0, fits(at: lua_gettop(L), ancestors: &ancestors, left: &left, work: &work) else {
+                    luahier_pop(L, 2)
+                    return false
+                }
+                luahier_pop(L, 1)
+            }
+        default:
+            break
+        }
+        if work >= 1 << 16 {
+            charge(instructions: Int64(work / 64))
+            work = 0
+            if limitTripped { return false }
+        }
+        return left >= 0
+    }
+
+    /// [-0, +0, -] What stands for a value too large to copy: for a table, the fields that say
+    /// what an error is (cut to 4 KiB) and `"…": "<too large>"`; else `<too large>`.
+    private func tooLargeStandIn(at index: Int32) -> Value {
+        guard lua_type(thread, index) == LUA_TTABLE else { return Self.tooLarge }
+        var fields: [String: Value] = ["…": Self.tooLarge]
+        keepEssentials(of: index, in: &fields)
+        return .map(fields)
     }
 
     static let smallestDescriptionBudget = 1 << 20

@@ -35,7 +35,11 @@ final class Subscription: Registration {
     func remove() {
         guard !isRemoved else { return }
         isRemoved = true
-        node?.detachSubscription(self)
+        if let node {
+            // As for a responder: finding it in the node's list is charged host work.
+            let work = node.detachSubscription(self)
+            _ = node.tree.meter?.chargeWork(work)
+        }
     }
 
     var summary: String { "subscription \(filter.summary) (\(location))" }
@@ -86,12 +90,21 @@ extension Dispatcher {
         var visited = 0
         let recipients = Self.recipients(of: event.type, below: origin, scope: scope, visited: &visited)
         var result = PublishResult(delivered: 0, failed: 0, visited: visited)
+        // Host work, charged as it goes: choosing the recipients walked the subtree, and each
+        // check after the tree changed walks up toward the origin (a subscriber that changes
+        // the tree every time makes that the depth per delivery). A budget that trips stops
+        // the publish; its limit error is raised at the next instruction.
+        let meter = root.tree.meter
+        guard meter?.chargeWork(visited) ?? true else { return result }
         var current = event
         var stillBelow = Membership(origin: origin)
         for (node, subscription) in recipients where !subscription.isRemoved {
             // A subscriber whose node left the subtree meanwhile (an ancestor removed or
             // moved) is skipped, as a removed subscription is.
-            guard stillBelow.contains(node, visited: &result.visited) else { continue }
+            let walkedBefore = result.visited
+            let below = stillBelow.contains(node, visited: &result.visited)
+            if let meter, !meter.chargeWork(result.visited - walkedBefore) { return result }
+            guard below else { continue }
             result.delivered += 1
             if let observe = deliveryObserver {
                 observe(PublishDelivery(node: node.path, location: subscription.location, type: current.type))

@@ -284,8 +284,13 @@ public final class Node {
         tree.noteChainChange()
     }
 
-    func detachResponder(_ responder: Responder) {
-        responders.removeAll { $0 === responder }
+    /// Takes `responder` off the list; returns the work it took (entries looked at and moved).
+    /// Searched from the end: the newest go first in a cleanup, so removing a node's
+    /// responders newest first is linear; oldest first is charged as it goes.
+    func detachResponder(_ responder: Responder) -> Int {
+        guard let index = responders.lastIndex(where: { $0 === responder }) else { return responders.count }
+        responders.remove(at: index)
+        return 2 * (responders.count - index) + 1
     }
 
     func appendSubscription(_ subscription: Subscription) {
@@ -293,8 +298,11 @@ public final class Node {
         makeExtras().subscriptions.append(subscription)
     }
 
-    func detachSubscription(_ subscription: Subscription) {
-        extras?.subscriptions.removeAll { $0 === subscription }
+    /// As `detachResponder`, for a subscription.
+    func detachSubscription(_ subscription: Subscription) -> Int {
+        guard let index = extras?.subscriptions.lastIndex(where: { $0 === subscription }) else { return subscriptions.count }
+        extras!.subscriptions.remove(at: index)
+        return 2 * (subscriptions.count - index) + 1
     }
 
     static func validate(name: String) throws(TreeError) {
