@@ -574,7 +574,6 @@ final class LuaEngine: DispatchEngine {
 
     /// A Swift closure's call: its answer as Lua's are read (a value goes to the walk as it is).
     private func callSwift(_ body: SwiftResponderBody, of responder: Responder, planAt plan: Int32, _ call: HostCall) throws -> Int32 {
-        let L = call.L
         let depth = dispatcher.depth
         let serial = luahier_dispatchserial(state)
         let answer: ReceiveResult
