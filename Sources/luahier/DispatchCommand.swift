@@ -85,7 +85,7 @@ struct Dispatch: ParsableCommand {
             let watcher = watch ? RulesWatcher(pool: pool, files: true, hangUp: true, report: Console.reloaded) : nil
             summary = LineDispatcher.run(options, on: pool, input: descriptor, output: STDOUT_FILENO)
             watcher?.stop()
-            pool.shutDown()
+            pool.shutDownBlocking()
         } catch {
             Console.scriptFailed(error)
             if let signal = Interruption.signal {

@@ -127,7 +127,7 @@ struct Serve: ParsableCommand {
         let stopped: RulesServer.Stopped
         switch outcome {
         case .failure(let failure):
-            pool.shutDown()
+            pool.shutDownBlocking()
             Console.error("luahier: cannot serve on \(host):\(port): \(PrintableText.field("\(failure)"))")
             throw ExitCode(ExitStatus.scriptFailed)
         case .success(let result):

@@ -62,7 +62,7 @@ import Testing
         var options = RulesPool.Options(rulesFile: folder.appendingPathComponent("rules.lua").path)
         options.hierarchy.logger = captured.logger
         let pool = try RulesPool(options: options)
-        defer { pool.shutDown() }
+        defer { pool.shutDownBlocking() }
         _ = try await pool.dispatch(#"{"at": "/app", "event": "Ask"}"#)
         let entries = captured.entries.withLock { $0 }
         #expect(entries.contains { $0.level == .info && $0.message == "asked" })

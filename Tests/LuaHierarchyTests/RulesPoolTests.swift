@@ -90,7 +90,7 @@ struct RulesPoolTests {
         #expect(refused < busyUntil.value!)
         #expect(ranAt.value == nil)
         #expect(pool.waiting == 0)
-        pool.shutDown()
+        pool.shutDownBlocking()
     }
 
     @Test func aBatchAnswersTheLinesItsTimeBudgetLeavesNoTimeForWithoutRunningThem() async throws {
@@ -144,7 +144,7 @@ struct RulesPoolTests {
         var options = RulesPool.Options(rulesFile: rules)
         options.hierarchy.limits.memory = 64 << 20
         let pool = try RulesPool(options: options)
-        defer { pool.shutDown() }
+        defer { pool.shutDownBlocking() }
         let first = pool.revision
         try FileManager.default.removeItem(atPath: rules)
         try FileManager.default.createSymbolicLink(atPath: rules, withDestinationPath: "/dev/zero")
@@ -162,7 +162,7 @@ struct RulesPoolTests {
     @Test func aReloadSwapsInAWholeRevisionAndAFailedOneChangesNothing() async throws {
         let folder = try Self.folder(version: 1)
         let pool = try RulesPool(options: .init(rulesFile: folder.appendingPathComponent("rules.lua").path, workers: 2))
-        defer { pool.shutDown() }
+        defer { pool.shutDownBlocking() }
         let first = pool.revision
         // A module changed: a new revision, whose hash covers the module.
         try Self.write(version: 2, in: folder)
@@ -234,4 +234,80 @@ final class Locked<Value>: @unchecked Sendable {
     init(_ value: Value) { stored = value }
     var value: Value { lock.lock(); defer { lock.unlock() }; return stored }
     func mutate(_ body: (inout Value) -> Void) { lock.lock(); defer { lock.unlock() }; body(&stored) }
+}
+
+/// The pool as a typed engine for Swift (SPEC §10): rules as text, a per-state setup in Swift
+/// that runs on every state of every revision, and `Value`s in, `Outcome`s out.
+@Suite struct TypedPoolTests {
+    static let rules = """
+        local orders = hier.root:child("orders")
+        orders:receiveEvent("Charge", function(e)
+          if e.amount >= limit() then return {type = "NeedsReview", amount = e.amount} end
+          return "handled"
+        end)
+        """
+
+    static func options(workers: Int = 2) -> RulesPool.Options {
+        var options = RulesPool.Options(rulesSource: rules, name: "orders.lua", workers: workers)
+        options.setup = { hierarchy in
+            // A host function the rules call as they run, and a Swift responder above them (a
+            // setup's responders are registered before the rules': on the rules' own node they
+            // would come first).
+            hierarchy.register(function: "limit") { _ in 500 }
+            hierarchy.root.handleEvent(.type("NeedsReview")) { _ in }
+        }
+        return options
+    }
+
+    @Test func swiftSetupRunsOnEveryStateAndValuesGoInOutcomesComeOut() async throws {
+        let pool = try RulesPool(options: Self.options())
+        defer { pool.shutDownBlocking() }
+        // Many tasks at once: each state answers with the setup's responder and function.
+        let outcomes = try await withThrowingTaskGroup(of: Outcome.self) { group in
+            for amount in [100, 500.0, 900, 20] as [Value] {
+                group.addTask { try await pool.trigger(["type": "Charge", "amount": amount], at: "/orders") }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(outcomes.count == 4)
+        #expect(outcomes.allSatisfy { $0.status == .handled && $0.revision == pool.revision })
+        let reviewed = outcomes.filter { $0.value.typeName == "NeedsReview" }
+        #expect(reviewed.count == 2)
+        #expect(reviewed.allSatisfy { $0.by == "/" && $0.responder?.location.contains("RulesPoolTests.swift") == true })
+        let error = try await pool.report(["type": "Refund", "message": "no"], at: "/orders")
+        #expect(error.status == .unhandled && error.kind == .error)
+        await #expect(throws: RulesPool.DispatchError.noSuchNode("/nowhere")) { try await pool.trigger("Charge", at: "/nowhere") }
+    }
+
+    /// A reload runs the setup on the new states too; a setup that throws fails the load and
+    /// leaves the running revision answering.
+    @Test func aReloadRunsTheSetupAgainAndASetupFailureKeepsTheRunningRevision() async throws {
+        let folder = try RulesPoolTests.folder(version: 1)
+        try TypedPoolTests.rules.write(to: folder.appendingPathComponent("rules.lua"), atomically: true, encoding: .utf8)
+        let runs = Counter()
+        var options = Self.options(workers: 1)
+        options.rulesSource = nil
+        options.rulesFile = folder.appendingPathComponent("rules.lua").path
+        options.setup = { hierarchy in
+            let run = runs.next()
+            if run == 3 { throw RulesPool.DispatchError.noSuchNode("setup failed on purpose") }
+            hierarchy.register(function: "limit") { _ in .int(run == 1 ? 500 : 50) }
+        }
+        let pool = try RulesPool(options: options)
+        defer { pool.shutDownBlocking() }
+        #expect(try await pool.trigger(["type": "Charge", "amount": 100], at: "/orders").value.typeName == "Charge")
+        try (TypedPoolTests.rules + "\n-- changed\n").write(to: folder.appendingPathComponent("rules.lua"), atomically: true, encoding: .utf8)
+        guard case .loaded(let second) = await pool.reload() else { Issue.record("no new revision"); return }
+        let reviewed = try await pool.trigger(["type": "Charge", "amount": 100], at: "/orders")
+        #expect(reviewed.value.typeName == "NeedsReview" && reviewed.revision == second)
+        try (TypedPoolTests.rules + "\n-- changed again\n").write(to: folder.appendingPathComponent("rules.lua"), atomically: true, encoding: .utf8)
+        guard case .failed(let running, let message) = await pool.reload() else { Issue.record("the reload loaded"); return }
+        #expect(running == second && message.contains("setup failed on purpose"))
+    }
+
+    final class Counter: @unchecked Sendable {
+        private let lock = NSLock()
+        private var count = 0
+        func next() -> Int { lock.lock(); defer { lock.unlock() }; count += 1; return count }
+    }
 }

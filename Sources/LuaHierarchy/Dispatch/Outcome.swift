@@ -77,6 +77,9 @@ public struct Outcome: Sendable, Hashable {
     /// responder: the position (0-based) in the enclosing dispatch's trace of that responder's
     /// step. Nil for a top-level dispatch, or one a publish subscriber started.
     public var enclosingStep: Int? = nil
+    /// The revision that answered it, for an outcome from a `RulesPool` (SPEC §9); nil for a
+    /// hierarchy's own.
+    public var revision: Revision? = nil
 }
 
 /// An error that reached a presenter: it passed the root unhandled. Plain data, `Sendable`.

@@ -141,6 +141,15 @@ final class Generation: @unchecked Sendable {
             }
             let hierarchy = try Hierarchy(options: options.hierarchy)
             if let print = options.print { hierarchy.output = print }
+            if let setup = options.setup {
+                do {
+                    try setup(hierarchy)
+                } catch let error as ScriptError {
+                    throw error
+                } catch {
+                    throw ScriptError(type: "SetupError", message: "the pool's setup failed: \(error)")
+                }
+            }
             hierarchy.presenter = nil
             if index == 0, number == 1, let present = options.presentWhileLoading { hierarchy.presenter = { present($0) } }
             let read = try hierarchy.run(file: options.rulesFile, text: text, modules: known, arguments: options.arguments)

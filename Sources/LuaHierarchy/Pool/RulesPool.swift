@@ -26,8 +26,17 @@ import Darwin
 /// ```
 public final class RulesPool: @unchecked Sendable {
     public struct Options: Sendable {
-        /// The rules script each state runs once when its revision loads.
+        /// The rules script each state runs once when its revision loads; with `rulesSource`,
+        /// the name its chunk has (`rules.lua:3` in messages), and no file is read.
         public var rulesFile: String
+        /// The rules as text, in place of reading `rulesFile` (a reload loads this same text,
+        /// and modules it requires afresh).
+        public var rulesSource: String?
+        /// Runs on every state of every revision (reloads included), before its rules load:
+        /// Swift responders, subscriptions and host functions (`Hierarchy.register(function:)`)
+        /// registered here are on every state, and the rules may call those functions as they
+        /// load. An error it throws fails the load (the first revision's, or a reload's).
+        public var setup: (@Sendable (Hierarchy) throws -> Void)?
         /// `arg` and `...` for the rules script.
         public var arguments: [String] = []
         /// Sandbox, limits and trace level for every state.
@@ -56,9 +65,23 @@ public final class RulesPool: @unchecked Sendable {
         /// load time), from its first state only.
         public var presentWhileLoading: (@Sendable (PresentedError) -> Void)?
 
+        /// Options for the rules in `rulesFile`, on `workers` states.
         public init(rulesFile: String, workers: Int = 1) {
             self.rulesFile = rulesFile
             self.workers = workers
+        }
+
+        /// Options for rules given as text, named `name` in messages, on `workers` states.
+        public init(rulesSource: String, name: String = "rules.lua", workers: Int = 1) {
+            self.rulesFile = name
+            self.rulesSource = rulesSource
+            self.workers = workers
+        }
+
+        /// The rules' text: `rulesSource`, or the file, read as a rules file is.
+        func rulesText() -> Result<[UInt8], ScriptError> {
+            if let rulesSource { return .success(Array(rulesSource.utf8)) }
+            return readRulesFile(rulesFile, limit: hierarchy.limits.memory)
         }
     }
 
@@ -116,7 +139,7 @@ public final class RulesPool: @unchecked Sendable {
     /// (`rules.lua:3: ...`) if they fail to load.
     public init(options: Options) throws(ScriptError) {
         self.options = options
-        let text = try readRulesFile(options.rulesFile, limit: options.hierarchy.limits.memory).get()
+        let text = try options.rulesText().get()
         current = try Generation(options: options, text: text, number: 1)
     }
 
@@ -154,6 +177,44 @@ public final class RulesPool: @unchecked Sendable {
                 }
             }
             return Answer(status: answered.last ?? .invalid, json: json, revision: worker.generation.revision)
+        }
+    }
+
+    /// Triggers `event` at the node at `path` on a free state of the running revision (SPEC
+    /// §5) and returns its outcome, stamped with the revision that answered it. Throws
+    /// `Refusal` when no state came free in time, or `DispatchError` when there is no node
+    /// at `path`.
+    public func trigger(_ event: Value, at path: String) async throws -> Outcome {
+        try await dispatch(event, as: .event, at: path)
+    }
+
+    /// Reports `error` at the node at `path`, as `trigger` does.
+    public func report(_ error: Value, at path: String) async throws -> Outcome {
+        try await dispatch(error, as: .error, at: path)
+    }
+
+    private func dispatch(_ value: Value, as domain: Domain, at path: String) async throws -> Outcome {
+        let result: Result<Outcome, any Error> = try await onFreeState { worker in
+            let hierarchy = worker.processor.hierarchy
+            return Result { () throws -> Outcome in
+                guard let node = try hierarchy.node(at: path) else { throw DispatchError.noSuchNode(path) }
+                var outcome = domain == .event ? try hierarchy.trigger(value, at: node) : try hierarchy.report(value, at: node)
+                outcome.revision = worker.generation.revision
+                return outcome
+            }
+        }
+        return try result.get()
+    }
+
+    /// Why a `trigger` or `report` of the pool was not dispatched.
+    public enum DispatchError: Error, Sendable, Equatable, CustomStringConvertible {
+        /// No node is at that path in the rules' tree.
+        case noSuchNode(String)
+
+        public var description: String {
+            switch self {
+            case .noSuchNode(let path): "no node at \(path)"
+            }
         }
     }
 
@@ -248,11 +309,10 @@ public final class RulesPool: @unchecked Sendable {
 
     // MARK: Reloading
 
-    /// Loads the rules file again into new states while the running ones answer, and swaps
-    /// them in once all loaded. Reloads asked for while one runs wait for it, then run.
-    /// Blocks the calling thread while the states load (call it off the states' threads).
+    /// `reload()`, blocking the calling thread while the states load (for threads of the
+    /// host's own: the watcher's; call it off the states' threads).
     @discardableResult
-    public func reload() -> ReloadResult {
+    package func reloadBlocking() -> ReloadResult {
         monitor.locked {
             while reloading { monitor.wait() }
             reloading = true
@@ -266,7 +326,7 @@ public final class RulesPool: @unchecked Sendable {
         let running = revision
         let loaded: Generation
         do {
-            let text = try readRulesFile(options.rulesFile, limit: options.hierarchy.limits.memory).get()
+            let text = try options.rulesText().get()
             loaded = try Generation(options: options, text: text, number: running.number + 1)
         } catch {
             monitor.locked {
@@ -302,10 +362,13 @@ public final class RulesPool: @unchecked Sendable {
         return .loaded(loaded.revision)
     }
 
-    /// Asynchronously: `reload()` off the caller's task.
+    /// Loads the rules again into new states while the running ones answer, and swaps them in
+    /// once all loaded; the running revision goes on if they fail to load or did not change.
+    /// Reloads asked for while one runs wait for it, then run. The loading runs on a thread of
+    /// its own, off the caller's task.
     public func reload() async -> ReloadResult {
         await withCheckedContinuation { continuation in
-            if LargeStack.spawn(size: 256 << 10, { continuation.resume(returning: self.reload()) }) == nil {
+            if LargeStack.spawn(size: 256 << 10, { continuation.resume(returning: self.reloadBlocking()) }) == nil {
                 continuation.resume(returning: .failed(running: revision, message: "could not start a thread to reload"))
             }
         }
@@ -313,8 +376,8 @@ public final class RulesPool: @unchecked Sendable {
 
     // MARK: Shutting down
 
-    /// Refuses new requests, answers those queued, then closes every state and returns.
-    public func shutDown() {
+    /// `shutDown()`, blocking the calling thread until every state is closed.
+    package func shutDownBlocking() {
         let generation: Generation = monitor.locked {
             closed = true
             return current
@@ -323,11 +386,12 @@ public final class RulesPool: @unchecked Sendable {
         generation.join()
     }
 
-    /// Asynchronously: `shutDown()` off the caller's task.
+    /// Refuses new requests, answers those queued, then closes every state and returns. The
+    /// waiting runs on a thread of its own, off the caller's task.
     public func shutDown() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            if LargeStack.spawn(size: 256 << 10, { self.shutDown(); continuation.resume() }) == nil {
-                shutDown()
+            if LargeStack.spawn(size: 256 << 10, { self.shutDownBlocking(); continuation.resume() }) == nil {
+                shutDownBlocking()
                 continuation.resume()
             }
         }

@@ -71,7 +71,7 @@ public final class RulesWatcher: @unchecked Sendable {
             guard let trigger else { continue }
             // Seen before the reload reads them: a change during the reload is seen next time.
             stamps = Self.stamps(of: Array(stamps.keys))
-            let result = pool.reload()
+            let result = pool.reloadBlocking()
             if case .loaded(let revision) = result {
                 for file in revision.files where stamps[file] == nil { stamps[file] = FileStamp(path: file) }
                 for file in stamps.keys where !revision.files.contains(file) { stamps[file] = nil }

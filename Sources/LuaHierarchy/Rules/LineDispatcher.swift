@@ -106,7 +106,7 @@ public enum LineDispatcher {
     /// on `output`. Throws the rules' error if they fail to load (nothing is read then).
     public static func run(_ options: Options, input: Int32, output: Int32) throws(ScriptError) -> Summary {
         let pool = try RulesPool(options: options.pool)
-        defer { pool.shutDown() }
+        defer { pool.shutDownBlocking() }
         return run(options, on: pool, input: input, output: output)
     }
 
