@@ -182,6 +182,10 @@ void luahier_pushskipper(lua_State *L) {
     lua_pushcfunction(L, luahier_skipper);
 }
 
+void luahier_pushskipmark(lua_State *L) {
+    lua_pushlightuserdata(L, &luahier_skipmark);
+}
+
 /* ---- Values of a domain (SPEC §3) ------------------------------------------------------ */
 
 void luahier_pushword(lua_State *L, const luahier_Engine *e, int word) {

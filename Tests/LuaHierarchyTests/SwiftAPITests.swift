@@ -342,3 +342,69 @@ struct ReadmeSwiftTests {
         #expect(received.2?.message == "bad")
     }
 }
+
+/// Typed Swift responders, as the seeds register them (`handleError(MyError.self) { ... }`), and
+/// the `ValueDecoder` they decode with.
+@Suite struct TypedResponderTests {
+    struct PaymentDeclined: Decodable, Equatable {
+        let type: String
+        let message: String
+        let amount: Int
+        let retry: Bool?
+    }
+
+    struct Tap: Decodable {
+        let type: String
+        let x: Double
+        let tags: [String]
+    }
+
+    @Test func aTypedResponderGetsTheDecodedValueAndPassesWhatDoesNotDecode() throws {
+        let fixture = try Fixture("""
+            local checkout = hier.root:child("checkout")
+            checkout:receiveError(function(e) e.amount = e.amount or nil return "notHandled" end)
+            """)
+        let checkout = try #require(try fixture.hierarchy.node(at: "/checkout"))
+        var declined: [PaymentDeclined] = []
+        checkout.handleError(PaymentDeclined.self) { error in declined.append(error) }
+        // An amount sent as 500.0 decodes into an Int, as the rules read it.
+        let handled = try fixture.hierarchy.report(
+            ["type": "PaymentDeclined", "message": "card declined", "amount": 500.0], at: checkout)
+        #expect(handled.status == .handled && handled.responder?.index == 2)
+        #expect(declined == [PaymentDeclined(type: "PaymentDeclined", message: "card declined", amount: 500, retry: nil)])
+        // No amount: it does not decode, so the typed responder is passed as a filter passes.
+        let passed = try fixture.hierarchy.report(["type": "PaymentDeclined", "message": "no amount"], at: checkout)
+        #expect(passed.status == .unhandled && declined.count == 1)
+    }
+
+    @Test func typedReceiveAndCatchChainOnTheSameNode() throws {
+        let fixture = try Fixture()
+        let node = try fixture.hierarchy.root.child("canvas")
+        var seen: [Double] = []
+        node.receiveEvent(Tap.self) { tap in
+            seen.append(tap.x)
+            return tap.tags.contains("stop") ? .handled : .notHandled
+        }.catchError(PaymentDeclined.self) { declined in .event("ShowDeclined", ["amount": .int(Int64(declined.amount))]) }
+        #expect(try fixture.hierarchy.trigger(["type": "Tap", "x": 2, "tags": ["stop"]], at: node).status == .handled)
+        #expect(try fixture.hierarchy.trigger(["type": "Tap", "x": 3.5, "tags": []], at: node).status == .unhandled)
+        #expect(try fixture.hierarchy.trigger(["type": "Tap", "x": "not a number", "tags": []], at: node).status == .unhandled)
+        #expect(seen == [2, 3.5])
+        let caught = try fixture.hierarchy.report(["type": "PaymentDeclined", "message": "m", "amount": 7], at: node)
+        #expect(caught.kind == .event && caught.value.typeName == "ShowDeclined" && caught.value["amount"] == 7)
+    }
+
+    @Test func theDecoderReadsNumbersAsTheRulesDo() throws {
+        struct Row: Decodable, Equatable {
+            let id: Int64
+            let ratio: Float
+            let small: UInt8
+            let nested: [[Int]]
+            let note: String?
+        }
+        let row = try Value.map(["id": 42.0, "ratio": 1, "small": 255, "nested": [[1, 2], []], "note": nil]).decoded(as: Row.self)
+        #expect(row == Row(id: 42, ratio: 1, small: 255, nested: [[1, 2], []], note: nil))
+        #expect(throws: DecodingError.self) { try Value.map(["id": 42.5, "ratio": 1, "small": 1, "nested": []]).decoded(as: Row.self) }
+        #expect(throws: DecodingError.self) { try Value.map(["id": 1, "ratio": 1, "small": 256, "nested": []]).decoded(as: Row.self) }
+        #expect(try Value.array([1, "x"]).decoded(as: [Value].self) == [1, "x"])
+    }
+}

@@ -208,6 +208,10 @@ int luahier_pushwalk(lua_State *L, luahier_Engine *engine, int traced);
  * answer, which no responder can give, tells the walk to pass the entry by. */
 void luahier_pushskipper(lua_State *L);
 
+/* [-0, +1, -] What the skipper answers: a host closure's answer for "not offered after all"
+ * (a typed Swift responder whose value does not decode as its type). */
+void luahier_pushskipmark(lua_State *L);
+
 /* [-0, +0, m] Normalizes the value at `index` as a value of the domain `is_error` says (SPEC
  * §3): a string is shorthand (a fresh table), an error table without `type` gets "Error", and a
  * table that travelled as the other domain is refused. The value is replaced in place and its

@@ -14,28 +14,32 @@ public enum ReceiveResult {
 
 /// A Swift closure as a responder body. It sees values as plain data.
 final class SwiftResponderBody: ResponderBody {
-    private let closure: (Value) throws -> ReceiveResult
+    /// Nil: the value was not offered to it after all (a typed responder's value that does
+    /// not decode as its type), so it passes untouched, as one a filter leaves out.
+    private let closure: (Value) throws -> ReceiveResult?
     private let location: String
 
-    init(location: String, _ closure: @escaping (Value) throws -> ReceiveResult) {
+    init(location: String, _ closure: @escaping (Value) throws -> ReceiveResult?) {
         self.closure = closure
         self.location = location
     }
 
-    /// The closure's own answer, for a dispatch engine that reads answers itself.
-    func receive(_ value: Value) throws -> ReceiveResult {
+    /// The closure's own answer, for a dispatch engine that reads answers itself; nil when
+    /// the value was not for it.
+    func receive(_ value: Value) throws -> ReceiveResult? {
         try closure(value)
     }
 
     func call(with input: inout Message, returning domain: Domain) -> ResponderReply {
         do {
-            let result: ReceiveResult
+            let answer: ReceiveResult?
             // A plain value is lent to the closure as it is, without a copy.
             if case .value(let value) = input.payload {
-                result = try closure(value)
+                answer = try closure(value)
             } else {
-                result = try closure(try input.toValue())
+                answer = try closure(try input.toValue())
             }
+            guard let result = answer else { return .notHandled }
             switch result {
             case .handled: return .handled
             case .notHandled: return .notHandled
@@ -57,7 +61,7 @@ final class SwiftResponderBody: ResponderBody {
     func callForChoice(with input: inout Message) -> ResponderReply {
         do {
             switch try closure(try input.toValue()) {
-            case .handled, .notHandled: return .choice(nil)
+            case nil, .handled, .notHandled: return .choice(nil)
             case .replace(.string(let option)): return .choice(option)
             case .replace(let value): return .unusable(description: "\(value)")
             }
@@ -166,9 +170,68 @@ extension ResponderRegistering {
         }
     }
 
+    // MARK: Typed responders (the seeds' `handleError(MyError.self) { ... }`)
+
+    /// Registers a `receive` responder offered only events that decode as `T`
+    /// (`ValueDecoder`); any other passes it untouched, as one a filter leaves out.
+    @discardableResult
+    public func receiveEvent<T: Decodable>(
+        _ type: T.Type, _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
+        _ body: @escaping (T) throws -> ReceiveResult
+    ) -> ResponderHandle {
+        register(.receiveEvent, filter, file, line) { value in try Self.decoded(value, as: type).map(body) }
+    }
+
+    /// Registers a `handle` responder that consumes the events that decode as `T`.
+    @discardableResult
+    public func handleEvent<T: Decodable>(
+        _ type: T.Type, _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
+        _ body: @escaping (T) throws -> Void
+    ) -> ResponderHandle {
+        register(.handleEvent, filter, file, line) { value in
+            try Self.decoded(value, as: type).map { try body($0); return .handled }
+        }
+    }
+
+    /// Registers a `receive` responder offered only errors that decode as `T`.
+    @discardableResult
+    public func receiveError<T: Decodable>(
+        _ type: T.Type, _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
+        _ body: @escaping (T) throws -> ReceiveResult
+    ) -> ResponderHandle {
+        register(.receiveError, filter, file, line) { value in try Self.decoded(value, as: type).map(body) }
+    }
+
+    /// Registers a `handle` responder that consumes the errors that decode as `T`, as the
+    /// seeds' typed `handleError(MyError.self) { (error: MyError) in ... }` does.
+    @discardableResult
+    public func handleError<T: Decodable>(
+        _ type: T.Type, _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
+        _ body: @escaping (T) throws -> Void
+    ) -> ResponderHandle {
+        register(.handleError, filter, file, line) { value in
+            try Self.decoded(value, as: type).map { try body($0); return .handled }
+        }
+    }
+
+    /// Registers a `catch` responder that turns the errors that decode as `T` into the event
+    /// it returns.
+    @discardableResult
+    public func catchError<T: Decodable>(
+        _ type: T.Type, _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
+        _ body: @escaping (T) throws -> Value
+    ) -> ResponderHandle {
+        register(.catchError, filter, file, line) { value in try Self.decoded(value, as: type).map { .replace(try body($0)) } }
+    }
+
+    /// `value` as a `T`, or nil when it does not decode (the responder was not for it).
+    private static func decoded<T: Decodable>(_ value: Value, as type: T.Type) -> T? {
+        try? ValueDecoder().decode(type, from: value)
+    }
+
     private func register(
         _ kind: ResponderKind, _ filter: TypeFilter, _ file: StaticString, _ line: UInt,
-        _ body: @escaping (Value) throws -> ReceiveResult
+        _ body: @escaping (Value) throws -> ReceiveResult?
     ) -> ResponderHandle {
         let location = "\(file):\(line)"
         let responder = Responder(

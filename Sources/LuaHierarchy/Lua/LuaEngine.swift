@@ -574,9 +574,10 @@ final class LuaEngine: DispatchEngine {
 
     /// A Swift closure's call: its answer as Lua's are read (a value goes to the walk as it is).
     private func callSwift(_ body: SwiftResponderBody, of responder: Responder, planAt plan: Int32, _ call: HostCall) throws -> Int32 {
+        let L = call.L
         let depth = dispatcher.depth
         let serial = luahier_dispatchserial(state)
-        let answer: ReceiveResult
+        let answer: ReceiveResult?
         do {
             let value: Value
             if let kept = knownValue(of: 1, serial: serial, depth: depth, planAt: plan) {
@@ -590,6 +591,10 @@ final class LuaEngine: DispatchEngine {
             throw RaisedMessage(message: Message(swiftError: error, where: responder.location))
         }
         switch answer {
+        case nil:
+            // Not for it after all (a typed responder's value that does not decode): passed
+            // untouched, as the walk passes a removed responder.
+            luahier_pushskipmark(L)
         case .handled: host.push(InternedString.handled)
         case .notHandled: host.push(InternedString.notHandled)
         case .replace(let value):
