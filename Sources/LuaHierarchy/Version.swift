@@ -1,6 +1,6 @@
 /// The package's version, in one place: `luahier --version`, its man page and embedders read
 /// it here.
-public enum PackageVersion {
+package enum PackageVersion {
     public static let number = "0.1.0"
 
     /// `luahier 0.1.0 (Lua 5.4)`.

@@ -2,7 +2,8 @@ import Foundation
 import Testing
 
 /// The layering the README promises: the tree and dispatch know nothing of Lua, the Lua
-/// bridge is the only code that imports CLua, and the CLI uses the library's public API only.
+/// bridge is the only code that imports CLua, and the CLI uses the library's public and
+/// package API only (never @testable).
 @Suite("Architecture")
 struct ArchitectureTests {
     static func swiftFiles(under folder: String) throws -> [(path: String, text: String)] {
@@ -23,6 +24,20 @@ struct ArchitectureTests {
         let files = try Self.swiftFiles(under: "Sources/luahier")
         #expect(!files.isEmpty)
         #expect(files.allSatisfy { !$0.text.contains("@testable") && !$0.text.contains("import CLua") })
+    }
+
+    /// What only the CLI and the server use is `package`, not `public`: an embedder's API
+    /// is the engine's (issue 33's list of CLI internals that were public).
+    @Test func cliInternalsAreNotPublic() throws {
+        let library = try Self.swiftFiles(under: "Sources/LuaHierarchy").map(\.text).joined(separator: "\n")
+        for declaration in [
+            "enum LineDispatcher", "enum OutputWriter", "enum ServiceSignals", "enum PackageVersion", "enum LargeStack",
+            "struct RuleTestRunner", "struct TestResult", "struct TestRun", "struct CoverageReport", "struct TraceDrawing",
+            "enum PrintableText", "enum ErrorText",
+        ] {
+            #expect(library.contains("package \(declaration)"), "\(declaration) is not package")
+            #expect(!library.contains("public \(declaration)"), "\(declaration) is public")
+        }
     }
 
     /// C logic lives in the CLuaHost target's `.c` files, which SwiftPM rebuilds when they

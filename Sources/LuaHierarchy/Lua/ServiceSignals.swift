@@ -5,7 +5,7 @@ import CLuaHost
 /// `Interruption`'s, these handlers stop no running script: they set flags the service
 /// polls (`RulesWatcher` polls the hang-up). A second SIGTERM or SIGINT during a shutdown
 /// ends the process the default way.
-public enum ServiceSignals {
+package enum ServiceSignals {
     /// Handles SIGHUP from now on, and unblocks it in the calling thread.
     @discardableResult
     public static func handleHangUp() -> Bool { luahier_service_handlehangup() == 0 }

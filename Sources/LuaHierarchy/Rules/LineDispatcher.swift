@@ -22,7 +22,7 @@ import Darwin
 /// On SIGINT or SIGTERM (`Interruption`) reading stops, the lines being answered are cut
 /// short, and every line already answered is written, in input order, before `run` returns
 /// a summary that says so.
-public enum LineDispatcher {
+package enum LineDispatcher {
     public struct Options {
         /// The rules script each worker runs once before reading input.
         public var rulesFile: String

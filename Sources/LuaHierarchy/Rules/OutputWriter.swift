@@ -11,7 +11,7 @@ import Darwin
 /// `poll` (100 ms at a time, looking at `Interruption.signal` in between) and writes at most
 /// PIPE_BUF bytes, which fit whenever poll says there is room. Once an interrupt has come,
 /// every write is watchful, and one that finds no room for `patience` gives up.
-public enum OutputWriter {
+package enum OutputWriter {
     /// The errno `writeAll` returns when it gave up: an interrupt came and the reader took
     /// nothing for `patience`.
     public static let abandoned = ECANCELED

@@ -71,7 +71,7 @@ struct CoverageCounter {
 
 /// What `--coverage` prints: each registered responder and subscription, by `file:line`, with
 /// the number of tests that reached it, and a total per rules file.
-public struct CoverageReport: Sendable {
+package struct CoverageReport: Sendable {
     public struct Entry: Sendable, Hashable {
         /// Where its code is, `file:line`.
         public var location: String

@@ -8,7 +8,7 @@ import Darwin
 /// hierarchy with the file's rules loaded, so no test sees another's state, and one that
 /// fails, raises or trips a limit never stops the others. With `coverage`, it counts which
 /// registered responders and subscriptions each test reached.
-public struct RuleTestRunner {
+package struct RuleTestRunner {
     /// Options for every test's hierarchy (sandbox and limits); tracing is always full.
     public var options: Hierarchy.Options
     /// Runs only tests whose name contains this text (nil: all of them).
@@ -222,14 +222,14 @@ public struct RuleTestRunner {
 }
 
 /// A test path that cannot be searched.
-public struct TestDiscoveryError: Error, CustomStringConvertible {
+package struct TestDiscoveryError: Error, CustomStringConvertible {
     public var path: String
     public var reason: String
     public var description: String { "\(path): \(reason)" }
 }
 
 /// How one test went.
-public struct TestResult: Sendable {
+package struct TestResult: Sendable {
     public enum Status: String, Sendable {
         /// Every assertion held.
         case passed
@@ -252,7 +252,7 @@ public struct TestResult: Sendable {
 
 /// Why a test failed: the assertion's message and place, expected against actual, and the
 /// trace of the dispatch it was about.
-public struct TestFailure: Sendable {
+package struct TestFailure: Sendable {
     public var message: String
     public var location: String?
     public var expected: String?
@@ -263,7 +263,7 @@ public struct TestFailure: Sendable {
 }
 
 /// A whole run.
-public struct TestRun: Sendable {
+package struct TestRun: Sendable {
     public var results: [TestResult] = []
     public var files = 0
     public var seconds = 0.0

@@ -5,7 +5,7 @@
 /// `cause` that is a string. A table with no `message` reads as its other fields, so
 /// `error({code = 42})` says `Error: {code = 42}` rather than nothing. (A table's
 /// `__tostring` has by then become its `message`: the host's message handler asks it.)
-public enum ErrorText {
+package enum ErrorText {
     /// Fields that say where and why, not what: left out of a rendering of the rest.
     static let bookkeeping: Set<String> = ["type", "message", "where", "traceback", "cause"]
     /// The most fields, and characters per field, a rendering shows.

@@ -2,7 +2,7 @@
 /// warnings come from scripts, so before they reach a terminal their control characters are
 /// escaped (no escape sequence, carriage return or NUL a script chose reaches the terminal)
 /// and their size is bounded (a 100 MB message prints as its first few KiB).
-public enum PrintableText {
+package enum PrintableText {
     /// One field on one line: every control character escaped, `\n` included, and at most
     /// `limit` characters (the rest is counted, not printed).
     public static func field(_ text: String, limit: Int = 2000) -> String {
