@@ -8,7 +8,7 @@ import Darwin
 /// `gsub` callbacks, `table.sort` comparators, nested dispatches), and some of those frames
 /// are large: on a 512 KiB secondary thread legal scripts can overflow the C stack. Call the
 /// engine from such a thread (the CLI does) or from a main thread with 8 MiB.
-package enum LargeStack {
+public enum LargeStack {
     /// 256 MiB of address space; only the pages used are ever committed.
     public static let defaultSize = 256 << 20
 

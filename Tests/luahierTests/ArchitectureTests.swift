@@ -31,8 +31,8 @@ struct ArchitectureTests {
     @Test func cliInternalsAreNotPublic() throws {
         let library = try Self.swiftFiles(under: "Sources/LuaHierarchy").map(\.text).joined(separator: "\n")
         for declaration in [
-            "enum LineDispatcher", "enum OutputWriter", "enum ServiceSignals", "enum PackageVersion", "enum LargeStack",
-            "struct RuleTestRunner", "struct TestResult", "struct TestRun", "struct CoverageReport", "struct TraceDrawing",
+            "enum LineDispatcher", "enum OutputWriter", "enum ServiceSignals", "enum PackageVersion",
+            "struct RuleTestRunner", "struct TestResult", "struct TestRun", "struct CoverageReport",
             "enum PrintableText", "enum ErrorText",
         ] {
             #expect(library.contains("package \(declaration)"), "\(declaration) is not package")

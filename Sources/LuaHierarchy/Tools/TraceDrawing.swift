@@ -1,7 +1,7 @@
 /// A dispatch drawn as a tree a person reads at a glance (`luahier explain --run`, and a
 /// failing rule test's trace): each hop, each responder's answer, each replacement's before
 /// and after, the dispatches a responder started indented under it, and where it ended.
-package struct TraceDrawing: Sendable {
+public struct TraceDrawing: Sendable {
     /// What was dispatched: `event Alert at /org/platform/api`.
     public var title: String
     public var steps: [TraceStep]
@@ -115,7 +115,7 @@ extension Hierarchy {
     /// Runs a dispatch of `value` (an event or an error, by `domain`) at `node` with full
     /// tracing and draws it with every dispatch it started (`luahier explain --run`). The
     /// hierarchy's tracing and dispatch observer are restored afterwards.
-    package func drawDispatch(_ value: Value, as domain: Domain, at node: Node) throws -> (outcome: Outcome, drawing: TraceDrawing) {
+    public func drawDispatch(_ value: Value, as domain: Domain, at node: Node) throws -> (outcome: Outcome, drawing: TraceDrawing) {
         let savedTrace = traceLevel, savedObserver = onDispatch
         defer {
             traceLevel = savedTrace
