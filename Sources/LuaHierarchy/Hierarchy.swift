@@ -10,7 +10,9 @@ import Logging
 ///
 /// One hierarchy is one Lua state: use it from one thread at a time.
 public final class Hierarchy {
+    /// How a hierarchy is set up: tracing, nesting limit, modules, libraries, limits and logger.
     public struct Options: Sendable {
+        /// How much of each dispatch is recorded in its outcome. Default off.
         public var traceLevel: TraceLevel = .off
         /// How deep triggers and reports may nest inside responders (SPEC §4); kept within
         /// `Hierarchy.depthLimits`.
@@ -86,6 +88,7 @@ public final class Hierarchy {
         set { dispatcher.detachedPolicy = newValue }
     }
 
+    /// How much of each dispatch is recorded in its outcome's `trace`.
     public var traceLevel: TraceLevel {
         get { dispatcher.traceLevel }
         set { dispatcher.traceLevel = newValue }
@@ -101,6 +104,8 @@ public final class Hierarchy {
     /// The nesting limits the host can honour: Lua's C stack allows no deeper (see Dispatcher).
     public static var depthLimits: ClosedRange<Int> { Dispatcher.depthLimits }
 
+    /// A hierarchy with only the root, and a Lua host set up as `options` say. Throws when
+    /// the Lua host cannot be set up.
     public init(options: Options = Options()) throws {
         root = Node(name: "root", tree: TreeToken(), isRoot: true)
         dispatcher = Dispatcher(root: root)
@@ -168,6 +173,8 @@ public final class Hierarchy {
         try trigger(event, at: existingNode(path))
     }
 
+    /// Triggers `event` (a string or a map with a string `type`) at `node`, a node of this
+    /// hierarchy.
     public func trigger(_ event: Value, at node: Node) throws -> Outcome {
         guard let message = Message(event, as: .event) else { throw HierarchyError.invalidEvent("\(event)") }
         return try dispatch(message, at: node)
@@ -179,6 +186,8 @@ public final class Hierarchy {
         try report(error, at: existingNode(path), file: file, line: line)
     }
 
+    /// Reports `error` at `node`, a node of this hierarchy. Its `where` defaults to the Swift
+    /// call site.
     public func report(_ error: Value, at node: Node, file: StaticString = #fileID, line: UInt = #line) throws -> Outcome {
         try report(error, at: node, where: "\(file):\(line)")
     }

@@ -7,6 +7,7 @@ public enum HierarchyError: Error, Hashable, Sendable, CustomStringConvertible {
     case invalidEvent(String)
     case invalidError(String)
 
+    /// What went wrong, in one line for a person.
     public var description: String {
         switch self {
         case .luaStateUnavailable: return "could not create a Lua state (out of memory?)"

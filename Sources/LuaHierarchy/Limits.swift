@@ -24,6 +24,8 @@ public struct Limits: Sendable, Hashable {
     /// paths, registrations, traces). Nil: no limit.
     public var memory: Int? = 512 << 20
 
+    /// Limits with the given bounds; nil for a bound means none. The defaults are 30 seconds
+    /// per chunk, 5 per dispatch, 512 MiB of memory and no instruction budget.
     public init(
         instructions: Int? = nil, time: Double? = 30, memory: Int? = 512 << 20,
         dispatchInstructions: Int? = nil, dispatchTime: Double? = 5

@@ -40,6 +40,24 @@ struct ArchitectureTests {
         }
     }
 
+    /// Every public declaration of the library has a `///` doc comment (an attribute line may
+    /// stand between them): an embedder reads the API from its documentation, not its source.
+    @Test func everyPublicDeclarationIsDocumented() throws {
+        var undocumented: [String] = []
+        for file in try Self.swiftFiles(under: "Sources/LuaHierarchy") {
+            let lines = file.text.split(separator: "\n", omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
+            for (number, line) in lines.enumerated()
+            where (line.hasPrefix("public ") || line.hasPrefix("open ")) && !line.hasPrefix("public import") {
+                var above = number - 1
+                while above >= 0 && lines[above].hasPrefix("@") { above -= 1 }
+                if above < 0 || !lines[above].hasPrefix("///") { undocumented.append("\(file.path):\(number + 1): \(line)") }
+            }
+        }
+        #expect(undocumented.isEmpty, "\(undocumented.count) undocumented:\n\(undocumented.joined(separator: "\n"))")
+    }
+
     /// C logic lives in the CLuaHost target's `.c` files, which SwiftPM rebuilds when they
     /// change; the system library's header only re-exports Lua's macros, one line each.
     @Test func cLogicLivesInCFilesNotInTheSystemLibrary() throws {

@@ -1,6 +1,7 @@
 /// An alertable error (SPEC §3: it has a string `title`) that a `handleAlertErrors`
 /// responder handled: what a host shows, AppKit's `presentError:` with recovery options.
 public struct Alert: Sendable {
+    /// The error's `title`: what makes it alertable.
     public var title: String
     /// The error's `message`, if it is a string.
     public var message: String?
@@ -10,8 +11,9 @@ public struct Alert: Sendable {
     public var scriptChoice: String?
     /// The whole error.
     public var error: Value
-    /// The node whose responder handled it, and where it was reported.
+    /// The path of the node whose responder handled it.
     public var handledBy: String
+    /// The path of the node the error was reported at.
     public var reportedAt: String
 
     /// Nil when `error` is not alertable.

@@ -154,11 +154,14 @@ struct Message {
 public struct PayloadError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Where in the value, e.g. `.user.tags[3]`; empty for the value itself.
     public var path: String
+    /// What cannot be copied there, e.g. `a table that contains itself (a cycle)`.
     public var reason: String
+    /// A failure at `path` (empty for the value itself), for `reason`.
     public init(path: String, reason: String) {
         self.path = path
         self.reason = reason
     }
+    /// The reason, followed by `at` and the path when there is one.
     public var description: String { path.isEmpty ? reason : "\(reason) at \(path)" }
 
     /// The same failure seen from the value that holds this one under `key` (`.name`, `[3]`).

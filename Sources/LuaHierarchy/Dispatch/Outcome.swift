@@ -1,7 +1,10 @@
 /// Which responder did something: its 1-based position on its node, where its code is, its kind.
 public struct ResponderInfo: Hashable, Sendable {
+    /// 1-based position on its node.
     public var index: Int
+    /// Where its code is, `file:line`.
     public var location: String
+    /// The responder's kind.
     public var kind: ResponderKind
 }
 
@@ -17,19 +20,24 @@ public struct TraceStep: Hashable, Sendable, CustomStringConvertible {
         case raised(type: String)
     }
 
+    /// The path of the node the responder is on.
     public var node: String
+    /// Which responder was called.
     public var responder: ResponderInfo
     /// The type of the value the responder was called with.
     public var input: String
+    /// What the call came to.
     public var result: Result
-    /// With full tracing: the value before and after a replacement.
+    /// With full tracing: the value before a replacement.
     public var before: Value?
+    /// With full tracing: the value after a replacement.
     public var after: Value?
     /// True when the step recorded a value before or after its replacement that the trace
     /// could not keep under the memory cap (`before` and `after` are then nil): a value left
     /// out is always said to be.
     public var valuesOmitted = false
 
+    /// The result as traces print it: `handled`, `notHandled`, `event Tap`, `raised LuaError`.
     public var resultDescription: String {
         switch result {
         case .handled: return "handled"
@@ -39,6 +47,7 @@ public struct TraceStep: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// One line: `node #index kind (file:line): input -> result`.
     public var description: String {
         "\(node) #\(responder.index) \(responder.kind.rawValue) (\(responder.location)): \(input) -> \(resultDescription)"
     }
@@ -95,6 +104,8 @@ public struct PresentedError: Sendable, Hashable {
     /// entry's own dispatch (0 once it has ended, for a limit), more for one nested in it.
     var nestingDepth = 0
 
+    /// A presented `error`, reported at the node at `reportedAt`; `detached` when it came
+    /// from a detached subtree.
     public init(error: Value, reportedAt: String, detached: Bool = false) {
         self.error = error
         self.reportedAt = reportedAt

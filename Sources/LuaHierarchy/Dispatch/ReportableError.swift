@@ -9,18 +9,24 @@ public protocol ReportableError: Error {
 }
 
 extension ReportableError {
+    /// No more fields, by default.
     public var errorFields: [String: Value] { [:] }
 }
 
 /// A dispatch nested deeper than the hierarchy's limit (SPEC §4): thrown by `trigger` and
 /// `report`, raised in Lua by `triggerEvent` and `reportError`.
 public struct DispatchDepthExceeded: ReportableError, CustomStringConvertible {
+    /// The hierarchy's nesting limit that was passed.
     public var limit: Int
+    /// `DispatchDepthExceeded`.
     public var errorType: String { "DispatchDepthExceeded" }
+    /// Names the limit and the likely cause: a responder that triggers or reports what reaches it.
     public var errorMessage: String {
         "dispatch nested deeper than the limit of \(limit) (a responder that triggers or reports what reaches itself?)"
     }
+    /// The `limit`, as an integer field.
     public var errorFields: [String: Value] { ["limit": .int(Int64(limit))] }
+    /// `DispatchDepthExceeded: ` and the message.
     public var description: String { "\(errorType): \(errorMessage)" }
 }
 

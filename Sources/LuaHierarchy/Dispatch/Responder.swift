@@ -35,6 +35,7 @@ public enum TypeFilter: Hashable, Sendable {
     case any
     case types(Set<String>)
 
+    /// A filter that takes only values of the type `name`.
     public static func type(_ name: String) -> TypeFilter { .types([name]) }
 
     /// `any`, `Tap`, or `[A, B]` (sorted): how tools and messages show a filter.
@@ -174,8 +175,12 @@ public struct ResponderHandle {
     let responder: Responder
     /// Where the responder was registered: the next one a handle registers goes there too.
     let node: Node
+    /// Takes the responder off its node. Idempotent.
     public func remove() { responder.remove() }
+    /// The responder's kind.
     public var kind: ResponderKind { responder.kind }
+    /// Where its code was written, `file:line`.
     public var location: String { responder.location }
+    /// Whether `remove()` has been called.
     public var isRemoved: Bool { responder.isRemoved }
 }

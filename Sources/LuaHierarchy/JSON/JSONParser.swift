@@ -2,15 +2,18 @@ import CJSONReader
 
 /// Why a JSON text was refused: what is wrong and the byte where it was seen.
 public struct JSONError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What is wrong with the text.
     public var message: String
     /// 1-based byte column in the text.
     public var column: Int
 
+    /// An error saying `message`, seen at byte `column` (1-based).
     public init(_ message: String, column: Int) {
         self.message = message
         self.column = column
     }
 
+    /// `column N: message`.
     public var description: String { "column \(column): \(message)" }
 }
 

@@ -11,6 +11,7 @@ import Darwin
 /// two pools on the same files have the same hash, and a reload that changed nothing keeps
 /// the running revision. Outcomes carry `number` and the first 16 digits of `hash`.
 public struct Revision: Sendable, Hashable, CustomStringConvertible {
+    /// Which revision of its pool this is, counting from 1.
     public let number: Int
     /// 64 lowercase hex digits.
     public let hash: String
@@ -49,6 +50,7 @@ public struct ReloadFailure: Error, Sendable, CustomStringConvertible {
     /// When it failed (seconds since 1970).
     public let at: Double
 
+    /// The rules' error, as `ScriptError` describes it.
     public var description: String { error.description }
 }
 

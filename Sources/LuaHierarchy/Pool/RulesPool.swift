@@ -25,6 +25,7 @@ import Darwin
 /// print(answer.status, answer.revision.number, answer.text)
 /// ```
 public final class RulesPool: @unchecked Sendable {
+    /// What a pool loads, on how many states, and how it answers and bounds requests.
     public struct Options: Sendable {
         /// The rules script each state runs once when its revision loads; with `rulesSource`,
         /// the name its chunk has (`rules.lua:3` in messages), and no file is read.
@@ -95,11 +96,14 @@ public final class RulesPool: @unchecked Sendable {
 
     /// One answered request.
     public struct Answer: Sendable {
+        /// What became of the request.
         public let status: LineStatus
         /// The outcome, one JSON object (no newline).
         public let json: [UInt8]
+        /// The revision that answered it.
         public let revision: Revision
 
+        /// The outcome as a string.
         public var text: String { String(decoding: json, as: UTF8.self) }
         /// The outcome as plain data.
         public var value: Value { json.withUnsafeBytes { try? JSON.parse($0) } ?? .null }
@@ -109,6 +113,7 @@ public final class RulesPool: @unchecked Sendable {
     public struct BatchSummary: Sendable {
         /// Lines answered, by status.
         public var counts: [LineStatus: Int] = [:]
+        /// The revision that answered every line of the batch.
         public let revision: Revision
         /// `deliver` refused an answer: the lines after it were not answered.
         public var stoppedEarly = false
@@ -116,6 +121,7 @@ public final class RulesPool: @unchecked Sendable {
         public var outOfTime = false
     }
 
+    /// The options the pool was made with.
     public let options: Options
     private let monitor = Monitor()
     // Guarded by `monitor`.
@@ -132,6 +138,7 @@ public final class RulesPool: @unchecked Sendable {
         /// Requests that waited for a state, and those refused `overloaded`.
         public var waits = 0, overloaded = 0
 
+        /// All counts zero.
         public init() {}
     }
 
@@ -153,6 +160,7 @@ public final class RulesPool: @unchecked Sendable {
     /// Why the last reload failed, if it did (cleared by the next one that loads).
     public var lastReloadFailure: ReloadFailure? { monitor.locked { failure } }
 
+    /// What the pool did so far: reloads, waits and refusals.
     public var statistics: Statistics { monitor.locked { counts } }
 
     /// States in the running revision.
@@ -211,6 +219,7 @@ public final class RulesPool: @unchecked Sendable {
         /// No node is at that path in the rules' tree.
         case noSuchNode(String)
 
+        /// `no node at /path`.
         public var description: String {
             switch self {
             case .noSuchNode(let path): "no node at \(path)"

@@ -71,6 +71,7 @@ public struct PublishResult: Sendable, Hashable {
         a.delivered == b.delivered && a.failed == b.failed
     }
 
+    /// Hashes what `==` compares: `delivered` and `failed`.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(delivered)
         hasher.combine(failed)

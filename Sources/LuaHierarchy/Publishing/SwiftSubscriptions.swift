@@ -2,8 +2,11 @@
 /// times.
 public struct SubscriptionHandle {
     let subscription: Subscription
+    /// Takes the subscription off its node. Idempotent.
     public func remove() { subscription.remove() }
+    /// Where its code was written, `file:line`.
     public var location: String { subscription.location }
+    /// Whether `remove()` has been called.
     public var isRemoved: Bool { subscription.isRemoved }
 }
 
@@ -32,6 +35,8 @@ extension Hierarchy {
         return try publish(event, at: node, to: scope)
     }
 
+    /// Publishes `event` to the subscribers below `node`, a node of this hierarchy, that
+    /// `scope` selects.
     public func publish(_ event: Value, at node: Node, to scope: PublishScope = .all) throws -> PublishResult {
         guard node.tree === root.tree else { throw HierarchyError.foreignNode }
         guard let message = Message(event, as: .event) else { throw HierarchyError.invalidEvent("\(event)") }

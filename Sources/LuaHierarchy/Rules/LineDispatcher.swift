@@ -23,6 +23,7 @@ import Darwin
 /// short, and every line already answered is written, in input order, before `run` returns
 /// a summary that says so.
 package enum LineDispatcher {
+    /// What a run loads, on how many workers, and how it reads and names its input.
     public struct Options {
         /// The rules script each worker runs once before reading input.
         public var rulesFile: String
@@ -53,6 +54,7 @@ package enum LineDispatcher {
         /// Outcomes carry the `revision` that answered them (for a pool that reloads).
         public var stampsRevision = false
 
+        /// Options for the rules in `rulesFile`, with the defaults: one worker, stdin, not strict.
         public init(rulesFile: String) {
             self.rulesFile = rulesFile
         }
@@ -71,6 +73,7 @@ package enum LineDispatcher {
         }
     }
 
+    /// What a run came to: lines answered by status, and why it stopped early, if it did.
     public struct Summary: Sendable, CustomStringConvertible {
         /// Lines answered, by status.
         public var counts: [LineStatus: Int] = [:]
@@ -86,8 +89,10 @@ package enum LineDispatcher {
         /// Lines read but not answered when the run was interrupted.
         public var unanswered = 0
 
+        /// Lines answered, of every status.
         public var answered: Int { counts.values.reduce(0, +) }
 
+        /// An empty summary: no lines answered.
         public init() {}
 
         /// `N lines: a handled, b unhandled, c detached, d invalid`, and what interrupted it.

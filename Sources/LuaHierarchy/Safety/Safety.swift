@@ -56,7 +56,9 @@ final class Declarations {
 
 /// An undeclared type passing a declaring node, under `SafetyLevel.relaxed`.
 public struct SafetyWarning: Hashable, Sendable, CustomStringConvertible {
+    /// Whether the value was an event or an error.
     public var domain: Domain
+    /// The undeclared type.
     public var type: String
     /// The declaring node the value passed.
     public var node: String
@@ -73,6 +75,7 @@ public struct SafetyWarning: Hashable, Sendable, CustomStringConvertible {
         _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
     }
 
+    /// One line: the value, where it came from, the node it passed and what that node declared.
     public var description: String {
         let verb = domain == .event ? "triggers" : "reports"
         return "safety: \(domain.rawValue) '\(type)' (from \(reportedAt)) passed \(node), which \(verb) only {\(declared.joined(separator: ", "))} (\(declaredAt))"

@@ -72,26 +72,35 @@ struct CoverageCounter {
 /// What `--coverage` prints: each registered responder and subscription, by `file:line`, with
 /// the number of tests that reached it, and a total per rules file.
 package struct CoverageReport: Sendable {
+    /// One registered responder or subscription, and how many tests reached it.
     public struct Entry: Sendable, Hashable {
         /// Where its code is, `file:line`.
         public var location: String
+        /// The path of the node it is registered on.
         public var node: String
         /// Its position on the node (nil for a subscription).
         public var index: Int?
         /// The responder kind, or `subscribe`.
         public var kind: String
+        /// The type names it takes, sorted; empty when it takes any type.
         public var filter: [String]
         /// How many tests reached it.
         public var tests: Int
     }
 
+    /// How many of one rules file's responders and subscriptions the tests reached.
     public struct FileTotal: Sendable, Hashable {
+        /// The rules file.
         public var file: String
+        /// Entries at least one test reached.
         public var reached: Int
+        /// Entries in the file.
         public var total: Int
+        /// The share reached, 0 to 100; 100 for a file with no entries.
         public var percent: Double { total == 0 ? 100 : Double(reached) * 100 / Double(total) }
     }
 
+    /// Every entry, sorted by file, line, node and position.
     public var entries: [Entry]
 
     /// Per rules file, in the order files first appear.

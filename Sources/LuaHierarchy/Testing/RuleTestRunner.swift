@@ -18,6 +18,7 @@ package struct RuleTestRunner {
     /// Where the tests' `print` goes.
     public var output: (String) -> Void
 
+    /// A runner with these options; by default all tests, no coverage, and `print` for output.
     public init(options: Hierarchy.Options = Hierarchy.Options(), filter: String? = nil, coverage: Bool = false,
                 output: @escaping (String) -> Void = { print($0) }) {
         self.options = options
@@ -223,13 +224,17 @@ package struct RuleTestRunner {
 
 /// A test path that cannot be searched.
 package struct TestDiscoveryError: Error, CustomStringConvertible {
+    /// The path as it was given.
     public var path: String
+    /// Why it cannot be searched, e.g. `no such file or folder`.
     public var reason: String
+    /// `path: reason`.
     public var description: String { "\(path): \(reason)" }
 }
 
 /// How one test went.
 package struct TestResult: Sendable {
+    /// How a test ended.
     public enum Status: String, Sendable {
         /// Every assertion held.
         case passed
@@ -241,34 +246,50 @@ package struct TestResult: Sendable {
         case skipped
     }
 
+    /// The test file it is in.
     public var file: String
+    /// The name the test was given.
     public var name: String
     /// Where the test was declared, `file:line`.
     public var location: String
+    /// How it ended.
     public var status: Status
+    /// How long it ran, in seconds; 0 for a skipped test.
     public var seconds: Double
+    /// Why it failed or raised; nil for one that passed or was skipped.
     public var failure: TestFailure?
 }
 
 /// Why a test failed: the assertion's message and place, expected against actual, and the
 /// trace of the dispatch it was about.
 package struct TestFailure: Sendable {
+    /// What went wrong: the assertion's message, or the error's description.
     public var message: String
+    /// Where the assertion failed, `file:line`, when known.
     public var location: String?
+    /// What the assertion expected, when it says.
     public var expected: String?
+    /// What it found instead, when it says.
     public var actual: String?
+    /// The trace of the dispatch the assertion was about, when there is one.
     public var trace: [TraceStep]?
 
+    /// A failure with only a message.
     public init(message: String) { self.message = message }
 }
 
 /// A whole run.
 package struct TestRun: Sendable {
+    /// Every test's result, in the order they ran.
     public var results: [TestResult] = []
+    /// How many test files were run.
     public var files = 0
+    /// How long the whole run took, in seconds.
     public var seconds = 0.0
+    /// Which responders and subscriptions the tests reached; nil unless coverage was asked for.
     public var coverage: CoverageReport?
 
+    /// How many tests ended with `status`.
     public func count(_ status: TestResult.Status) -> Int { results.filter { $0.status == status }.count }
     /// Every test that ran passed.
     public var succeeded: Bool { results.allSatisfy { $0.status == .passed || $0.status == .skipped } }

@@ -1,5 +1,6 @@
 /// One thing `luahier check` found: `file:line: (code) message`.
 public struct Finding: Sendable, Hashable, CustomStringConvertible {
+    /// What kind of problem a finding is.
     public enum Code: String, Sendable, CaseIterable {
         /// A declared type with no responder naming it at the declaring node or above.
         case requireExplicitResponders
@@ -9,11 +10,14 @@ public struct Finding: Sendable, Hashable, CustomStringConvertible {
         case unknownType
     }
 
+    /// What kind of problem it is.
     public var code: Code
     /// Where to fix it, `file:line`.
     public var location: String
+    /// What is wrong, for a person.
     public var message: String
 
+    /// `file:line: (code) message`.
     public var description: String { "\(location): (\(code.rawValue)) \(message)" }
 }
 

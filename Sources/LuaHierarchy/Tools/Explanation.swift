@@ -6,6 +6,7 @@
 /// said, not guessed: a `receive` may answer either way, a `transform` returns what it
 /// returns.
 public struct Explanation: Sendable {
+    /// Whether a responder would be offered the value.
     public enum Verdict: String, Sendable {
         /// It would be offered the value.
         case offered
@@ -27,19 +28,27 @@ public struct Explanation: Sendable {
         public var kind: String
         /// The filter's types (empty: any); for a safety check, what may pass there.
         public var filter: [String]
+        /// Where its code is, `file:line`; for a safety check, where the node's declaration was made.
         public var location: String
+        /// Whether it would be offered the value.
         public var verdict: Verdict
         /// One word: `filter`, `domain`, `unreachable`, `cut chain` (not offered); `decides`,
         /// `handles`, `replaces`, `catches`, `alert` (offered); `passes`, `warns`, `refuses`,
         /// `unchecked` (a safety check).
         public var reason: String
+        /// Why, in a sentence for a person.
         public var detail: String
     }
 
+    /// Whether the value is an event or an error.
     public var domain: Domain
+    /// The value's type.
     public var type: String
+    /// The path of the node the value would be sent at.
     public var at: String
+    /// The hierarchy's safety level: what the safety checks on the way would do.
     public var safety: SafetyLevel
+    /// The chain's responders and safety checks, in the order the value would meet them.
     public var steps: [Step]
     /// How the dispatch would end, as far as can be told without running it.
     public var ending: String

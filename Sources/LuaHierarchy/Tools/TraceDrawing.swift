@@ -4,6 +4,7 @@
 public struct TraceDrawing: Sendable {
     /// What was dispatched: `event Alert at /org/platform/api`.
     public var title: String
+    /// The dispatch's responder calls, in order.
     public var steps: [TraceStep]
     /// Dispatches started inside the responder of a step, by the step's position.
     public var nested: [Int: [TraceDrawing]] = [:]
@@ -12,6 +13,7 @@ public struct TraceDrawing: Sendable {
     /// How it ended: `handled by /org/platform #3 (rules.lua:60): event Ticket {...}`.
     public var ending: String
 
+    /// A drawing of `steps` under `title`, ending with `ending`; nothing nested.
     public init(title: String, steps: [TraceStep], ending: String) {
         self.title = title
         self.steps = steps

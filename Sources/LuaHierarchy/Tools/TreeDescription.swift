@@ -1,21 +1,29 @@
 /// A snapshot of a tree for tools (`luahier tree`, `luahier check`): every node in preorder
 /// (depth-first, children in order), flat, so a million-deep chain needs no recursion.
 public struct TreeDescription: Sendable {
+    /// One responder on a node.
     public struct Responder: Sendable, Hashable {
         /// 1-based position on its node.
         public var index: Int
+        /// The responder's kind.
         public var kind: ResponderKind
         /// The filter's type names, sorted; empty when it takes any type.
         public var filter: [String]
+        /// Where its code is, `file:line`.
         public var location: String
     }
 
+    /// One subscription on a node.
     public struct Subscription: Sendable, Hashable {
+        /// The filter's type names, sorted; empty when it takes any type.
         public var types: [String]
+        /// Where its code is, `file:line`.
         public var location: String
     }
 
+    /// One node of the tree.
     public struct Entry: Sendable {
+        /// The node's name.
         public var name: String
         /// 0 for the root (or the described top).
         public var depth: Int
@@ -23,14 +31,19 @@ public struct TreeDescription: Sendable {
         public var parent: Int?
         /// Whether the node is the last of its parent's children (for drawing).
         public var isLastChild: Bool
+        /// Whether the node has children.
         public var hasChildren: Bool
+        /// Its responders, in registration order.
         public var responders: [Responder]
+        /// Its subscriptions, in subscription order.
         public var subscriptions: [Subscription]
-        /// Declared types (`triggers{...}`, `reports{...}`), sorted, with where each was declared.
+        /// Declared event types (`triggers{...}`), sorted, with where each was declared.
         public var triggers: [(type: String, location: String)]
+        /// Declared error types (`reports{...}`), sorted, with where each was declared.
         public var reports: [(type: String, location: String)]
     }
 
+    /// Every node, in preorder: the top first.
     public var entries: [Entry] = []
     /// The described top's path: `/` for the root.
     public var topPath: String

@@ -67,6 +67,7 @@ public final class Node {
     private unowned(unsafe) var lastChild: Node?
     private var nextSibling: Node?
     private unowned(unsafe) var previousSibling: Node?
+    /// How many children the node has.
     public private(set) var childCount = 0
     /// In registration order. Dispatch snapshots this array (copy-on-write makes it O(1)).
     @exclusivity(unchecked) var responders: [Responder] = []
@@ -322,6 +323,7 @@ public enum TreeError: Error, Hashable, Sendable, CustomStringConvertible {
     /// name and object against `Limits.memory`, as it counts the Lua heap.
     case memoryLimitExceeded(limit: Int)
 
+    /// What was refused and why, in one line for a person.
     public var description: String {
         switch self {
         case .invalidName(let name):

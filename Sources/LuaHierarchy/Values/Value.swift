@@ -106,12 +106,19 @@ extension Value: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Expressib
     ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral,
     ExpressibleByDictionaryLiteral
 {
+    /// `nil` is `.null`.
     public init(nilLiteral: ()) { self = .null }
+    /// A boolean literal is `.bool`.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// An integer literal is `.int`.
     public init(integerLiteral value: Int64) { self = .int(value) }
+    /// A floating-point literal is `.double`.
     public init(floatLiteral value: Double) { self = .double(value) }
+    /// A string literal is `.string`.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// An array literal is `.array`.
     public init(arrayLiteral elements: Value...) { self = .array(elements) }
+    /// A dictionary literal is `.map`; of repeated keys, the last one wins.
     public init(dictionaryLiteral elements: (String, Value)...) {
         self = .map(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }

@@ -6,6 +6,7 @@
 /// exact integer value), a floating-point field takes `500`. A missing key is `nil` for an
 /// optional and a `DecodingError.keyNotFound` otherwise; `.null` reads as nil.
 public struct ValueDecoder: Sendable {
+    /// A decoder; it has no options.
     public init() {}
 
     /// Decodes `value` as a `T`.
@@ -183,6 +184,8 @@ private struct SingleValue: SingleValueDecodingContainer {
 /// `Value` itself is `Codable`: a field of type `Value` in a typed responder's type takes
 /// whatever is there, and `Value`s encode to any encoder as the plain data they are.
 extension Value: Codable {
+    /// Reads whatever the decoder holds: nil, a boolean, a number, a string, a keyed or an
+    /// unkeyed container.
     public init(from decoder: any Decoder) throws {
         if let values = decoder as? ValueDecoding {
             self = values.value
@@ -207,6 +210,7 @@ extension Value: Codable {
         self = .array(items)
     }
 
+    /// Writes the value as the plain data it is: a single value, a keyed or an unkeyed container.
     public func encode(to encoder: any Encoder) throws {
         switch self {
         case .null:
