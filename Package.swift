@@ -13,6 +13,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         // The library logs through swift-log to the embedder's Logger (never to stderr).
         .package(url: "https://github.com/apple/swift-log", from: "1.5.0"),
+        // `swift package generate-documentation --target LuaHierarchy`: the DocC catalog.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
         // `luahier serve` only (the LuaHierarchyServer target): HTTP, metrics, shutdown.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
