@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let package = Package(
@@ -8,6 +8,14 @@ let package = Package(
         .library(name: "LuaHierarchy", targets: ["LuaHierarchy"]),
         .library(name: "LuaHierarchyServer", targets: ["LuaHierarchyServer"]),
         .executable(name: "luahier", targets: ["luahier"]),
+    ],
+    // `luahier serve` and the LuaHierarchyServer library are behind the Server trait, off by
+    // default: depending on the package (or `swift run luahier`) resolves and builds no HTTP,
+    // NIO or Prometheus package. `swift build --traits Server` (or an embedder's
+    // `traits: ["Server"]`) brings them in.
+    traits: [
+        .trait(name: "Server", description: "luahier serve and the LuaHierarchyServer library (Hummingbird, Prometheus)"),
+        .default(enabledTraits: []),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -42,18 +50,19 @@ let package = Package(
             name: "LuaHierarchyServer",
             dependencies: [
                 "LuaHierarchy",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Server"])),
+                .product(name: "HummingbirdCore", package: "hummingbird", condition: .when(traits: ["Server"])),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["Server"])),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Server"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Server"])),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
             name: "luahier",
             dependencies: [
                 "LuaHierarchy",
-                "LuaHierarchyServer",
+                .target(name: "LuaHierarchyServer", condition: .when(traits: ["Server"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

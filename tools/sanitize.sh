@@ -10,4 +10,4 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_err
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$(pwd)/tools/lsan.supp:print_suppressions=0}"
 # RSS bounds in the tests do not hold under ASan (shadow memory, quarantine): they skip.
 export LUAHIER_SANITIZED=1
-swift test --sanitize=address --scratch-path .build-asan "$@"
+swift test --traits Server --sanitize=address --scratch-path .build-asan "$@"

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 SECONDS_PER_RUN=${1:-10}
 CONNECTIONS=${2:-16}
 command -v wrk >/dev/null || { SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"; $SUDO apt-get install -y -qq wrk >/dev/null; }
-swift build -c release --product luahier >/dev/null
+swift build -c release --traits Server --product luahier >/dev/null
 LUAHIER=.build/release/luahier
 WORK=$(mktemp -d)
 SERVER=""

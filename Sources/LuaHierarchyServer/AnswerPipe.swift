@@ -1,3 +1,4 @@
+#if Server
 internal import NIOCore
 
 #if canImport(Glibc)
@@ -213,3 +214,4 @@ final class AnswerPipe: AsyncSequence, @unchecked Sendable {
         deinit { pipe.goAway() }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 /// Requests to `/v1/dispatch` under way, and how those in flight at a shutdown ended: what
 /// the server reports when it stops.
 final class InFlight: Sendable {
@@ -44,3 +45,4 @@ final class InFlight: Sendable {
         }
     }
 }
+#endif

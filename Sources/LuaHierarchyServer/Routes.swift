@@ -1,3 +1,4 @@
+#if Server
 internal import Hummingbird
 import LuaHierarchy
 internal import NIOCore
@@ -252,3 +253,4 @@ struct RefusalCounter: RouterMiddleware {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 internal import Hummingbird
 internal import HummingbirdCore
 internal import Logging
@@ -135,3 +136,4 @@ public final class RulesServer: Sendable {
         return inFlight.report(signal: ServiceSignals.stopSignal, graceRanOut: false)
     }
 }
+#endif

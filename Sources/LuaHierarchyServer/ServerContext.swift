@@ -1,3 +1,4 @@
+#if Server
 internal import Hummingbird
 internal import NIOCore
 
@@ -19,3 +20,4 @@ struct ServerContext: RequestContext {
         channel.eventLoop.scheduleTask(in: .milliseconds(200)) { channel.close(promise: nil) }
     }
 }
+#endif

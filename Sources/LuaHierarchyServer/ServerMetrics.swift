@@ -1,3 +1,4 @@
+#if Server
 import LuaHierarchy
 internal import Prometheus
 
@@ -196,3 +197,4 @@ final class Locked<Value>: @unchecked Sendable {
         }
     }
 }
+#endif

@@ -2,7 +2,9 @@ import ArgumentParser
 import Dispatch
 import Glibc
 import LuaHierarchy
+#if Server
 import LuaHierarchyServer
+#endif
 
 /// `luahier serve RULES.lua [--host 127.0.0.1] [--port N] [--workers N] [--watch]`
 struct Serve: ParsableCommand {
@@ -80,6 +82,16 @@ struct Serve: ParsableCommand {
     }
 
     func run() throws {
+        #if Server
+        try serve()
+        #else
+        Console.error("luahier: serve: this luahier was built without the Server trait; build it with `swift build --traits Server`")
+        throw ExitCode(ExitStatus.usage)
+        #endif
+    }
+
+    #if Server
+    private func serve() throws {
         // From here SIGTERM and SIGINT shut the server down gracefully; they stop no rule.
         ServiceSignals.handleStops()
         var options = RulesPool.Options(rulesFile: rules.file, workers: workers)
@@ -161,6 +173,8 @@ struct Serve: ParsableCommand {
         if stopped.cutOff > 0 { parts.append("\(stopped.cutOff) cut off unanswered") }
         return "luahier: stopped (\(signal))\(after); of the \(requests(stopped.inFlight)) in flight, " + parts.joined(separator: ", ")
     }
+
+    #endif
 
     private func maxBodyBytes() throws -> Int {
         guard let bytes = Size.bytes(maxBody) else {

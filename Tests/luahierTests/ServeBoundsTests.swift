@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 import Testing
 
@@ -243,3 +244,4 @@ struct ServeBoundsTests {
         #expect(gzip.json["status"] as? String == "invalid")
     }
 }
+#endif

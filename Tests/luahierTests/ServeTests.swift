@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 import Testing
 
@@ -386,3 +387,4 @@ final class Locked<Value>: @unchecked Sendable {
         body(&stored)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 import Testing
 
@@ -281,3 +282,4 @@ final class Connection {
         return (received, false)
     }
 }
+#endif

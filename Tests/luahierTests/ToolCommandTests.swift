@@ -173,3 +173,15 @@ struct ToolCommandTests {
         #expect(result.stderr.contains("svg"))
     }
 }
+
+#if !Server
+/// Built without the Server trait (the default), `serve` says how to get it, exit 2.
+@Suite struct ServeWithoutTheServerTraitTests {
+    @Test func serveSaysHowToBuildIt() throws {
+        let rules = try Luahier.script("hier.root:child('a')", name: "rules.lua")
+        let run = try Luahier.run(["serve", rules])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("built without the Server trait; build it with `swift build --traits Server`"), "\(run.stderr)")
+    }
+}
+#endif
