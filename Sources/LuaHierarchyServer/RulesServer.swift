@@ -107,7 +107,7 @@ public final class RulesServer: Sendable {
             },
             logger: logger
         )
-        var configuration = ServiceGroupConfiguration(services: [.init(service: app)], logger: logger)
+        let configuration = ServiceGroupConfiguration(services: [.init(service: app)], logger: logger)
         // No limit of the group's own: past `shutdownGrace` it would cancel the server, which
         // closes the connections of requests still under way, and they would look like clients
         // that went away. The grace is enforced below, where what was cut off is counted.

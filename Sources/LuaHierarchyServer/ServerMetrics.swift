@@ -48,22 +48,20 @@ final class ServerMetrics: Sendable {
         self.printer = printer
         let registry = self.registry
         outcomes = Dictionary(uniqueKeysWithValues: LineStatus.allCases.map { status in
-            (status, registry.makeCounter(name: "luahier_outcomes_total", labels: [("status", status.rawValue)], help: "Request lines answered, by outcome status."))
+            (status, registry.makeCounter(descriptor: .named("luahier_outcomes_total", "Request lines answered, by outcome status."), labels: [("status", status.rawValue)]))
         })
         latency = registry.makeDurationHistogram(
-            name: "luahier_request_duration_seconds",
+            descriptor: .named("luahier_request_duration_seconds", "Time to answer a POST /v1/dispatch, body read to last byte written."),
             buckets: [.microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5),
                       .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
-                      .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10)],
-            help: "Time to answer a POST /v1/dispatch, body read to last byte written.")
-        revision = registry.makeGauge(name: "luahier_revision", help: "The number of the revision answering.")
-        failing = registry.makeGauge(name: "luahier_reload_failing", help: "1 while the last reload failed (the running revision answers).")
-        workers = registry.makeGauge(name: "luahier_workers", help: "Lua states in the pool.")
-        waiting = registry.makeGauge(name: "luahier_pool_waiting", help: "Requests waiting for a free state.")
-        waits = registry.makeCounter(name: "luahier_pool_waits_total", help: "Requests that waited for a free state.")
-        overloaded = registry.makeCounter(name: "luahier_pool_overloaded_total", help: "Requests refused: no state was free in time.")
-        printDropped = registry.makeCounter(
-            name: "luahier_print_dropped_total", help: "Lines the rules printed that were dropped: stderr was not being read.")
+                      .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10)])
+        revision = registry.makeGauge(descriptor: .named("luahier_revision", "The number of the revision answering."))
+        failing = registry.makeGauge(descriptor: .named("luahier_reload_failing", "1 while the last reload failed (the running revision answers)."))
+        workers = registry.makeGauge(descriptor: .named("luahier_workers", "Lua states in the pool."))
+        waiting = registry.makeGauge(descriptor: .named("luahier_pool_waiting", "Requests waiting for a free state."))
+        waits = registry.makeCounter(descriptor: .named("luahier_pool_waits_total", "Requests that waited for a free state."))
+        overloaded = registry.makeCounter(descriptor: .named("luahier_pool_overloaded_total", "Requests refused: no state was free in time."))
+        printDropped = registry.makeCounter(descriptor: .named("luahier_print_dropped_total", "Lines the rules printed that were dropped: stderr was not being read."))
         for result in ["loaded", "unchanged", "failed"] { reloads(result).increment(by: Int64(0)) }
         for reason in ["client_gone", "client_stalled"] { batchesStopped(reason).increment(by: Int64(0)) }
         for limit in ["time", "instructions", "memory", "batch_time"] { trips(limit).increment(by: Int64(0)) }
@@ -71,21 +69,19 @@ final class ServerMetrics: Sendable {
     }
 
     func requests(code: Int) -> Counter {
-        registry.makeCounter(name: "luahier_http_requests_total", labels: [("code", String(code))], help: "HTTP requests: answers of /v1/dispatch, and refusals of any route (404, 405), by response code.")
+        registry.makeCounter(descriptor: .named("luahier_http_requests_total", "HTTP requests: answers of /v1/dispatch, and refusals of any route (404, 405), by response code."), labels: [("code", String(code))])
     }
 
     private func reloads(_ result: String) -> Counter {
-        registry.makeCounter(name: "luahier_reloads_total", labels: [("result", result)], help: "Reloads, by result.")
+        registry.makeCounter(descriptor: .named("luahier_reloads_total", "Reloads, by result."), labels: [("result", result)])
     }
 
     private func trips(_ limit: String) -> Counter {
-        registry.makeCounter(name: "luahier_limit_trips_total", labels: [("limit", limit)], help: "Requests a limit ended, by limit.")
+        registry.makeCounter(descriptor: .named("luahier_limit_trips_total", "Requests a limit ended, by limit."), labels: [("limit", limit)])
     }
 
     private func batchesStopped(_ reason: String) -> Counter {
-        registry.makeCounter(
-            name: "luahier_batches_stopped_total", labels: [("reason", reason)],
-            help: "Batches stopped before their last line: the client went away, or left the answers unread too long.")
+        registry.makeCounter(descriptor: .named("luahier_batches_stopped_total", "Batches stopped before their last line: the client went away, or left the answers unread too long."), labels: [("reason", reason)])
     }
 
     /// A batch stopped early: its client went away, or `stalled` (read nothing for too long).
@@ -195,6 +191,12 @@ final class Locked<Value>: @unchecked Sendable {
             value = new
             return old
         }
+    }
+}
+extension MetricNameDescriptor {
+    /// A metric called `name` (no namespace, subsystem or unit of its own: the name says them).
+    static func named(_ name: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
     }
 }
 #endif

@@ -24,7 +24,7 @@ struct Run: ParsableCommand {
     var failOnUnhandled = ScriptRun.defaults.failOnUnhandled
 
     @Option(help: ArgumentHelp("The recovery option to choose for alerts a handleAlertErrors responder shows, when the script chooses none.", valueName: "option"))
-    var recover: String? = ScriptRun.defaults.recover
+    var recover: String?   // ScriptRun.defaults.recover is nil: no default choice
 
     @OptionGroup(title: "Sandbox and limits")
     var host: HostOptions
