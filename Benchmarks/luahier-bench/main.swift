@@ -158,7 +158,7 @@ func measureInBareLua(_ script: String, depth: Int, flag: Bool = false) -> Doubl
 
 // MARK: The spec's floor, in plain Lua
 
-/// The least any host can spend per dispatch and still do what SPEC §5 asks, measured in plain
+/// The least any host can spend per dispatch and still do what contract §5 asks, measured in plain
 /// Lua: a method call, one Lua-to-Lua call per responder (no tree, no filters, no protection),
 /// and the outcome table with its three required fields. Issue 4's "1.5x faster than plain
 /// Lua" needs the engine below 0.67x of plain Lua; where this floor is above that, no host

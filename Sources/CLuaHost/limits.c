@@ -1,4 +1,4 @@
-/* Limits (SPEC §7): the allocator that counts and caps memory, budgets that nest, the hook
+/* Limits (contract §7): the allocator that counts and caps memory, budgets that nest, the hook
  * that enforces instruction and time limits, and the limit errors. */
 #include "luahier_host.h"
 

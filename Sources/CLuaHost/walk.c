@@ -1,5 +1,5 @@
 /* The walk: the one loop every dispatch runs (luahier_engine.h), and the value rules it calls
- * in C (SPEC §3: what a value of a domain is; SPEC §4: `where` and `cause`, contract errors). */
+ * in C (contract §3: what a value of a domain is; contract §4: `where` and `cause`, contract errors). */
 #include "luahier_host.h"
 #include "engine_internal.h"
 
@@ -14,7 +14,7 @@
  * Called protected by the driver as
  *     walk(plan, state, value, type, is_error [, slot, raised])
  * it offers the value to the entries of its domain from the first (or from `slot`), and
- * applies what each answers: SPEC §4's table. `raised`, when given, is an error the entry at
+ * applies what each answers: contract §4's table. `raised`, when given, is an error the entry at
  * `slot` raised: it replaces the value there, and the walk goes on after it. It returns how
  * the dispatch ended (LUAHIER_STATUS_*), the slot it ended at, an alert's choice, and the trace
  * record (the traced walk only: it makes the record, and keeps it in state[RECORD] while it is
@@ -186,7 +186,7 @@ void luahier_pushskipmark(lua_State *L) {
     lua_pushlightuserdata(L, &luahier_skipmark);
 }
 
-/* ---- Values of a domain (SPEC §3) ------------------------------------------------------ */
+/* ---- Values of a domain (contract §3) ------------------------------------------------------ */
 
 void luahier_pushword(lua_State *L, const luahier_Engine *e, int word) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, e->words_ref);
@@ -347,7 +347,7 @@ static int luahier_isyieldacrosshost(lua_State *L, const luahier_Engine *e, int 
 }
 
 /* lua_CFunction accept(plan, slot, answer, as_error, value, is_error, raised) -> value, type:
- * what the entry at `slot` produced, as the value that goes on (SPEC §4).
+ * what the entry at `slot` produced, as the value that goes on (contract §4).
  * - A replacement must be a value of the domain `as_error` says (the verdict words are not
  *   values): anything else raises the entry's ResponderContractError.
  * - A raised error (`raised`) is always an error: one that is not a value of that domain

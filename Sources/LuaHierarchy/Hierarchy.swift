@@ -14,7 +14,7 @@ public final class Hierarchy {
     public struct Options: Sendable {
         /// How much of each dispatch is recorded in its outcome. Default off.
         public var traceLevel: TraceLevel = .off
-        /// How deep triggers and reports may nest inside responders (SPEC §4); kept within
+        /// How deep triggers and reports may nest inside responders (contract §4); kept within
         /// `Hierarchy.depthLimits`.
         public var depthLimit = 100
         /// Folders `require` searches after the running script's own folder.
@@ -65,7 +65,7 @@ public final class Hierarchy {
         set { dispatcher.deliveryObserver = newValue }
     }
 
-    /// Run-time checking of `triggers`/`reports` declarations (SPEC §6). Default relaxed.
+    /// Run-time checking of `triggers`/`reports` declarations (contract §6). Default relaxed.
     public var safety: SafetyLevel {
         get { dispatcher.safety }
         set { dispatcher.safety = newValue }
@@ -82,7 +82,7 @@ public final class Hierarchy {
     /// logger, at `warning` (`SafetyWarning.writeToStandardError` writes them as the CLI does).
     public var onSafetyWarning: (SafetyWarning) -> Void
 
-    /// Whether errors from a detached subtree reach the presenter. Default drop (SPEC §2).
+    /// Whether errors from a detached subtree reach the presenter. Default drop (contract §2).
     public var detachedPolicy: DetachedPolicy {
         get { dispatcher.detachedPolicy }
         set { dispatcher.detachedPolicy = newValue }
@@ -119,7 +119,7 @@ public final class Hierarchy {
                 metadata: ["type": "\(warning.type)", "domain": "\(warning.domain.rawValue)", "node": "\(warning.node)"])
         }
         host = try LuaHost(limits: options.limits, libraries: options.libraries)
-        // The tree's own copies count against the host's memory cap (SPEC §7).
+        // The tree's own copies count against the host's memory cap (contract §7).
         root.tree.meter = host
         dispatcher.traceLevel = options.traceLevel
         dispatcher.depthLimit = Self.depthLimits.clamped(options.depthLimit)
@@ -226,7 +226,7 @@ public final class Hierarchy {
     }
 
     /// Runs `body` inside a dispatch's budget: a top-level entry from Swift, or nested in the
-    /// running one (SPEC §7).
+    /// running one (contract §7).
     func withDispatchBudget<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         try host.withBudget(.dispatch, body)
     }

@@ -1,4 +1,4 @@
-/// The bounds a hierarchy's Lua host enforces (SPEC §7). Each one trips as a clear reported
+/// The bounds a hierarchy's Lua host enforces (contract §7). Each one trips as a clear reported
 /// error that ends the dispatch (or fails the chunk) it tripped in, and leaves the state usable.
 ///
 /// Budgets nest: a top-level chunk gets `instructions` and `time`; every dispatch (from Swift,
@@ -49,7 +49,7 @@ public struct Limits: Sendable, Hashable {
 
 /// Which standard libraries scripts get.
 public enum Libraries: Sendable, Hashable {
-    /// The sandbox (SPEC §7): base, string, table, math, utf8, coroutine and `os.time`,
+    /// The sandbox (contract §7): base, string, table, math, utf8, coroutine and `os.time`,
     /// `os.clock`, `os.date`; text-only `load`; `require` of Lua source from the script's
     /// folder and the module paths; read-only standard library.
     case sandboxed

@@ -1,4 +1,4 @@
-/// Counts what the host holds on the scripts' behalf against the memory cap (SPEC §7): the
+/// Counts what the host holds on the scripts' behalf against the memory cap (contract §7): the
 /// host's own copies (node names and paths, registrations, traces) go in the same counter as
 /// the scripting heap, so one cap covers both. The tree and the dispatcher charge through it
 /// without knowing what is behind it; the Lua host implements it on the counter its allocator

@@ -12,7 +12,7 @@ import Glibc
 import Darwin
 #endif
 
-/// The rules engine as an HTTP service over a `RulesPool` (`luahier serve`, SPEC §9).
+/// The rules engine as an HTTP service over a `RulesPool` (`luahier serve`, contract §9).
 ///
 /// - `POST /v1/dispatch`: one request object in, one outcome out; with `Content-Type:
 ///   application/x-ndjson`, JSON lines in and outcome lines out, streamed in order.

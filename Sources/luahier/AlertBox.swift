@@ -23,7 +23,7 @@ struct AlertBox {
     }
 
     /// The most options listed, and the most characters of an option, a title or a message:
-    /// the box is text a script made, so it is bounded (SPEC §7).
+    /// the box is text a script made, so it is bounded (contract §7).
     static let maxOptions = 20
     static let maxOptionLength = 200
     static let maxTextLength = 4000

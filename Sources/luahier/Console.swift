@@ -75,7 +75,7 @@ enum Console {
 
     /// Unbuffered, as stdout is, so output sent to one pipe keeps its order. Everything on
     /// stderr is host layout around script-made text, so it goes out as a bounded block with
-    /// its control characters escaped (SPEC §7); fields a script made are escaped one by one
+    /// its control characters escaped (contract §7); fields a script made are escaped one by one
     /// before that (`PrintableText.field`).
     static func error(_ text: String) {
         var block = PrintableText.block(text.hasSuffix("\n") ? String(text.dropLast()) : text) + "\n"

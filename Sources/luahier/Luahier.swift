@@ -57,7 +57,7 @@ struct Luahier: ParsableCommand {
                 Console.out(fullMessage(for: error))
                 Glibc.exit(Console.reportOutputFailure() ? ExitStatus.scriptFailed : 0)
             }
-            // One style for every error (SPEC §8): `luahier: message`, then where to look.
+            // One style for every error (contract §8): `luahier: message`, then where to look.
             var message = message(for: error).split(separator: "\n").first.map(String.init) ?? "usage error"
             // The parser's own messages start with a capital ("Unknown option"); ours do not.
             let parserWords = ["Unknown", "Missing", "Unexpected", "The", "Invalid", "Error", "Please"]

@@ -1,7 +1,7 @@
 import Testing
 @testable import LuaHierarchy
 
-@Suite("Alertable errors and recovery (SPEC §3, §6)")
+@Suite("Alertable errors and recovery (contract §3, §6)")
 struct AlertTests {
     final class Shown {
         var alerts: [Alert] = []

@@ -1,7 +1,7 @@
 import Testing
 @testable import LuaHierarchy
 
-/// `luahier check`'s findings, each with its clean case (SPEC §6, §8).
+/// `luahier check`'s findings, each with its clean case (contract §6, §8).
 @Suite("Static checks")
 struct CheckTests {
     private func findings(_ source: String) throws -> [String] {

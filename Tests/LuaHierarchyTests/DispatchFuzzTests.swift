@@ -29,7 +29,7 @@ struct GeneratedResponder {
     var inSwift: Bool
 }
 
-/// The dispatch rules of SPEC §4, written again as plainly as possible: the reference the
+/// The dispatch rules of contract §4, written again as plainly as possible: the reference the
 /// engine's outcomes are checked against.
 enum ReferenceModel {
     struct Result: Equatable, CustomStringConvertible {

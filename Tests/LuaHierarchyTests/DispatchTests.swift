@@ -1,7 +1,7 @@
 import Testing
 @testable import LuaHierarchy
 
-@Suite("Dispatch: snapshot, nesting, detached chains, outcomes (SPEC §2, §4, §5)")
+@Suite("Dispatch: snapshot, nesting, detached chains, outcomes (contract §2, §4, §5)")
 struct DispatchTests {
     // MARK: snapshot
 

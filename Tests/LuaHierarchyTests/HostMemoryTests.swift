@@ -4,11 +4,11 @@ import Testing
 
 @_silgen_name("malloc_usable_size") private func mallocUsableSize(_ pointer: UnsafeMutableRawPointer?) -> Int
 
-/// SPEC §7: one memory cap for everything held on a script's behalf. The host's own copies
+/// contract §7: one memory cap for everything held on a script's behalf. The host's own copies
 /// (node names, cached paths, registrations, traces, the strings a host function copies while
 /// it runs) are counted with the Lua heap, refused past the cap with `MemoryLimitExceeded`
 /// naming the script's line, and given back when they go, so the count never drifts.
-@Suite("Host memory (SPEC §7)")
+@Suite("Host memory (contract §7)")
 struct HostMemoryTests {
     static let cap = 8 << 20
 

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import LuaHierarchy
 
-/// Hostile scripts generated from the classes of the sandbox-and-limits issue (SPEC §7): an
+/// Hostile scripts generated from the classes of the sandbox-and-limits issue (contract §7): an
 /// attack (a runaway loop, a memory bomb, long host work, a change to the standard library, a
 /// reach for what the sandbox leaves out, a finalizer, deep recursion, a dispatch storm), run
 /// through a way of catching errors (none, pcall, xpcall, coroutines, __close, load), in a
@@ -12,7 +12,7 @@ import Testing
 /// memory within the cap.
 ///
 /// CI runs a short slice; `tools/fuzz.sh` runs more (`HOSTILE_CASES`, `HOSTILE_SEED`).
-@Suite("Hostile script fuzz (SPEC §7)")
+@Suite("Hostile script fuzz (contract §7)")
 struct HostileFuzzTests {
     static let limitTypes: Set<String> = ["InstructionLimitExceeded", "TimeLimitExceeded", "MemoryLimitExceeded"]
 

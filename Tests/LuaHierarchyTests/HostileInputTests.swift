@@ -25,12 +25,12 @@ struct HostileCase: Sendable, CustomTestStringConvertible {
     var testDescription: String { name }
 }
 
-/// SPEC §7 and issue 3: syntax and runtime errors, infinite loops, memory bombs, deep
+/// contract §7 and issue 3: syntax and runtime errors, infinite loops, memory bombs, deep
 /// recursion, bytecode, sandbox escapes, metatable, coroutine and `__gc` tricks, dispatch
 /// storms and hostile payloads. Each case gets a fresh hierarchy with small limits and must
 /// end with the exact error type, in bounded time and memory, with the Lua stack balanced and
 /// a normal dispatch working right after.
-@Suite("Hostile input (SPEC §7)")
+@Suite("Hostile input (contract §7)")
 struct HostileInputTests {
     static let smallLimits = Limits(instructions: 2_000_000, time: 5, memory: 16 << 20)
 

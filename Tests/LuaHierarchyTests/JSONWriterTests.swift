@@ -19,7 +19,7 @@ struct JSONWriterTests {
         case 2: return .int(Int64.random(in: -1000...1000, using: &random))
         case 3:
             // Doubles of every magnitude, integral ones, tiny and huge exponents, -0.0.
-            let pick = [Double.random(in: -1e12...1e12, using: &random), 0.1, -0.0, 3.0, 1e16, 1e-5, 5e-324,
+            let pick = [Double.random(in: -1e12...1e12, using: &random), 0.1, -0.0, 3.0, 1e16, 1e-5, Double.leastNonzeroMagnitude,
                         1.7976931348623157e308, 123456789.125, Double(Int64.random(in: -99...99, using: &random)) / 8,
                         pow(10, Double(Int.random(in: -30...30, using: &random)))]
             return .double(pick[Int.random(in: 0..<pick.count, using: &random)])

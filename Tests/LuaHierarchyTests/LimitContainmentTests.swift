@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import LuaHierarchy
 
-/// Limits nothing can swallow, per dispatch and per chunk (SPEC §7). Each case is a class of
+/// Limits nothing can swallow, per dispatch and per chunk (contract §7). Each case is a class of
 /// escape: a limit that trips inside a dispatch ends that dispatch (unhandled, the limit error
 /// as its value, `where` where it tripped, the error being handled as `cause`), whatever the
 /// responder does to catch it; the calling chunk goes on with its own budget; the state stays

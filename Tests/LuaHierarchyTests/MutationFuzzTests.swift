@@ -3,7 +3,7 @@ import Testing
 @testable import LuaHierarchy
 
 /// Fuzzing what responders and subscribers change *while* a dispatch or a publish runs
-/// (SPEC §4 and §6): responders of every kind, in Lua and in Swift, remove and add
+/// (contract §4 and §6): responders of every kind, in Lua and in Swift, remove and add
 /// responders, remove and move nodes on and above the chain, and dispatch again from inside,
 /// through every entry (Swift, Lua at top level, Lua and Swift nested, a `dispatch` input
 /// line), with tracing and safety declarations on or off. Each case is checked against

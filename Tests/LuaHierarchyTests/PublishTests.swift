@@ -31,7 +31,7 @@ private let branches = """
     end
     """
 
-@Suite("Downward publishing (SPEC §6)")
+@Suite("Downward publishing (contract §6)")
 struct PublishTests {
     @Test func eachScopeOnATreeWhereTheyDiffer() throws {
         let f = try Fixture(branches)

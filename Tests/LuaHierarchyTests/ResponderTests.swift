@@ -1,8 +1,8 @@
 import Testing
 @testable import LuaHierarchy
 
-/// Each row of SPEC §4's table, filters, order, and the position rule for every kind.
-@Suite("Responders (SPEC §4)")
+/// Each row of contract §4's table, filters, order, and the position rule for every kind.
+@Suite("Responders (contract §4)")
 struct ResponderTests {
     /// A chain /a/b with a log of which responders ran.
     static let prelude = """
@@ -41,7 +41,7 @@ struct ResponderTests {
             """) == ["unhandled\tevent\tTap\tnil\tnil\tb1,b2,a1,root"])
     }
 
-    /// SPEC §4: "unhandled" is the seeds' other name for "notHandled" (it replaced the value
+    /// contract §4: "unhandled" is the seeds' other name for "notHandled" (it replaced the value
     /// with the string, a trap for everyone porting from them), in plain receives, in filtered
     /// ones, and in error receives; a transform that returns it broke its contract.
     @Test func unhandledIsTheSeedsOtherNameForNotHandled() throws {
@@ -75,7 +75,7 @@ struct ResponderTests {
         #expect(outcome.responder?.index == 2)
     }
 
-    /// SPEC §4: a registration's handle registers the next responder on the same node, so
+    /// contract §4: a registration's handle registers the next responder on the same node, so
     /// modifiers chain as in the seeds; a removed handle has no node to register on.
     @Test func aHandleRegistersTheNextResponderOnTheSameNode() throws {
         let output = try run("""

@@ -2,8 +2,8 @@ import Foundation
 import Testing
 @testable import LuaHierarchy
 
-/// The pool of states as the library's async API (SPEC §7: a pool serves many cores; §9).
-@Suite("RulesPool (SPEC §9)")
+/// The pool of states as the library's async API (contract §7: a pool serves many cores; §9).
+@Suite("RulesPool (contract §9)")
 struct RulesPoolTests {
     /// A folder with `rules.lua` (requiring `version.lua`) at `version`.
     static func folder(version: Int) throws -> URL {
@@ -236,7 +236,7 @@ final class Locked<Value>: @unchecked Sendable {
     func mutate(_ body: (inout Value) -> Void) { lock.lock(); defer { lock.unlock() }; body(&stored) }
 }
 
-/// The pool as a typed engine for Swift (SPEC §10): rules as text, a per-state setup in Swift
+/// The pool as a typed engine for Swift (contract §10): rules as text, a per-state setup in Swift
 /// that runs on every state of every revision, and `Value`s in, `Outcome`s out.
 @Suite struct TypedPoolTests {
     static let rules = """

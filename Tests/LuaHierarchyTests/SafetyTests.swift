@@ -25,7 +25,7 @@ private let declared = """
     end
     """
 
-@Suite("Safety declarations (SPEC §6)")
+@Suite("Safety declarations (contract §6)")
 struct SafetyTests {
     final class Warnings {
         var list: [SafetyWarning] = []
@@ -163,7 +163,7 @@ struct SafetyTests {
     }
 }
 
-@Suite("Detached-chain policy (SPEC §2)")
+@Suite("Detached-chain policy (contract §2)")
 struct DetachedPolicyTests {
     private let script = """
         local cut = hier.root:child("a"):child("cut")

@@ -1,7 +1,7 @@
 import Testing
 @testable import LuaHierarchy
 
-/// The sandbox, proved by enumeration (SPEC §7): from a script's `_ENV`, walk everything a
+/// The sandbox, proved by enumeration (contract §7): from a script's `_ENV`, walk everything a
 /// script can reach and check two properties of all of it.
 ///
 /// - Every function reached is on the allow-list, by identity. The allow-list is written out
@@ -18,7 +18,7 @@ import Testing
 /// objects by their API names, and what the host returns for a sample of calls of every kind
 /// (tree, registration, dispatch with and without traces, publish, require). Upvalues are not
 /// reachable: the sandbox has no `debug`.
-@Suite("Sandbox reachability audit (SPEC §7)")
+@Suite("Sandbox reachability audit (contract §7)")
 struct SandboxAuditTests {
     /// Every function a sandboxed script may reach, by the name it has there.
     static let allowList: [String] = {
@@ -45,7 +45,7 @@ struct SandboxAuditTests {
             "transformEvent", "receiveError", "handleError", "transformError", "catchError", "subscribe", "publish",
             "triggers", "reports", "handleAlertErrors",
         ].map { "hier.root." + $0 }
-        // A handle registers the next responder on its node (SPEC §4): the registrations again.
+        // A handle registers the next responder on its node (contract §4): the registrations again.
         let handle = [
             "remove", "receiveEvent", "handleEvent", "transformEvent", "receiveError", "handleError", "transformError",
             "catchError", "subscribe", "handleAlertErrors",

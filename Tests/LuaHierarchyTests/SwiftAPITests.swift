@@ -12,7 +12,7 @@ struct PlainSwiftError: Error, CustomStringConvertible {
     var description: String { "plain failure" }
 }
 
-@Suite("Swift embedding API (SPEC §4, §5)")
+@Suite("Swift embedding API (contract §4, §5)")
 struct SwiftAPITests {
     @Test func swiftClosuresOfEveryKindFollowTheSameRules() throws {
         let f = try Fixture()
@@ -124,7 +124,7 @@ struct SwiftAPITests {
     }
 
     /// A message's `type` is read by a key scan in small maps and by hashing in larger ones
-    /// (Message.typeField): both sides of the cut give the same normalization (SPEC §3).
+    /// (Message.typeField): both sides of the cut give the same normalization (contract §3).
     @Test(arguments: [1, 8, 9, 40])
     func theTypeIsReadTheSameInSmallAndLargeMaps(fields: Int) throws {
         let f = try Fixture()
@@ -225,7 +225,7 @@ struct SwiftAPITests {
     }
 }
 
-@Suite("Scripts: loading, errors, print, require (SPEC §7, §8)")
+@Suite("Scripts: loading, errors, print, require (contract §7, §8)")
 struct ScriptTests {
     @Test func syntaxErrorsNameFileAndLine() throws {
         let f = try Fixture()

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import LuaHierarchy
 
-@Suite("Tree (SPEC §2)")
+@Suite("Tree (contract §2)")
 struct TreeTests {
     @Test func rootHasSlashPathNoParentAndIsFound() throws {
         let f = try Fixture()

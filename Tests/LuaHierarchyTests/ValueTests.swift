@@ -1,7 +1,7 @@
 import Testing
 @testable import LuaHierarchy
 
-@Suite("Values and errors (SPEC §3)")
+@Suite("Values and errors (contract §3)")
 struct ValueTests {
     @Test func stringShorthands() throws {
         let f = try Fixture()

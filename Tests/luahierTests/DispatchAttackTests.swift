@@ -32,7 +32,7 @@ struct DispatchAttackTests {
         #expect(outcomes.count == 40)
         #expect(outcomes.allSatisfy { $0["status"] as? String == "handled" }, "\(run.stderr)")
         if ProcessInfo.processInfo.environment["LUAHIER_SANITIZED"] == nil {
-            // SPEC §7's bound for the process: 1.3 × the cap + 64 MiB.
+            // contract §7's bound for the process: 1.3 × the cap + 64 MiB.
             #expect(run.peakKiB < (64 << 10) * 13 / 10 + (64 << 10), "peak \(run.peakKiB) KiB")
         }
     }

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// `luahier dispatch`: the rules engine over JSON lines (SPEC §5, §8), run as a user would.
+/// `luahier dispatch`: the rules engine over JSON lines (contract §5, §8), run as a user would.
 @Suite("luahier dispatch")
 struct DispatchCommandTests {
     /// A small tree: /app handles Tap; /app/feed turns "Oops" errors into a Retry event and

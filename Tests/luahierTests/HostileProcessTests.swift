@@ -4,7 +4,7 @@ import Testing
 /// Cases that would crash or hang an undefended host, run through the built binary in a
 /// child process: the exit status is never a signal, stderr names the error once, the time
 /// is bounded, and the peak memory stays within the cap plus a fixed overhead.
-@Suite("Hostile scripts through luahier (SPEC §7)")
+@Suite("Hostile scripts through luahier (contract §7)")
 struct HostileProcessTests {
     /// The binary's own footprint (Swift runtime, Foundation, the 256 MiB stack's touched
     /// pages) on top of the Lua cap; measured about 22 MiB idle.
@@ -71,11 +71,11 @@ struct HostileProcessTests {
     }
 }
 
-/// SPEC §7's one memory cap over the host's own copies, through the binary: each attack makes
+/// contract §7's one memory cap over the host's own copies, through the binary: each attack makes
 /// the host copy what the Lua heap holds once (node names, nodes, responders, full traces,
 /// string arguments). It must end with `MemoryLimitExceeded`, and the process must stay
 /// within 1.3 × the cap + 64 MiB.
-@Suite("Host copies under the memory cap, through luahier (SPEC §7)")
+@Suite("Host copies under the memory cap, through luahier (contract §7)")
 struct HostMemoryProcessTests {
     struct Case: Sendable, CustomTestStringConvertible {
         var name: String

@@ -6,7 +6,7 @@ import Testing
 /// swallow, rules files read whole and outside the cap, traces that dropped values silently.
 @Suite("Limits that bound everything")
 struct LimitsAuditTests {
-    /// SPEC §7's bound for the process at a 64M cap: 1.3 × the cap + 64 MiB (not under ASan,
+    /// contract §7's bound for the process at a 64M cap: 1.3 × the cap + 64 MiB (not under ASan,
     /// whose shadow memory and quarantine it does not count).
     static func expectWithinTheMemoryBound(_ run: Luahier.Measured, sourceLocation: SourceLocation = #_sourceLocation) {
         guard ProcessInfo.processInfo.environment["LUAHIER_SANITIZED"] == nil else { return }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A running `luahier` whose pipes the test drives: write a line, read an answer while the
-/// child still runs, send it a signal. For the behaviours that only show over time (SPEC §8:
+/// child still runs, send it a signal. For the behaviours that only show over time (contract §8:
 /// `print` flushed per line, answers written as they are ready, SIGINT and SIGTERM).
 final class LiveProcess: @unchecked Sendable {
     let process = Process()

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Publishing, safety, alerts and the detached policy as the CLI shows them (SPEC §6, §8).
+/// Publishing, safety, alerts and the detached policy as the CLI shows them (contract §6, §8).
 @Suite("luahier run: alerts, safety warnings, detached errors")
 struct ParityCommandTests {
     private let upload = """

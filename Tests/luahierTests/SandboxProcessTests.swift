@@ -3,8 +3,8 @@ import Testing
 
 /// The attacks of the sandbox-and-limits issue, each class run through the built binary in a
 /// child process: the exit status and the exact error, a bounded time, a bounded peak RSS,
-/// and no crash (SPEC §7).
-@Suite("Sandbox and limits through luahier (SPEC §7)")
+/// and no crash (contract §7).
+@Suite("Sandbox and limits through luahier (contract §7)")
 struct SandboxProcessTests {
     struct Case: Sendable, CustomTestStringConvertible {
         var name: String
@@ -113,7 +113,7 @@ struct SandboxProcessTests {
 }
 
 /// Text the host prints on a script's behalf escapes control characters and is bounded
-/// (SPEC §7): an error message cannot drive the terminal or flood it.
+/// (contract §7): an error message cannot drive the terminal or flood it.
 @Suite("Printed text is escaped and bounded")
 struct PrintedTextTests {
     @Test func errorsEscapeControlCharactersAndAreBounded() throws {

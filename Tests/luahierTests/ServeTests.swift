@@ -2,8 +2,8 @@
 import Foundation
 import Testing
 
-/// `luahier serve` against a real server on loopback, through a plain HTTP client (SPEC §9).
-@Suite("luahier serve (SPEC §9)", .serialized)
+/// `luahier serve` against a real server on loopback, through a plain HTTP client (contract §9).
+@Suite("luahier serve (contract §9)", .serialized)
 struct ServeTests {
     /// Rules whose answers say which version of the file answered them.
     static func rules(version: Int) -> String {

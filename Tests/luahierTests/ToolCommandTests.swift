@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("luahier check and luahier tree (SPEC §8)")
+@Suite("luahier check and luahier tree (contract §8)")
 struct ToolCommandTests {
     @Test func checkExitsZeroWhenCleanOneWithFindingsTwoOnUsage() throws {
         let clean = try Luahier.run(["check", try Luahier.script("hier.root:receiveEvent(function() return 'handled' end)")])

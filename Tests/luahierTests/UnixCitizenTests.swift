@@ -1,10 +1,10 @@
 import Foundation
 import Testing
 
-/// `luahier` as a Unix tool (SPEC §8): arguments as lua5.4 takes them, stdin, shebang
+/// `luahier` as a Unix tool (contract §8): arguments as lua5.4 takes them, stdin, shebang
 /// scripts, positional input, one error style, output flushed per line and never lost,
 /// signals, failed writes, `--version`, the man page and completions.
-@Suite("luahier as a Unix citizen (SPEC §8)")
+@Suite("luahier as a Unix citizen (contract §8)")
 struct UnixCitizenTests {
     // MARK: Arguments
 

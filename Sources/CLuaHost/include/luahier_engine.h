@@ -1,11 +1,11 @@
-/* The dispatch engine (SPEC §4–5): the one place every dispatch runs, from Lua, from Swift,
+/* The dispatch engine (contract §4–5): the one place every dispatch runs, from Lua, from Swift,
  * from `luahier dispatch`, nested or not. The README's "How a dispatch runs" follows it.
  *
  * - A *plan* is a chain snapshot, made by the Swift side's ChainPlan (Sources/LuaHierarchy/
  *   Dispatch/ChainPlan.swift) and laid out as a Lua table (LuaEngine.swift): each domain's
  *   responders in dispatch order, with their filters and kinds.
  * - The *walk* (walk.c) is a Lua function that offers the value to each entry of the plan in
- *   order and applies what each answers: SPEC §4's table, all of it. Responders are Lua-to-
+ *   order and applies what each answers: contract §4's table, all of it. Responders are Lua-to-
  *   Lua calls (a nested dispatch costs Lua one C-stack level, no more); Swift closures, alert
  *   responders and safety checks are host closures it calls the same way.
  * - The *driver* (engine.c) runs the walk in protected calls: a responder's raised error goes
@@ -62,7 +62,7 @@ enum {
     LUAHIER_ENTRY_STRIDE = 10
 };
 
-/* What an entry's answer means (the walk's reading of SPEC §4's table). */
+/* What an entry's answer means (the walk's reading of contract §4's table). */
 enum {
     LUAHIER_CLASS_RECEIVE = 1,   /* "handled", "notHandled" or a replacement of its domain */
     LUAHIER_CLASS_HANDLE = 2,    /* anything: handled */
@@ -137,7 +137,7 @@ typedef struct luahier_Result {
     int choice;                /* of the recovery option an alert handler chose (or nil), */
     int trace;                 /* of the trace record (or nil) */
     int tripped;               /* LUAHIER_TRIPPED_* of the limit that ended it (0: none) */
-    int chain_cut;             /* an unhandled end: the chain's top was not the root (SPEC §2) */
+    int chain_cut;             /* an unhandled end: the chain's top was not the root (contract §2) */
     long long serial;          /* which dispatch it was (luahier_Engine.serials) */
 } luahier_Result;
 
@@ -212,7 +212,7 @@ void luahier_pushskipper(lua_State *L);
  * (a typed Swift responder whose value does not decode as its type). */
 void luahier_pushskipmark(lua_State *L);
 
-/* [-0, +0, m] Normalizes the value at `index` as a value of the domain `is_error` says (SPEC
+/* [-0, +0, m] Normalizes the value at `index` as a value of the domain `is_error` says (contract
  * §3): a string is shorthand (a fresh table), an error table without `type` gets "Error", and a
  * table that travelled as the other domain is refused. The value is replaced in place and its
  * type pushed. Returns 1, or 0 with a description of what it is instead pushed ("nil", "a
@@ -242,13 +242,13 @@ int luahier_rundispatch(lua_State *L, luahier_Engine *engine, int plan, int valu
 long long luahier_dispatchserial(const luahier_Engine *engine);
 
 /* [-0, +0, -] A responder was removed: the dispatches under way, whose plans have it, call the
- * skipper in its place (SPEC §4: a responder removed during a dispatch is not called). Their
+ * skipper in its place (contract §4: a responder removed during a dispatch is not called). Their
  * plans are found in their walks' frames, on the threads the dispatches run on. `object` is
  * the responder's address (what LUAHIER_ENTRY_OBJECT holds). */
 void luahier_skipremoved(lua_State *L, const luahier_Engine *engine, const void *object);
 
 /* `node:triggerEvent(event)` and `node:reportError(err)`: upvalue LUAHIER_TRIGGER_DOMAIN says
- * which. It makes the outcome table (SPEC §5): status, kind, value, at, by, responder, choice;
+ * which. It makes the outcome table (contract §5): status, kind, value, at, by, responder, choice;
  * a traced one's trace is made on first read (LuaEngine.swift). The closure's upvalues, after
  * the trampoline's two: */
 enum {

@@ -1,4 +1,4 @@
-/* Limits: memory, instructions, time (limits.c). SPEC §7; the README's "Limits". */
+/* Limits: memory, instructions, time (limits.c). contract §7; the README's "Limits". */
 #ifndef LUAHIER_LIMITS_H
 #define LUAHIER_LIMITS_H
 

@@ -46,7 +46,7 @@ enum {
 
 /* [-0, +(0|4), m] Reads request line `bytes` ({"id": scalar, "at": "/path", "event": E} or
  * {..., "error": E}) and readies its dispatch: the plan of the node at "at" (asked of the host
- * when not kept), the value made one of its domain (SPEC §3, luahier_asvalue), an error's
+ * when not kept), the value made one of its domain (contract §3, luahier_asvalue), an error's
  * `where` its line (`input`:`number`) unless it names one. Returns LUAHIER_REQUEST_*. */
 int luahier_readrequest(lua_State *L, struct luahier_Engine *engine, const char *bytes, size_t length,
                         int depth_limit, const char *input, long number, luahier_Request *request);

@@ -1,4 +1,4 @@
-/// An alertable error (SPEC §3: it has a string `title`) that a `handleAlertErrors`
+/// An alertable error (contract §3: it has a string `title`) that a `handleAlertErrors`
 /// responder handled: what a host shows, AppKit's `presentError:` with recovery options.
 public struct Alert: Sendable {
     /// The error's `title`: what makes it alertable.
@@ -42,7 +42,7 @@ final class HostChoiceBody: ResponderBody {
 }
 
 extension Message {
-    /// Whether the error has a string `title` (SPEC §3's AlertableError).
+    /// Whether the error has a string `title` (contract §3's AlertableError).
     var isAlertable: Bool {
         guard domain == .error else { return false }
         switch payload {

@@ -1,6 +1,6 @@
-/// A dispatch's chain snapshot (SPEC §4: the chain is snapshotted when a dispatch starts), in
+/// A dispatch's chain snapshot (contract §4: the chain is snapshotted when a dispatch starts), in
 /// the form the engine runs: each domain's responders in the order they are offered a value,
-/// and, where the safety check is on, an arrival at each declaring node (SPEC §6).
+/// and, where the safety check is on, an arrival at each declaring node (contract §6).
 ///
 /// A plan is kept per origin and reused while the tree's `chainChanges` counter stands still:
 /// any change that could make a new snapshot differ (a responder added or removed, a subtree
@@ -13,7 +13,7 @@
 final class ChainPlan {
     /// The origin's path.
     let origin: String
-    /// Whether the chain ends below a detached top instead of at the root (SPEC §2).
+    /// Whether the chain ends below a detached top instead of at the root (contract §2).
     let detached: Bool
     /// How many nodes the chain has: the host's work per dispatch, which Lua hosts charge for.
     let hops: Int
@@ -170,7 +170,7 @@ struct PathPrefix: Hashable {
     let length: Int
 }
 
-/// The safety check's arrival at a declaring node (SPEC §6): what the value may be there.
+/// The safety check's arrival at a declaring node (contract §6): what the value may be there.
 struct Arrival {
     let node: PathPrefix
     let declarations: Declarations

@@ -42,7 +42,7 @@ struct DispatchResult {
     }
 }
 
-/// What runs dispatches along plans: the walk that applies SPEC §4's rules to each responder
+/// What runs dispatches along plans: the walk that applies contract §4's rules to each responder
 /// of a chain snapshot (for a Lua-hosted hierarchy, LuaEngine.swift and the C engine it drives).
 protocol DispatchEngine: AnyObject {
     /// Dispatches `message` from `origin` inside the running budget. Throws when it would nest
@@ -53,7 +53,7 @@ protocol DispatchEngine: AnyObject {
     func settingsChanged()
 }
 
-/// A hierarchy's dispatch settings and what happens around a dispatch (SPEC §2, §4–6): the
+/// A hierarchy's dispatch settings and what happens around a dispatch (contract §2, §4–6): the
 /// chain snapshot it runs along (`plan(from:)`), nesting, presenting unhandled errors, safety
 /// warnings, alerts. Knows nodes and responders, nothing of Lua: the dispatches themselves run
 /// in the engine, which asks this for each of these.
@@ -111,7 +111,7 @@ final class Dispatcher {
         depthCounter.deallocate()
     }
 
-    /// One nesting level more (a dispatch or a publish), refused past the limit (SPEC §4).
+    /// One nesting level more (a dispatch or a publish), refused past the limit (contract §4).
     func enterNesting() throws(DispatchDepthExceeded) {
         guard depth < depthLimit else { throw DispatchDepthExceeded(limit: depthLimit) }
         depthCounter.pointee += 1
@@ -119,7 +119,7 @@ final class Dispatcher {
 
     func leaveNesting() { depthCounter.pointee -= 1 }
 
-    /// Dispatches `message` from `origin` (SPEC §4–5), inside the running budget.
+    /// Dispatches `message` from `origin` (contract §4–5), inside the running budget.
     func dispatch(_ message: consuming Message, at origin: Node) throws(DispatchDepthExceeded) -> DispatchResult {
         try engine.dispatch(message, at: origin)
     }
@@ -132,7 +132,7 @@ final class Dispatcher {
             from: origin, root: root, trace: traceLevel, checksSafety: checksSafety, meter: root.tree.meter)
     }
 
-    /// The safety check as a value of `domain` and `type` arrives at a declaring node (SPEC
+    /// The safety check as a value of `domain` and `type` arrives at a declaring node (contract
     /// §6): nil to go on (a relaxed warning is passed on first), or the `SafetyViolation`
     /// that replaces the value. `value` describes the value, for the violation.
     func arrive(
@@ -178,7 +178,7 @@ final class Dispatcher {
     }
 
     /// Hands an unhandled error to the presenter. One from a detached subtree (a cut chain)
-    /// goes only when the policy says so, marked as such (SPEC §2). `chainCut` is how the
+    /// goes only when the policy says so, marked as such (contract §2). `chainCut` is how the
     /// dispatch's snapshot found the chain.
     func present(_ error: Message, reportedAt origin: String, chainCut: Bool) {
         // An interrupt is not the script's error: it ends the whole entry, which says so once.

@@ -37,7 +37,7 @@ struct Message {
     var type: String
     var payload: Payload
 
-    /// Normalizes a plain value into a message of `domain` following SPEC §3: a string is
+    /// Normalizes a plain value into a message of `domain` following contract §3: a string is
     /// shorthand (`{type = s}` for events, `{type = "Error", message = s}` for errors); an
     /// error's `type` defaults to "Error"; an event needs a string `type`. Nil when not valid.
     init?(_ value: Value, as domain: Domain) {

@@ -53,7 +53,7 @@ public struct TraceStep: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// How a dispatch ended (SPEC §5): plain data, safe to hand to another task or actor.
+/// How a dispatch ended (contract §5): plain data, safe to hand to another task or actor.
 public struct Outcome: Sendable, Hashable {
     /// Where the value ended up.
     public enum Status: String, Sendable, Hashable {
@@ -86,7 +86,7 @@ public struct Outcome: Sendable, Hashable {
     /// responder: the position (0-based) in the enclosing dispatch's trace of that responder's
     /// step. Nil for a top-level dispatch, or one a publish subscriber started.
     public var enclosingStep: Int? = nil
-    /// The revision that answered it, for an outcome from a `RulesPool` (SPEC §9); nil for a
+    /// The revision that answered it, for an outcome from a `RulesPool` (contract §9); nil for a
     /// hierarchy's own.
     public var revision: Revision? = nil
 }
@@ -115,7 +115,7 @@ public struct PresentedError: Sendable, Hashable {
 
 /// What becomes of an error that reaches the top of a detached subtree unhandled.
 public enum DetachedPolicy: String, Sendable, CaseIterable {
-    /// Nothing reaches the root or its presenter (SPEC §2). The default.
+    /// Nothing reaches the root or its presenter (contract §2). The default.
     case drop
     /// The root's presenter receives it, marked `detached`.
     case presenter

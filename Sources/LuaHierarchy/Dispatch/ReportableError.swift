@@ -13,7 +13,7 @@ extension ReportableError {
     public var errorFields: [String: Value] { [:] }
 }
 
-/// A dispatch nested deeper than the hierarchy's limit (SPEC §4): thrown by `trigger` and
+/// A dispatch nested deeper than the hierarchy's limit (contract §4): thrown by `trigger` and
 /// `report`, raised in Lua by `triggerEvent` and `reportError`.
 public struct DispatchDepthExceeded: ReportableError, CustomStringConvertible {
     /// The hierarchy's nesting limit that was passed.

@@ -1,4 +1,4 @@
-/// The seven responder kinds of SPEC §4, and `handleAlertErrors` (§6), named as in Lua.
+/// The seven responder kinds of contract §4, and `handleAlertErrors` (§6), named as in Lua.
 public enum ResponderKind: String, Sendable, CaseIterable {
     case receiveEvent, handleEvent, transformEvent
     case receiveError, handleError, transformError, catchError
@@ -152,7 +152,7 @@ final class Responder: Registration {
     }
 
     /// Takes the responder off its node. Idempotent. Dispatches under way that have it in
-    /// their snapshot do not call it either (SPEC §4): the tree tells whoever runs them.
+    /// their snapshot do not call it either (contract §4): the tree tells whoever runs them.
     func remove() {
         guard !isRemoved else { return }
         isRemoved = true

@@ -89,7 +89,7 @@ extension ResponderHandle: ResponderRegistering {
     public var registrationNode: Node { node }
 }
 
-/// Swift closures as responders (SPEC §4): the same kinds, filters and rules as Lua's.
+/// Swift closures as responders (contract §4): the same kinds, filters and rules as Lua's.
 /// A thrown error is a reported error that continues at the next responder.
 extension ResponderRegistering {
     /// Registers a `receive` responder: `.handled` stops the event, `.notHandled` (or

@@ -15,8 +15,8 @@ protocol RecordedSteps: AnyObject {
     func hasValue(ofStep index: Int, after: Bool) -> Bool
 }
 
-/// A dispatch's trace (SPEC §5), made Swift values when first read, within the memory cap
-/// (SPEC §7): each step and each value is charged as it is made, for as long as the trace is
+/// A dispatch's trace (contract §5), made Swift values when first read, within the memory cap
+/// (contract §7): each step and each value is charged as it is made, for as long as the trace is
 /// held. Once the cap refuses a value, the steps go on without values; once it refuses a step,
 /// the trace ends there. (A refusal trips the running budget on memory, if one is running.)
 final class DispatchTrace {

@@ -6,7 +6,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Stopping running scripts on SIGINT and SIGTERM, as `lua.c` does on Ctrl-C (SPEC §8).
+/// Stopping running scripts on SIGINT and SIGTERM, as `lua.c` does on Ctrl-C (contract §8).
 ///
 /// Once asked (by a signal, or by `request`), every Lua state of the process stops at its
 /// next instruction, or at the next charge of long host work: its running dispatches end

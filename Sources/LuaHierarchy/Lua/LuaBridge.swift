@@ -16,7 +16,7 @@ final class LuaBridge {
     /// in `pendingTraces` (outcome -> userdata holding them, weak keys).
     private(set) var tracedOutcomeMetatable: Int32 = 0
     /// Every other outcome's metatable, and a trace's: locked, they only name what they are
-    /// (SPEC §7: getmetatable on a host object returns a locked placeholder).
+    /// (contract §7: getmetatable on a host object returns a locked placeholder).
     private(set) var outcomeMetatable: Int32 = 0
     private var traceMetatable: Int32 = 0
     private(set) var pendingTraces: Int32 = 0
@@ -83,7 +83,7 @@ final class LuaBridge {
         withTable(tracedOutcomeMetatable) {
             host.pushFunction { [unowned self] call in try materializeTrace(call) }
             host.setRawField(of: -2, "__index")
-            // Locked: getmetatable(outcome) shows this word, never the table (SPEC §7).
+            // Locked: getmetatable(outcome) shows this word, never the table (contract §7).
             host.push("outcome")
             host.setRawField(of: -2, "__metatable")
         }
@@ -152,7 +152,7 @@ final class LuaBridge {
         host.retainedObject(at: index, metatableRef: handleMetatable) as? any Registration
     }
 
-    // MARK: The API (SPEC §2, §4, §5)
+    // MARK: The API (contract §2, §4, §5)
 
     private func nodeGetters() -> [String: HostFunction] {
         [
@@ -215,7 +215,7 @@ final class LuaBridge {
     }
 
     /// A handle's methods: `remove`, and every registration, which registers the next
-    /// responder on the handle's node (`node:receiveError(f):transformError(g)`, SPEC §4).
+    /// responder on the handle's node (`node:receiveError(f):transformError(g)`, contract §4).
     private func handleMethods() -> [String: HostFunction] {
         var methods: [String: HostFunction] = [
             "remove": { [unowned self] call in

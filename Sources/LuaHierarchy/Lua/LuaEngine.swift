@@ -631,7 +631,7 @@ final class LuaEngine: DispatchEngine {
         return lua_toboolean(host.thread, -1) != 0
     }
 
-    /// An alert responder (SPEC §6): offered alertable errors only (nil otherwise); its body
+    /// An alert responder (contract §6): offered alertable errors only (nil otherwise); its body
     /// may choose one of the error's recovery options, the host's presenter shows the alert,
     /// and it is handled, with the choice settled (`Dispatcher.resolve`).
     private func alert(_ responder: Responder, handledBy node: String, reportedAt origin: String, _ call: HostCall) throws -> Int32 {
@@ -838,7 +838,7 @@ final class LuaEngine: DispatchEngine {
 
     // MARK: Removals
 
-    /// A responder removed while dispatches are under way is not called by them either (SPEC
+    /// A responder removed while dispatches are under way is not called by them either (contract
     /// §4): their plans call the skipper in its place (luahier_skipremoved). Those plans are
     /// stale from now on, so no later dispatch uses them.
     private func removedDuringDispatch(_ responder: Responder) {

@@ -62,7 +62,7 @@ extension LuaHost {
 extension LuaPayload {
     /// Writes the value. With a memory cap, its JSON may take at most what is left under the
     /// cap: a larger one is written as a `MemoryLimitExceeded` error naming its size instead
-    /// (SPEC §7: the host's copies are held on the script's behalf).
+    /// (contract §7: the host's copies are held on the script's behalf).
     func writeJSON(into writer: inout JSONWriter) {
         writeJSON(into: &writer, collecting: true)
     }

@@ -1,7 +1,7 @@
 import CLua
 import CLuaHost
 
-/// The memory cap over everything held on the scripts' behalf (SPEC §7): the host's own
+/// The memory cap over everything held on the scripts' behalf (contract §7): the host's own
 /// copies are counted in the counter the allocator keeps for the Lua heap (`guardState.used`),
 /// against the same limit, and refused past it as the allocator refuses: the running budget
 /// trips on memory (sticky), and the error is `MemoryLimitExceeded` naming the script's line.

@@ -1,7 +1,7 @@
 import CLua
 import CLuaHost
 
-/// The standard libraries a state starts with, and the sandbox around them (SPEC §7).
+/// The standard libraries a state starts with, and the sandbox around them (contract §7).
 ///
 /// The sandbox is an allow-list: the prelude builds the script's environment from fresh
 /// tables holding only the allowed functions, and makes it the state's globals (the registry's

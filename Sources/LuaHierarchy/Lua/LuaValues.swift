@@ -10,7 +10,7 @@ extension LuaHost {
     /// [-0, +0, -] The value at `index` as plain data. `strict` throws on what plain data
     /// cannot hold; otherwise such parts are described in strings (for messages).
     ///
-    /// Every copy is the host's, held on the script's behalf (SPEC §7), so it is bounded: a
+    /// Every copy is the host's, held on the script's behalf (contract §7), so it is bounded: a
     /// `bounded` description builds at most half of what the memory cap leaves (1 MiB at least,
     /// 16 MiB at most, cap or none: a description is for messages); any other copy (an
     /// outcome's value, a trace's, a Swift responder's input) at most what the cap leaves. The
@@ -311,7 +311,7 @@ extension LuaHost {
 
     // MARK: Messages
 
-    /// [-0, +0, m] The value at `index` as a message of `domain` (SPEC §3): a string is
+    /// [-0, +0, m] The value at `index` as a message of `domain` (contract §3): a string is
     /// shorthand; a table keeps its identity, and an error table without `type` gets
     /// `type = "Error"`. A table that already travelled as the other domain is refused, so
     /// an event cannot come back from an error responder as an error, nor the reverse.

@@ -1,7 +1,7 @@
 import Dispatch
 
 /// The states of one revision: a thread each, with its own hierarchy and the rules loaded
-/// from the same text, taking jobs from one queue (SPEC §7: one state, one thread).
+/// from the same text, taking jobs from one queue (contract §7: one state, one thread).
 ///
 /// A generation loads in full before it answers anything: the first state loads the rules
 /// from the text the pool read once, recording the text of every module they `require`;

@@ -32,7 +32,7 @@ final class PoolWorker {
     /// Answers `lines` of `chunk`, in order. Each outcome line goes to `deliver` with the
     /// revision in it when the pool stamps outcomes, and without its `line` member unless
     /// `numbered`; `charged` says the processor charged it to `held` already (the deliverer
-    /// charges the others while it holds them, SPEC §7). With a `timeBudget` (seconds), no
+    /// charges the others while it holds them, contract §7). With a `timeBudget` (seconds), no
     /// line begins once it has run out: each line left is answered `invalid`
     /// (`BatchTimeLimitExceeded`) without running, so a batch ends within its budget and one
     /// line's own.

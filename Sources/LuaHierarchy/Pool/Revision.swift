@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 
-/// One loaded version of a rule set: what answered an outcome (SPEC §9, hot reload).
+/// One loaded version of a rule set: what answered an outcome (contract §9, hot reload).
 ///
 /// `number` counts the revisions a pool has loaded, from 1. `hash` is the SHA-256 of the
 /// rules file's text and of every module it loaded with `require` (each named by its path):

@@ -5,7 +5,7 @@ import Darwin
 #endif
 
 /// A pool of Lua states loaded from one rules file: the rules engine for many threads and
-/// tasks (SPEC §7, §9). `luahier dispatch` and `luahier serve` both run on it.
+/// tasks (contract §7, §9). `luahier dispatch` and `luahier serve` both run on it.
 ///
 /// Each state has its own thread and answers one request at a time; a request waits for a
 /// free state, bounded in number (`maxWaiting`) and in time (`maxWait`), and is refused
@@ -188,7 +188,7 @@ public final class RulesPool: @unchecked Sendable {
         }
     }
 
-    /// Triggers `event` at the node at `path` on a free state of the running revision (SPEC
+    /// Triggers `event` at the node at `path` on a free state of the running revision (contract
     /// §5) and returns its outcome, stamped with the revision that answered it. Throws
     /// `Refusal` when no state came free in time, or `DispatchError` when there is no node
     /// at `path`.

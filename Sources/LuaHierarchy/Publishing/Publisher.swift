@@ -1,5 +1,5 @@
 /// Which subscribers among the publishing node's descendants receive a published event
-/// (SPEC §6). A *branch* is a path down from the publisher; a subscriber is a node with a
+/// (contract §6). A *branch* is a path down from the publisher; a subscriber is a node with a
 /// subscription whose filter matches the event.
 public enum PublishScope: String, Sendable, CaseIterable {
     /// On each branch, the shallowest subscriber: those with no subscriber above them

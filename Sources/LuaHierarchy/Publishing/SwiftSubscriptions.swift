@@ -12,7 +12,7 @@ public struct SubscriptionHandle {
 
 extension Node {
     /// Subscribes `body` to events of the filter's types published from an ancestor
-    /// (SPEC §6). A thrown error is reported at this node.
+    /// (contract §6). A thrown error is reported at this node.
     @discardableResult
     public func subscribe(
         _ filter: TypeFilter, file: StaticString = #fileID, line: UInt = #line,

@@ -299,7 +299,7 @@ final class Pipeline: @unchecked Sendable {
 
     /// Moves the answer the worker just wrote into `batch.answered`, where the flusher can
     /// write it if the batch is next in order and still being answered: an answer does not
-    /// wait behind a slow line after it in its batch (SPEC §8). The batch's own lock, which
+    /// wait behind a slow line after it in its batch (contract §8). The batch's own lock, which
     /// only the flusher ever contends: a lock every worker took per line cost 10% of the
     /// throughput with two jobs.
     /// Hands an answer over to be written. `charged`: the processor charged it to `held`
@@ -313,7 +313,7 @@ final class Pipeline: @unchecked Sendable {
             }
         }
         batch.answeredLines += 1
-        // Held until written, on the rules' behalf (SPEC §7): charged now, given back once
+        // Held until written, on the rules' behalf (contract §7): charged now, given back once
         // written (what the cap refuses is held all the same, and its line is answered).
         if !charged { _ = held.add(answer.count) }
         if answer.count > Self.maxUnwrittenBytes {

@@ -69,7 +69,7 @@ struct LineProcessor {
     /// The errors that passed the root unhandled while one line was answered, other than
     /// the line's own outcome: those of dispatches nested in it and of publish subscribers,
     /// limit errors included. A stream has no one to present them to, so they go into the
-    /// line's outcome as `presented`, nothing vanishing (SPEC §5). The first `kept` are kept
+    /// line's outcome as `presented`, nothing vanishing (contract §5). The first `kept` are kept
     /// whole, while together they take at most `budget` bytes (half the memory cap: each is
     /// a bounded description, but sixteen of them are held at once); the rest are counted.
     final class PresentedLog {
@@ -114,7 +114,7 @@ struct LineProcessor {
     }
 
     /// What a worker's output holds until it is written, charged against the hierarchy's
-    /// memory cap (SPEC §7): it is held on the rules' behalf.
+    /// memory cap (contract §7): it is held on the rules' behalf.
     func outputCharge() -> MemoryCharge {
         MemoryCharge(meter: hierarchy.root.tree.meter)
     }
@@ -135,7 +135,7 @@ struct LineProcessor {
 
     /// Answers `lines[from...]` of `chunk`: a run of them by C end to end (each outcome handed
     /// to `deliver` as it is written, for the deliverer to hold and charge), then the first line
-    /// C leaves to this side, answered its own way into `output`, charged to `held` (SPEC §7).
+    /// C leaves to this side, answered its own way into `output`, charged to `held` (contract §7).
     /// No line begins at or after `startBy` (on `LuaEngine.clock`; 0: no bound).
     func answerRun(
         _ chunk: UnsafeRawBufferPointer, lines: [LuaEngine.RunLine], from: Int, into output: inout JSONWriter,

@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 
-/// What happens when a value of a type a node did not declare passes it (SPEC §6).
+/// What happens when a value of a type a node did not declare passes it (contract §6).
 public enum SafetyLevel: String, Sendable, CaseIterable {
     /// The value is replaced by a reported `SafetyViolation` error, which continues from
     /// the declaring node.
@@ -118,7 +118,7 @@ extension Node {
     }
 }
 
-/// The run-time check (SPEC §6), kept apart from the dispatch loop: a plan made while
+/// The run-time check (contract §6), kept apart from the dispatch loop: a plan made while
 /// declarations are checked has an arrival at each declaring node (ChainPlan.swift), and the
 /// engine asks this what a value arriving there does.
 enum SafetyCheck {

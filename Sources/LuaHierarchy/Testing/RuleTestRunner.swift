@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 
-/// `luahier test` (SPEC §9): runs the tests of `*_test.lua` files, each test on a fresh
+/// `luahier test` (contract §9): runs the tests of `*_test.lua` files, each test on a fresh
 /// hierarchy with the file's rules loaded, so no test sees another's state, and one that
 /// fails, raises or trips a limit never stops the others. With `coverage`, it counts which
 /// registered responders and subscriptions each test reached.

@@ -1,4 +1,4 @@
-/// `luahier explain` without `--run` (SPEC §9): which responders could see a value sent at a
+/// `luahier explain` without `--run` (contract §9): which responders could see a value sent at a
 /// node, in the order they would be offered it, and why each other one would not. Nothing
 /// runs: it reads the chain plan a dispatch from that node would run (ChainPlan, the one
 /// place the chain's order and the safety check's arrivals are decided) and follows it the

@@ -3,7 +3,7 @@
 final class TreeToken {
     var generation = 0
     /// What the tree's own copies are charged to (names, paths, declarations, traces): the
-    /// host's memory cap (SPEC §7). Held through its reference: nodes may outlive the host.
+    /// host's memory cap (contract §7). Held through its reference: nodes may outlive the host.
     /// Nil: nothing is counted.
     var meter: (any MemoryMeter)? {
         get { meterReference?.meter }
@@ -77,9 +77,9 @@ public final class Node {
     final class Extras {
         /// Built once a node has many children, so `child(_:)` stays O(1) in wide trees.
         var childIndex: [String: Node]?
-        /// In subscription order (SPEC §6).
+        /// In subscription order (contract §6).
         var subscriptions: [Subscription] = []
-        /// `triggers{...}` / `reports{...}` (SPEC §6), nil until the first declaration.
+        /// `triggers{...}` / `reports{...}` (contract §6), nil until the first declaration.
         var declarations: Declarations?
     }
 
@@ -319,7 +319,7 @@ public enum TreeError: Error, Hashable, Sendable, CustomStringConvertible {
     case nameTaken(name: String, parent: String)
     case differentTree
     case rootCannotMove
-    /// Creating the node would pass the memory cap (SPEC §7): the host counts every node's
+    /// Creating the node would pass the memory cap (contract §7): the host counts every node's
     /// name and object against `Limits.memory`, as it counts the Lua heap.
     case memoryLimitExceeded(limit: Int)
 

@@ -1,7 +1,7 @@
 /// How an error value reads for people, in one place for every printer (the CLI's
 /// presenter and script failures, `ScriptError.description`).
 ///
-/// SPEC §3 reads a bare string as `{type = "Error", message = s}`; the same holds for a
+/// contract §3 reads a bare string as `{type = "Error", message = s}`; the same holds for a
 /// `cause` that is a string. A table with no `message` reads as its other fields, so
 /// `error({code = 42})` says `Error: {code = 42}` rather than nothing. (A table's
 /// `__tostring` has by then become its `message`: the host's message handler asks it.)

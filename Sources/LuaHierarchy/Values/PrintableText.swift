@@ -1,4 +1,4 @@
-/// Text a host prints on a script's behalf (SPEC §7): messages, types, paths, tracebacks and
+/// Text a host prints on a script's behalf (contract §7): messages, types, paths, tracebacks and
 /// warnings come from scripts, so before they reach a terminal their control characters are
 /// escaped (no escape sequence, carriage return or NUL a script chose reaches the terminal)
 /// and their size is bounded (a 100 MB message prints as its first few KiB).
