@@ -23,7 +23,7 @@ static int luahier_jsonprogress(luahier_JSONOut *out) {
         return 1;
     }
     luahier_chargework(g, LUAHIER_JSON_PROGRESS_BYTES / LUAHIER_BYTES_PER_UNIT);
-    if (g->active && g->budget.exceeded) {
+    if (luahier_guardtripped(g)) {
         out->stopped = 1;
         return 0;
     }

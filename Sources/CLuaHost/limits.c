@@ -443,8 +443,11 @@ void luahier_work(lua_State *L, long long units) {
     if (g->active && g->budget.exceeded) luahier_raiselimit(L, g);
 }
 
-int luahier_tripped(lua_State *L) {
-    luahier_Guard *g = luahier_guard(L);
+int luahier_guardtripped(luahier_Guard *g) {
     luahier_settlerefusal(g);
     return g->active ? g->budget.exceeded : 0;
+}
+
+int luahier_tripped(lua_State *L) {
+    return luahier_guardtripped(luahier_guard(L));
 }

@@ -206,6 +206,9 @@ void luahier_work(lua_State *L, long long units);
 /* [-0, +0, -] What the running budget has tripped on (LUAHIER_TRIPPED_*, 0: nothing). */
 int luahier_tripped(lua_State *L);
 
+/* [-0, +0, -] luahier_tripped, for code that holds the guard and no state (the JSON writer). */
+int luahier_guardtripped(luahier_Guard *g);
+
 /* [-0, +0, -] Whether the function running at `ar`'s level is the one at registry reference
  * `ref` (0: none). */
 int luahier_frameruns(lua_State *L, lua_Debug *ar, int ref);

@@ -112,9 +112,9 @@ final class ChainPlan {
     /// The path of the node an entry is at as a message shows it (`PathText.shown`): a tool
     /// that names every entry's node (explain) stays linear in a deep chain.
     func shownPath(of node: PathPrefix) -> String {
-        node.length == 0 ? "/" : origin.utf8.withContiguousStorageIfAvailable {
-            PathText.shown(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: $0[..<node.length])))
-        } ?? PathText.shown(path: path(of: node))
+        guard node.length > 0 else { return "/" }
+        var origin = origin
+        return origin.withUTF8 { PathText.shown(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer($0)[..<node.length])) }
     }
 
     /// The path of the node an entry (of this plan) is at.
@@ -239,11 +239,6 @@ enum PathText {
 
     /// `path` (UTF-8 bytes) as a message shows it: whole when short, else "…" and its last
     /// names within `shownBytes`. In time of what it shows.
-    static func shown(path: String) -> String {
-        var path = path
-        return path.withUTF8 { shown(UnsafeRawBufferPointer($0)) }
-    }
-
     static func shown(_ path: UnsafeRawBufferPointer) -> String {
         guard path.count > shownBytes else { return String(decoding: path, as: UTF8.self) }
         var start = path.count - shownBytes

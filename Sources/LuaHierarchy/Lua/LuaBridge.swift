@@ -407,7 +407,6 @@ final class LuaBridge {
         }
         // Choosing the recipients, and checking them after the tree changed, was charged as
         // it went (Dispatcher.publish).
-        _ = result
         lua_pushinteger(L, lua_Integer(result.delivered))
         return 1
     }

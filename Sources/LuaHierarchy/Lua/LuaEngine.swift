@@ -197,11 +197,11 @@ final class LuaEngine: DispatchEngine {
         lua_settop(L, plans)
         let plan = dispatcher.plan(from: origin)
         state.pointee.plans_made += 1
-        push(plan)
+        let whole = push(plan)
         // Kept unless `maxPlans` are kept already: those stay (a script cycling through more
-        // nodes would otherwise make a plan per dispatch and use none). One a trip cut short
-        // is never kept.
-        if planCount < Self.maxPlans && plan.complete && !host.limitTripped {
+        // nodes would otherwise make a plan per dispatch and use none). One laid out empty
+        // (a trip cut it short, or its paths passed the cap) is never kept.
+        if planCount < Self.maxPlans && whole {
             lua_pushlightuserdata(L, Unmanaged.passUnretained(origin).toOpaque())
             lua_pushvalue(L, -2)
             lua_rawset(L, plans)
@@ -263,9 +263,10 @@ final class LuaEngine: DispatchEngine {
 
     /// [-0, +1, m] The Lua table of `plan`, laid out as luahier_engine.h's LUAHIER_PLAN_* say.
     /// A plan a trip cut short (or whose paths would pass the cap) is laid out empty: the walk
-    /// raises the limit's error at its first instruction.
-    private func push(_ plan: ChainPlan) {
-        let plan = plan.complete && pathsFit(plan) ? plan : plan.emptied
+    /// raises the limit's error at its first instruction. Returns whether it was laid out whole.
+    private func push(_ plan: ChainPlan) -> Bool {
+        let whole = plan.complete && pathsFit(plan)
+        let plan = whole ? plan : plan.emptied
         let L = host.thread
         let stride = Int(LUAHIER_ENTRY_STRIDE)
         let first = Int(LUAHIER_PLAN_ENTRIES)
@@ -339,6 +340,7 @@ final class LuaEngine: DispatchEngine {
                 set(slot + Int(LUAHIER_ENTRY_RUN))
             }
         }
+        return whole
     }
 
     /// [-0, +1, m] What the walk calls for `entry`: a Lua responder's own function, else a

@@ -45,9 +45,8 @@ extension LuaHost {
                 return tooLargeStandIn(at: index)
             }
         }
-        var unbounded = Int.max
         do {
-            return try value(at: index, ancestors: &ancestors, budget: &unbounded, strict: strict)
+            return try value(at: index, ancestors: &ancestors, strict: strict)
         } catch {
             lua_settop(thread, top)
             throw error
@@ -136,7 +135,7 @@ extension LuaHost {
     /// The path of a failure is built as the error goes back out, level by level, so a copy
     /// that succeeds spends nothing on paths.
     private func value(
-        at index: Int32, ancestors: inout [UnsafeRawPointer], budget: inout Int, strict: Bool
+        at index: Int32, ancestors: inout [UnsafeRawPointer], strict: Bool
     ) throws(PayloadError) -> Value {
         let L = thread
         switch lua_type(L, index) {
@@ -145,16 +144,10 @@ extension LuaHost {
         case LUA_TNUMBER:
             return lua_isinteger(L, index) != 0 ? .int(luahier_tointeger(L, index)) : .double(luahier_tonumber(L, index))
         case LUA_TSTRING:
-            if budget != Int.max {
-                var length = 0
-                _ = lua_tolstring(L, index, &length)
-                budget -= length + 16
-                if budget < 0 { return Self.tooLarge }
-            }
             if let text = validString(at: index) { return .string(text) }
             return .bytes(bytes(at: index)!)
         case LUA_TTABLE:
-            return try tableValue(at: index, ancestors: &ancestors, budget: &budget, strict: strict)
+            return try tableValue(at: index, ancestors: &ancestors, strict: strict)
         default:
             let kind = typeName(at: index)
             if strict { throw PayloadError(path: "", reason: "a \(kind) cannot be copied as plain data") }
@@ -163,7 +156,7 @@ extension LuaHost {
     }
 
     private func tableValue(
-        at table: Int32, ancestors: inout [UnsafeRawPointer], budget: inout Int, strict: Bool
+        at table: Int32, ancestors: inout [UnsafeRawPointer], strict: Bool
     ) throws(PayloadError) -> Value {
         let L = thread
         let identity = lua_topointer(L, table)!
@@ -184,36 +177,27 @@ extension LuaHost {
         // in an order of their own, so the description does not depend on Lua's table order
         // (which its hash seed changes from run to run) and no key silently replaces another.
         var described: [(order: [UInt8], key: String, value: Value)] = []
-        var cut = false
         lua_pushnil(L)
         while lua_next(L, table) != 0 {
-            if budget != Int.max {
-                budget -= 32
-                if budget < 0 {
-                    luahier_pop(L, 2)
-                    cut = true
-                    break
-                }
-            }
             // key at -2, value at -1
             switch lua_type(L, -2) {
             case LUA_TSTRING:
                 guard let key = validString(at: -2) else {
                     if strict { throw PayloadError(path: "", reason: "a key that is not valid UTF-8") }
                     let raw = bytes(at: -2)!
-                    let field = try value(at: lua_gettop(L), ancestors: &ancestors, budget: &budget, strict: strict)
+                    let field = try value(at: lua_gettop(L), ancestors: &ancestors, strict: strict)
                     described.append(([1] + raw, String(decoding: raw, as: UTF8.self), field))
                     break
                 }
                 do {
-                    fields[key] = try value(at: lua_gettop(L), ancestors: &ancestors, budget: &budget, strict: strict)
+                    fields[key] = try value(at: lua_gettop(L), ancestors: &ancestors, strict: strict)
                 } catch {
                     throw error.inside("." + key)
                 }
             case LUA_TNUMBER where lua_isinteger(L, -2) != 0:
                 let key = luahier_tointeger(L, -2)
                 do {
-                    items.append((key, try value(at: lua_gettop(L), ancestors: &ancestors, budget: &budget, strict: strict)))
+                    items.append((key, try value(at: lua_gettop(L), ancestors: &ancestors, strict: strict)))
                 } catch {
                     throw error.inside("[\(key)]")
                 }
@@ -222,20 +206,12 @@ extension LuaHost {
                     throw PayloadError(path: "", reason: "a key of type \(typeName(at: -2)) (keys are strings, or 1...n for arrays)")
                 }
                 let name = describeKey(at: -2)
-                let field = try value(at: lua_gettop(L), ancestors: &ancestors, budget: &budget, strict: strict)
+                let field = try value(at: lua_gettop(L), ancestors: &ancestors, strict: strict)
                 described.append(([2] + Array(name.utf8), name, field))
             }
             luahier_pop(L, 1)
         }
 
-        if cut {
-            // What did not fit is marked; an error keeps what says what it is.
-            if ancestors.count == 1 { keepEssentials(of: table, in: &fields) }
-            if fields.isEmpty && !items.isEmpty {
-                return .array(items.sorted { $0.key < $1.key }.map(\.value) + [Self.tooLarge])
-            }
-            fields["…"] = Self.tooLarge
-        }
         if items.isEmpty && described.isEmpty { return .map(fields) }
         items.sort { $0.key < $1.key }
         let isSequence = items.enumerated().allSatisfy { Int64($0.offset + 1) == $0.element.key }
