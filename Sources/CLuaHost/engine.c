@@ -10,6 +10,18 @@
 #include <lauxlib.h>
 #include <string.h>
 
+void luahier_pushwords(lua_State *L) {
+    static const char *const texts[] = {
+#define LUAHIER_WORD_TEXT(name, text) text,
+        LUAHIER_WORDS(LUAHIER_WORD_TEXT)
+#undef LUAHIER_WORD_TEXT
+    };
+    lua_createtable(L, LUAHIER_WORD_COUNT, 0);
+    for (int word = 1; word <= LUAHIER_WORD_COUNT; word++) {
+        lua_pushstring(L, texts[word - 1]);
+        lua_rawseti(L, -2, word);
+    }
+}
 
 /* [-0, +0, -] The integer at slot `n` of the table at `t`. */
 static lua_Integer luahier_slot(lua_State *L, int t, lua_Integer n) {

@@ -71,54 +71,163 @@ static int luahier_requestslot(const char *key, size_t length, int *is_error) {
     return 0;
 }
 
+/* Reads past the value at the reader's place, building nothing. 1, or 0 with the reader
+ * saying why. */
+static int luahier_skipjson(luahier_JSONReader *r) {
+    luahier_jsonbegin(r, 1);
+    for (;;) {
+        switch (luahier_jsonnext(r)) {
+        case LUAHIER_JSON_BEGIN_OBJECT: case LUAHIER_JSON_BEGIN_ARRAY: case LUAHIER_JSON_KEY:
+            continue;
+        case LUAHIER_JSON_NULL: case LUAHIER_JSON_TRUE: case LUAHIER_JSON_FALSE: case LUAHIER_JSON_INTEGER:
+        case LUAHIER_JSON_DOUBLE: case LUAHIER_JSON_STRING: case LUAHIER_JSON_END_OBJECT: case LUAHIER_JSON_END_ARRAY:
+            if (r->depth == 0) return 1;
+            continue;
+        default:
+            return 0;
+        }
+    }
+}
+
 /* [-0, +(0|1), m] The plan of the node at the path at `path`: kept by path while the plans are
- * current (luahier_Engine.plans_epoch), else asked of the host. Returns 0 when there is none. */
-static int luahier_pushplanat(lua_State *L, luahier_Engine *e, int path) {
-    if (*e->changes == e->plans_epoch) {
+ * current (luahier_Engine.plans_epoch), else asked of the host. Returns LUAHIER_PLAN_FOUND (the
+ * plan pushed), or _NO_NODE / _NOT_A_PATH with nothing pushed. With `make` 0, the host only
+ * looks the node up (nothing pushed). */
+static int luahier_pushplanat(lua_State *L, luahier_Engine *e, int path, int make) {
+    if (make && *e->changes == e->plans_epoch) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, e->plans_ref);
         lua_pushvalue(L, path);
         if (lua_rawget(L, -2) == LUA_TTABLE) {
             lua_remove(L, -2);
-            return 1;
+            return LUAHIER_PLAN_FOUND;
         }
         lua_pop(L, 2);
     }
     size_t length;
     const char *bytes = lua_tolstring(L, path, &length);
-    return e->plan_at(e->host, L, bytes, length);
+    return e->plan_at(e->host, L, bytes, length, make);
+}
+
+/* [-0, +0, m] Whether what the state holds fits under its memory cap, after a full collection
+ * if it seemed not to (always, without a cap). */
+static int luahier_fitscap(lua_State *L) {
+    luahier_Guard *g = luahier_guard(L);
+    if (g->limit == 0 || g->used <= g->limit) return 1;
+    int caller_in_host = g->in_host;
+    g->in_host = 1;
+    lua_gc(L, LUA_GCCOLLECT);
+    g->in_host = caller_in_host;
+    return g->used <= g->limit;
+}
+
+/* Ends a request's reading with `refusal`: the reader's message at `top + 4` when it failed. */
+static int luahier_refuse(lua_State *L, luahier_JSONReader *reader, int top, luahier_Request *request, int refusal) {
+    if (refusal == LUAHIER_REFUSE_JSON) {
+        lua_pushstring(L, reader->message ? reader->message : "invalid JSON");
+        lua_replace(L, top + 4);
+        request->column = (long)reader->column;
+    }
+    luahier_jsonfree(reader);
+    request->refusal = refusal;
+    return LUAHIER_REQUEST_REFUSED;
 }
 
 int luahier_readrequest(lua_State *L, luahier_Engine *e, const char *bytes, size_t length, int depth_limit,
                         const char *input, long number, luahier_Request *request) {
     int top = lua_gettop(L);
-    if (!lua_checkstack(L, 12)) return LUAHIER_REQUEST_HOST;
+    memset(request, 0, sizeof *request);
     luahier_JSONReader reader;
     luahier_jsoninit(&reader, bytes, length, depth_limit, 1);
-    /* [id, at (then the plan), value (then its type)] */
-    lua_settop(L, top + 3);
-    int seen[4] = { 0, 0, 0, 0 };
-    int is_error = 0;
-    if (luahier_jsonmember(&reader) != LUAHIER_JSON_BEGIN_OBJECT) goto host;
+    /* [id, at (then the plan), value (then its type), the first unknown key or the reader's
+     * message] */
+    lua_settop(L, top + 4);
+    int seen_at = 0, unknown = 0, is_error = 0;
+    if (luahier_jsonmember(&reader) != LUAHIER_JSON_BEGIN_OBJECT) {
+        /* Not an object: still read through, so a text that is not JSON says so first. */
+        if (!luahier_skipjson(&reader) || !luahier_jsonexpectend(&reader))
+            return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_JSON);
+        return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_NOT_OBJECT);
+    }
     for (;;) {
         int token = luahier_jsonmember(&reader);
         if (token == LUAHIER_JSON_END_OBJECT) break;
-        if (token != LUAHIER_JSON_KEY) goto host;
-        /* Any other member, or one given twice (two payloads among them), is the host's to word. */
-        int slot = luahier_requestslot(reader.string, reader.string_length, &is_error);
-        if (slot == 0 || seen[slot]++) goto host;
-        if (!luahier_pushjson(L, &reader, 1, &e->json_memory)) goto host;
+        if (token != LUAHIER_JSON_KEY) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_JSON);
+        int member_is_error = 0;
+        int slot = luahier_requestslot(reader.string, reader.string_length, &member_is_error);
+        if (slot == 0) {
+            /* Read through (its JSON must be good too); the first one is named. */
+            if (!unknown++) {
+                lua_pushlstring(L, reader.string, reader.string_length);
+                lua_replace(L, top + 4);
+            }
+            if (!luahier_skipjson(&reader)) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_JSON);
+            continue;
+        }
+        luahier_jsonskipspace(&reader);
+        size_t start = reader.index;
+        if (slot == 1 && start < length && (bytes[start] == '[' || bytes[start] == '{')) {
+            /* An id is echoed as it came, nulls and all; a table cannot say whether it came as
+             * [] or {}, nor its members' order: the host reads it from its text. */
+            reader.nulls_as_nil = 0;
+            int read = luahier_skipjson(&reader);
+            reader.nulls_as_nil = 1;
+            if (!read) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_JSON);
+            lua_pushnil(L);
+            request->id_is_text = 1;
+        } else {
+            if (slot == 1) reader.nulls_as_nil = 0;
+            int read = luahier_pushjson(L, &reader, 1, &e->json_memory);
+            reader.nulls_as_nil = 1;
+            if (!read) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_JSON);
+            if (slot == 1) request->id_is_text = 0;
+        }
+        /* The last of a member given twice counts (a null payload is an absent one). */
+        if (slot == 3) {
+            if (lua_isnil(L, -1)) {
+                lua_pop(L, 1);
+                continue;
+            }
+            request->payloads++;
+            request->payload_kinds |= member_is_error ? 2 : 1;
+            is_error = member_is_error;
+        }
         lua_replace(L, top + slot);
+        if (slot == 1) {
+            request->has_id = 1;
+            request->id_start = (long)start;
+            request->id_length = (long)(reader.index - start);
+        } else if (slot == 2) {
+            seen_at = 1;
+            request->at_start = (long)start;
+            request->at_length = (long)(reader.index - start);
+        }
     }
-    if (!luahier_jsonexpectend(&reader) || !seen[2] || !seen[3]) goto host;
-    /* Read as the host's (no refusal halfway through a value): one past the memory cap is the
-     * host's to refuse (LineProcessor). */
-    const luahier_Guard *g = luahier_guard(L);
-    if (g->limit && g->used > g->limit) goto host;
-    /* An id is echoed as it came; a table cannot say whether it came as [] or {}. */
-    if (lua_type(L, top + 1) == LUA_TTABLE || lua_type(L, top + 2) != LUA_TSTRING) goto host;
-    if (!luahier_pushplanat(L, e, top + 2)) goto host;
-    lua_replace(L, top + 2);
-    if (!luahier_asvalue(L, e, top + 3, is_error)) goto host;
+    if (!luahier_jsonexpectend(&reader)) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_JSON);
+    request->is_error = is_error;
+    /* The rest in the order a reader meets the fields (docs/line-protocol.md). */
+    if (unknown) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_UNKNOWN_FIELD);
+    if (!seen_at) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_NO_AT);
+    if (lua_type(L, top + 2) != LUA_TSTRING) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_AT_NOT_PATH);
+    /* Read as the host's (no refusal halfway through a value): a request past the memory cap
+     * is refused before any rule runs, and its node's plan is not made. */
+    int fits = luahier_fitscap(L);
+    switch (luahier_pushplanat(L, e, top + 2, fits)) {
+    case LUAHIER_PLAN_FOUND: break;
+    case LUAHIER_PLAN_NOT_A_PATH: return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_NOT_A_PATH);
+    default: return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_NO_NODE);
+    }
+    if (fits) lua_replace(L, top + 2);
+    if (request->payloads == 0) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_NO_PAYLOAD);
+    if (request->payloads > 1) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_PAYLOADS);
+    lua_settop(L, top + 3);
+    if (!luahier_asvalue(L, e, top + 3, is_error)) {
+        lua_settop(L, top + 4);
+        return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_NOT_A_MESSAGE);
+    }
+    if (!fits) {
+        lua_settop(L, top + 4);
+        return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_MEMORY);
+    }
     if (is_error) {
         /* [id, plan, value, type] An error names its input line unless it names a place. */
         lua_pushfstring(L, "%s:%I", input, (LUAI_UACINT)number);
@@ -126,13 +235,7 @@ int luahier_readrequest(lua_State *L, luahier_Engine *e, const char *bytes, size
         lua_settop(L, top + 4);
     }
     luahier_jsonfree(&reader);
-    request->has_id = seen[1];
-    request->is_error = is_error;
     return LUAHIER_REQUEST_READY;
-host:
-    luahier_jsonfree(&reader);
-    lua_settop(L, top);
-    return LUAHIER_REQUEST_HOST;
 }
 
 /* `,"status":…,"kind":…,"value":` by status and domain. */
@@ -144,63 +247,108 @@ static const char *const luahier_outcomeheads[3][2] = {
 
 #define LUAHIER_APPEND(out, literal) luahier_jsonappend(out, literal, sizeof literal - 1)
 
-/* [-0, +0, m] `,"key":` and the string at slot `slot` of the plan at `plan`. */
-static int luahier_appendfield(lua_State *L, luahier_JSONOut *out, const char *key, size_t key_length, int plan,
-                               lua_Integer slot) {
+/* [-0, +0, m] `key` (`,"name":`) and the field's JSON: a Lua value, or the host's JSON text. */
+static int luahier_appendjsonfield(lua_State *L, luahier_JSONOut *out, const char *key, size_t key_length,
+                                   const luahier_Field *field) {
     if (!luahier_jsonappend(out, key, key_length)) return LUAHIER_JSON_LIMIT;
-    lua_rawgeti(L, plan, slot);
-    size_t length;
-    const char *bytes = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &length) : NULL;
-    int result = bytes ? luahier_appendjsonstring(out, bytes, length) : LUAHIER_JSON_CAREFUL;
-    lua_pop(L, 1);
-    return result;
+    if (field->text) return luahier_jsonappend(out, field->text, field->length) ? LUAHIER_JSON_WRITTEN : LUAHIER_JSON_LIMIT;
+    if (field->index) return luahier_appendjson(L, field->index, out);
+    return LUAHIER_APPEND(out, "null") ? LUAHIER_JSON_WRITTEN : LUAHIER_JSON_LIMIT;
 }
 
-int luahier_writeoutcome(lua_State *L, long number, int id, int has_id, int plan, const luahier_Result *r,
-                         size_t available, luahier_JSONOut *out) {
+/* [-0, +0, m] `key` and the field as a JSON string: a Lua string, or the host's text; a Lua
+ * value that is not a string is the careful writer's. */
+static int luahier_appendstringfield(lua_State *L, luahier_JSONOut *out, const char *key, size_t key_length,
+                                     const luahier_Field *field) {
+    size_t length = field->length;
+    const char *bytes = field->text;
+    if (!bytes) {
+        if (lua_type(L, field->index) != LUA_TSTRING) return LUAHIER_JSON_CAREFUL;
+        bytes = lua_tolstring(L, field->index, &length);
+    }
+    if (!luahier_jsonappend(out, key, key_length)) return LUAHIER_JSON_LIMIT;
+    return luahier_appendjsonstring(out, bytes, length);
+}
+
+static int luahier_hasfield(const luahier_Field *field) { return field->text != NULL || field->index != 0 || field->deferred; }
+
+/* A count field (`,"name":N`), its digits written backwards (no printf per line). */
+static int luahier_appendcount(luahier_JSONOut *out, const char *key, long count) {
+    char digits[48];
+    char *end = digits + sizeof digits, *p = end;
+    unsigned long magnitude = count < 0 ? 0 : (unsigned long)count;
+    do { *--p = (char)('0' + magnitude % 10); magnitude /= 10; } while (magnitude);
+    size_t key_length = strlen(key);
+    p -= key_length;
+    memcpy(p, key, key_length);
+    return luahier_jsonappend(out, p, (size_t)(end - p));
+}
+
+#define LUAHIER_FIELD(L, out, kind, key, part) \
+    if ((result = luahier_append##kind##field(L, out, key, sizeof key - 1, part)) != LUAHIER_JSON_WRITTEN) return result
+
+int luahier_writeoutcome(lua_State *L, const luahier_Outcome *o, luahier_JSONOut *out, int *stage) {
     luahier_jsonoutbegin(out);
     out->limit = (size_t)-1;
-    /* {"line":N, its digits written backwards (no printf per line). */
-    char line[32];
-    char *end = line + sizeof line, *p = end;
-    unsigned long magnitude = number < 0 ? 0 : (unsigned long)number;
-    do { *--p = (char)('0' + magnitude % 10); magnitude /= 10; } while (magnitude);
-    p -= 8;
-    memcpy(p, "{\"line\":", 8);
     int result = LUAHIER_JSON_WRITTEN;
-    if (!luahier_jsonappend(out, p, (size_t)(end - p))) return LUAHIER_JSON_LIMIT;
-    if (has_id) {
-        if (!LUAHIER_APPEND(out, ",\"id\":")) return LUAHIER_JSON_LIMIT;
-        if ((result = luahier_appendjson(L, id, out)) != LUAHIER_JSON_WRITTEN) return result;
-    }
-    const char *head = luahier_outcomeheads[r->status][r->is_error != 0];
-    if (!luahier_jsonappend(out, head, strlen(head))) return LUAHIER_JSON_LIMIT;
-    /* The value's JSON is held on the rules' behalf: at most what the memory cap leaves. */
-    if (available < (size_t)-1 - out->size) out->limit = out->size + available;
-    result = luahier_appendjson(L, r->value, out);
-    out->limit = (size_t)-1;
-    if (result != LUAHIER_JSON_WRITTEN) return result;
-    if (r->status == LUAHIER_STATUS_HANDLED) {
-        static const char by[] = ",\"by\":", responder[] = ",\"responder\":";
-        if ((result = luahier_appendfield(L, out, by, sizeof by - 1, plan, r->slot + LUAHIER_ENTRY_NODE)) !=
-                LUAHIER_JSON_WRITTEN ||
-            (result = luahier_appendfield(L, out, responder, sizeof responder - 1, plan, r->slot + LUAHIER_ENTRY_WHERE)) !=
-                LUAHIER_JSON_WRITTEN)
-            return result;
-    }
-    switch (lua_type(L, r->choice)) {
-    case LUA_TNIL: case LUA_TNONE: break;
-    case LUA_TSTRING: {
-        size_t choice_length;
-        const char *choice = lua_tolstring(L, r->choice, &choice_length);
-        if (!LUAHIER_APPEND(out, ",\"choice\":")) return LUAHIER_JSON_LIMIT;
-        if ((result = luahier_appendjsonstring(out, choice, choice_length)) != LUAHIER_JSON_WRITTEN) return result;
-        break;
-    }
+    switch (*stage) {
+    case LUAHIER_OUTCOME_START:
+        if (!luahier_appendcount(out, "{\"line\":", o->number)) return LUAHIER_JSON_LIMIT;
+        if (o->has_id) { LUAHIER_FIELD(L, out, json, ",\"id\":", &o->id); }
+        if (o->status == LUAHIER_OUTCOME_INVALID) {
+            if (!LUAHIER_APPEND(out, ",\"status\":\"invalid\"")) return LUAHIER_JSON_LIMIT;
+            LUAHIER_FIELD(L, out, string, ",\"error\":{\"type\":", &o->error_type);
+            LUAHIER_FIELD(L, out, string, ",\"message\":", &o->error_message);
+            LUAHIER_FIELD(L, out, string, ",\"where\":", &o->error_where);
+            return LUAHIER_APPEND(out, "}}\n") ? LUAHIER_JSON_WRITTEN : LUAHIER_JSON_LIMIT;
+        }
+        const char *head = luahier_outcomeheads[o->status][o->is_error != 0];
+        if (!luahier_jsonappend(out, head, strlen(head))) return LUAHIER_JSON_LIMIT;
+        if (o->value.deferred) {
+            *stage = LUAHIER_OUTCOME_AFTER_VALUE;
+            return LUAHIER_OUTCOME_DEFERRED;
+        }
+        /* The value's JSON is held on the rules' behalf: at most what the memory cap leaves. */
+        if (o->value_room < (size_t)-1 - out->size) out->limit = out->size + o->value_room;
+        result = o->value.text ? (luahier_jsonappend(out, o->value.text, o->value.length) ? LUAHIER_JSON_WRITTEN : LUAHIER_JSON_LIMIT)
+                               : luahier_appendjson(L, o->value.index, out);
+        out->limit = (size_t)-1;
+        if (result != LUAHIER_JSON_WRITTEN) return result;
+        /* fallthrough */
+    case LUAHIER_OUTCOME_AFTER_VALUE:
+        if (luahier_hasfield(&o->by)) { LUAHIER_FIELD(L, out, string, ",\"by\":", &o->by); }
+        if (luahier_hasfield(&o->responder)) { LUAHIER_FIELD(L, out, string, ",\"responder\":", &o->responder); }
+        if (o->choice.text || (o->choice.index && !lua_isnil(L, o->choice.index))) {
+            LUAHIER_FIELD(L, out, string, ",\"choice\":", &o->choice);
+        }
+        if (luahier_hasfield(&o->presented)) {
+            if (!LUAHIER_APPEND(out, ",\"presented\":")) return LUAHIER_JSON_LIMIT;
+            if (o->presented.deferred) {
+                *stage = LUAHIER_OUTCOME_AFTER_PRESENTED;
+                return LUAHIER_OUTCOME_DEFERRED;
+            }
+            LUAHIER_FIELD(L, out, json, "", &o->presented);
+        }
+        /* fallthrough */
+    case LUAHIER_OUTCOME_AFTER_PRESENTED:
+        if (o->presented_omitted > 0 && !luahier_appendcount(out, ",\"presentedOmitted\":", o->presented_omitted))
+            return LUAHIER_JSON_LIMIT;
+        if (luahier_hasfield(&o->trace)) {
+            if (!LUAHIER_APPEND(out, ",\"trace\":")) return LUAHIER_JSON_LIMIT;
+            if (o->trace.deferred) {
+                *stage = LUAHIER_OUTCOME_AFTER_TRACE;
+                return LUAHIER_OUTCOME_DEFERRED;
+            }
+            LUAHIER_FIELD(L, out, json, "", &o->trace);
+        }
+        /* fallthrough */
+    case LUAHIER_OUTCOME_AFTER_TRACE:
+        if (o->trace_omitted > 0 && !luahier_appendcount(out, ",\"traceOmitted\":", o->trace_omitted))
+            return LUAHIER_JSON_LIMIT;
+        return LUAHIER_APPEND(out, "}\n") ? LUAHIER_JSON_WRITTEN : LUAHIER_JSON_LIMIT;
     default:
-        return LUAHIER_JSON_CAREFUL;
+        return LUAHIER_JSON_WRITTEN;
     }
-    return LUAHIER_APPEND(out, "}\n") ? LUAHIER_JSON_WRITTEN : LUAHIER_JSON_LIMIT;
 }
 
 /* [-0, +0, m] Makes `r` a dispatch the running budget's trip ended: unhandled, the limit's
@@ -221,13 +369,30 @@ static void luahier_answerwithlimit(lua_State *L, luahier_Result *r) {
     lua_replace(L, r->choice);
 }
 
+/* [-0, +(0|2), m] The outcome of the dispatch `r` describes, along the plan at `plan`: its
+ * status, value and choice, and for a handled one the entry's node and place (pushed). */
+static void luahier_fillresult(lua_State *L, luahier_Outcome *o, const luahier_Result *r, int plan) {
+    o->status = r->status;
+    o->is_error = r->is_error;
+    o->value.index = r->value;
+    o->choice.index = r->choice;
+    o->by.index = o->responder.index = 0;
+    if (r->status == LUAHIER_STATUS_HANDLED) {
+        lua_rawgeti(L, plan, r->slot + LUAHIER_ENTRY_NODE);
+        o->by.index = lua_gettop(L);
+        lua_rawgeti(L, plan, r->slot + LUAHIER_ENTRY_WHERE);
+        o->responder.index = lua_gettop(L);
+    }
+}
+
 int luahier_answerrun(lua_State *L, luahier_Engine *e, luahier_LineRun *run) {
     luahier_Guard *g = luahier_guard(L);
     luahier_JSONOut *out = e->json_out;
     for (; run->next < run->count; run->next++) {
         const luahier_Line *line = &run->lines[run->next];
-        if (line->oversized || luahier_interrupt_pending()) return LUAHIER_RUN_HOST;
+        if (luahier_interrupt_pending()) return LUAHIER_RUN_INTERRUPTED;
         if (run->start_by > 0 && luahier_now() >= run->start_by) return LUAHIER_RUN_EXPIRED;
+        if (line->oversized) return LUAHIER_RUN_TOO_LONG;
         if (g->watch) luahier_watchdog_name(g->watch, NULL, line->number);
         int top = lua_gettop(L);
         luahier_Request *request = &run->request;
@@ -238,7 +403,7 @@ int luahier_answerrun(lua_State *L, luahier_Engine *e, luahier_LineRun *run) {
         if (luahier_readrequest(L, e, run->chunk + line->start, (size_t)line->count, run->depth_limit, run->input,
                                 line->number, request) != LUAHIER_REQUEST_READY) {
             luahier_endentry(L);
-            return LUAHIER_RUN_HOST;
+            return LUAHIER_RUN_REFUSED;
         }
         /* [id, plan, value, type] */
         long changes = *e->changes;
@@ -252,16 +417,26 @@ int luahier_answerrun(lua_State *L, luahier_Engine *e, luahier_LineRun *run) {
         }
         /* Written inside the line's budget: its JSON is host work the line's limits bound. */
         int written = LUAHIER_JSON_CAREFUL;
-        if (lua_type(L, r->trace) != LUA_TTABLE && *run->presented == presented) {
+        if (lua_type(L, r->trace) != LUA_TTABLE && *run->presented == presented && !request->id_is_text) {
+            luahier_Outcome outcome;
+            memset(&outcome, 0, sizeof outcome);
+            outcome.number = line->number;
+            outcome.has_id = request->has_id;
+            outcome.id.index = top + 1;
             for (int collected = 0;; collected = 1) {
-                size_t available = g->limit == 0 ? (size_t)-1 : g->used >= g->limit ? 0 : g->limit - g->used;
-                written = luahier_writeoutcome(L, line->number, top + 1, request->has_id, top + 2, r, available, out);
+                luahier_fillresult(L, &outcome, r, top + 2);
+                outcome.value_room = g->limit == 0 ? (size_t)-1 : g->used >= g->limit ? 0 : g->limit - g->used;
+                int stage = LUAHIER_OUTCOME_START;
+                written = luahier_writeoutcome(L, &outcome, out, &stage);
                 if (written == LUAHIER_JSON_LIMIT && out->stopped) {
                     /* The budget ran out while the value was written (a value that holds one
                      * table many times reads as exponentially many bytes): the line ends with
                      * the limit's error, as if its dispatch had. */
                     luahier_answerwithlimit(L, r);
-                    written = luahier_writeoutcome(L, line->number, top + 1, request->has_id, top + 2, r, (size_t)-1, out);
+                    luahier_fillresult(L, &outcome, r, top + 2);
+                    outcome.value_room = (size_t)-1;
+                    stage = LUAHIER_OUTCOME_START;
+                    written = luahier_writeoutcome(L, &outcome, out, &stage);
                     break;
                 }
                 /* What the cap leaves may be held by garbage (the tables of the lines before):

@@ -130,7 +130,7 @@ public final class Hierarchy {
         moduleFolderList = sandbox.folders
         bridge = try LuaBridge(host: host, hierarchy: self)
         dispatcher.engine = bridge.engine
-        bridge.engine.nodeAtPath = { [unowned self] path in (try? node(at: path)) ?? nil }
+        bridge.engine.nodeAtPath = { [unowned self] path throws(TreeError) in try node(at: path) }
         if options.libraries == .sandboxed { try host.sealGlobals(sandbox.seal) }
         setModuleFolders(nil)
     }
@@ -235,12 +235,6 @@ public final class Hierarchy {
     /// write if a rule gets stuck in one of Lua's own C calls (LuaHost.nameEntries).
     func nameEntries(_ name: String?, line: Int) {
         host.nameEntries(name, line: line)
-    }
-
-    /// Parses the JSON value at the parser's place as a message of `domain`, held by Lua
-    /// (for the rules engine: no `Value` is built on the way in).
-    func parseMessage(from parser: JSONParser, as domain: Domain) throws(JSONError) -> Result<Message, ShapeFailure> {
-        try host.parseMessage(from: parser, as: domain)
     }
 
     /// The shallowest dispatch depth whose unhandled errors reach `presenter` (Dispatcher).

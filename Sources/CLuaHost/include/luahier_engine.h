@@ -111,15 +111,26 @@ enum {
 };
 
 /* Interned words (the table at luahier_Engine.words_ref), so C pushes them without hashing:
- * an outcome's keys and words, and the value rules' fields. */
+ * an outcome's keys and words, and the value rules' fields. The one list: each word's name
+ * and its text. */
+#define LUAHIER_WORDS(X) \
+    X(TYPE, "type") X(MESSAGE, "message") X(WHERE, "where") X(CAUSE, "cause") \
+    X(EVENT, "event") X(ERROR, "error") X(HANDLED, "handled") X(NOTHANDLED, "notHandled") \
+    X(UNHANDLED, "unhandled") X(DETACHED, "detached") X(STATUS, "status") X(KIND, "kind") \
+    X(VALUE, "value") X(AT, "at") X(BY, "by") X(RESPONDER, "responder") \
+    X(INDEX, "index") X(CHOICE, "choice") X(ERRORTYPE, "Error") X(LUAERROR, "LuaError")
+
 enum {
-    LUAHIER_WORD_TYPE = 1, LUAHIER_WORD_MESSAGE, LUAHIER_WORD_WHERE, LUAHIER_WORD_CAUSE,
-    LUAHIER_WORD_EVENT, LUAHIER_WORD_ERROR, LUAHIER_WORD_HANDLED, LUAHIER_WORD_NOTHANDLED,
-    LUAHIER_WORD_UNHANDLED, LUAHIER_WORD_DETACHED, LUAHIER_WORD_STATUS, LUAHIER_WORD_KIND,
-    LUAHIER_WORD_VALUE, LUAHIER_WORD_AT, LUAHIER_WORD_BY, LUAHIER_WORD_RESPONDER,
-    LUAHIER_WORD_INDEX, LUAHIER_WORD_CHOICE, LUAHIER_WORD_ERRORTYPE, LUAHIER_WORD_LUAERROR,
-    LUAHIER_WORD_COUNT = LUAHIER_WORD_LUAERROR
+    LUAHIER_WORD_NONE = 0,
+#define LUAHIER_WORD_NAME(name, text) LUAHIER_WORD_##name,
+    LUAHIER_WORDS(LUAHIER_WORD_NAME)
+#undef LUAHIER_WORD_NAME
+    LUAHIER_WORD_END,
+    LUAHIER_WORD_COUNT = LUAHIER_WORD_END - 1
 };
+
+/* [-0, +1, m] A new table of the words, LUAHIER_WORD_* -> its text (engine.c). */
+void luahier_pushwords(lua_State *L);
 
 /* The most dispatches nested at once (the depth limit is at most 180, Dispatcher.depthLimits). */
 #define LUAHIER_MAX_DEPTH 200
@@ -177,9 +188,9 @@ typedef struct luahier_Engine {
     /* [-0, +1] The current plan for the node at address `node`, made if need be. */
     void (*plan_for)(void *host, lua_State *L, void *node);
     /* [-0, +(0|1)] The current plan of the node at `path` (`length` bytes), made if need be
-     * and kept by its path too; returns 0 with nothing pushed when there is no node there (or
-     * `path` is not a path): the host words that. */
-    int (*plan_at)(void *host, lua_State *L, const char *path, size_t length);
+     * and kept by its path too (with `make` 0, the node is only looked up: nothing pushed).
+     * Returns LUAHIER_PLAN_FOUND, _NO_NODE or _NOT_A_PATH (luahier_lines.h). */
+    int (*plan_at)(void *host, lua_State *L, const char *path, size_t length, int make);
     /* [-0, +0] A dispatch along the plan at `plan` ended as `r` says: present an unhandled error
      * (as the policy says), let an observer see it. */
     void (*ended)(void *host, lua_State *L, int plan, const luahier_Result *r);

@@ -1,9 +1,10 @@
 /* JSON into Lua, and `luahier dispatch`'s lines answered in C (lines.c): a request read from
  * JSON straight into Lua values by the one JSON reader (luahier_jsonread.h), the engine's
- * dispatch, and the outcome written as JSON, with nothing built in Swift on the way. A line
- * this path declines (anything unusual: a refusal, an id that is not a scalar, a value the C
- * writer leaves to the careful path) is answered by the host's own path (Sources/LuaHierarchy/
- * Rules/LineProcessor.swift), which reads it with the same reader and words every refusal. */
+ * dispatch, and the outcome written as JSON, with nothing built in Swift on the way. Every rule
+ * of the line protocol is here, once: whether a request is valid (luahier_readrequest, which
+ * says why not with a code the host words), and how an outcome line is laid out
+ * (luahier_writeoutcome, which the host calls too for the lines it finishes: a trace, errors
+ * presented, a value for the careful writer, a refusal). */
 #ifndef LUAHIER_LINES_H
 #define LUAHIER_LINES_H
 
@@ -35,29 +36,107 @@ int luahier_pushjson(lua_State *L, luahier_JSONReader *reader, int depth, luahie
 
 /* What a request line holds, once read. */
 typedef struct luahier_Request {
-    int has_id;     /* the line has an "id" (pushed: nil for null) */
-    int is_error;   /* "error" rather than "event" */
+    int has_id;       /* the line has an "id" (pushed: nil for null) */
+    int id_is_text;   /* the id is an array or object: nil is pushed, and the host reads it from
+                       * its text (it is echoed as it came) */
+    long id_start, id_length; /* the id's JSON text in the line */
+    long at_start, at_length; /* "at"'s JSON text in the line */
+    int is_error;     /* "error" rather than "event" (the last payload given) */
+    int payloads;     /* how many payloads were given (a null one is absent) */
+    int payload_kinds;/* 1: an "event" was given, 2: an "error" */
+    int refusal;      /* LUAHIER_REFUSE_* */
+    long column;      /* LUAHIER_REFUSE_JSON: where the reader stopped */
 } luahier_Request;
 
 enum {
-    LUAHIER_REQUEST_READY = 1,  /* pushed: the id (or nil), the plan, the value, its type */
-    LUAHIER_REQUEST_HOST = 0    /* nothing pushed: the host answers this line */
+    LUAHIER_REQUEST_READY = 1,   /* pushed: the id (or nil), the plan, the value, its type */
+    LUAHIER_REQUEST_REFUSED = 0  /* pushed: 4 values (below); `refusal` says why */
 };
 
-/* [-0, +(0|4), m] Reads request line `bytes` ({"id": scalar, "at": "/path", "event": E} or
+/* Why a request line is refused: the one place a request's validity is decided (the host only
+ * words each, Sources/LuaHierarchy/Rules/LineProcessor.swift). When several apply, the first in
+ * this order is given, the order a reader meets them. Pushed with each: the id's slot, "at" (or
+ * the plan), the payload as read, then the first unknown key (_UNKNOWN_FIELD) or the reader's
+ * message (_JSON). */
+enum {
+    LUAHIER_REFUSE_NONE = 0,
+    LUAHIER_REFUSE_JSON,           /* not JSON (the reader's message and `column`) */
+    LUAHIER_REFUSE_NOT_OBJECT,     /* JSON, but not an object */
+    LUAHIER_REFUSE_UNKNOWN_FIELD,  /* a member other than id, at, event, error */
+    LUAHIER_REFUSE_NO_AT,          /* no "at" */
+    LUAHIER_REFUSE_AT_NOT_PATH,    /* "at" is not a string (its text at at_start) */
+    LUAHIER_REFUSE_NOT_A_PATH,     /* "at" is not a path (no leading '/', an empty name) */
+    LUAHIER_REFUSE_NO_NODE,        /* no node at "at" */
+    LUAHIER_REFUSE_NO_PAYLOAD,     /* no "event" or "error" */
+    LUAHIER_REFUSE_PAYLOADS,       /* more than one (`payloads`, `payload_kinds`) */
+    LUAHIER_REFUSE_NOT_A_MESSAGE,  /* the payload is not a message of its domain */
+    LUAHIER_REFUSE_MEMORY          /* the request does not fit under the memory cap */
+};
+
+/* What the host's plan_at reports (luahier_Engine.plan_at). */
+enum { LUAHIER_PLAN_NO_NODE = 0, LUAHIER_PLAN_FOUND = 1, LUAHIER_PLAN_NOT_A_PATH = 2 };
+
+/* [-0, +4, m] Reads request line `bytes` ({"id": any, "at": "/path", "event": E} or
  * {..., "error": E}) and readies its dispatch: the plan of the node at "at" (asked of the host
  * when not kept), the value made one of its domain (contract §3, luahier_asvalue), an error's
  * `where` its line (`input`:`number`) unless it names one. Returns LUAHIER_REQUEST_*. */
 int luahier_readrequest(lua_State *L, struct luahier_Engine *engine, const char *bytes, size_t length,
                         int depth_limit, const char *input, long number, luahier_Request *request);
 
-/* [-0, +0, m] Writes the outcome line of request `number` (its id at `id` if `has_id`), whose
- * dispatch along the plan at `plan` ended as `r` says, to `out` (emptied first): {"line", "id",
- * "status", "kind", "value", "by", "responder", "choice"} and a newline, the value's JSON at
- * most `available` bytes. Returns LUAHIER_JSON_WRITTEN, or LUAHIER_JSON_CAREFUL / _LIMIT when
- * the host must write it (the value needs its careful writing, or is past `available`). */
-int luahier_writeoutcome(lua_State *L, long number, int id, int has_id, int plan, const struct luahier_Result *r,
-                         size_t available, struct luahier_JSONOut *out);
+/* One field of an outcome line: a Lua value at stack `index` (0: none), or the host's `text`
+ * (JSON for the JSON fields, the string itself for the string fields; NULL: none), or
+ * `deferred`: the host writes it in place, where luahier_writeoutcome stops for it. */
+typedef struct luahier_Field {
+    int index;
+    const char *text;
+    size_t length;
+    int deferred;
+} luahier_Field;
+
+/* The status of an outcome line that refuses its request. */
+#define LUAHIER_OUTCOME_INVALID 3
+
+/* One outcome line (docs/line-protocol.md), whoever made its parts: C for the lines it answers
+ * end to end, the host for the rest (a trace, errors presented, a value for the careful writer,
+ * a refusal). */
+typedef struct luahier_Outcome {
+    long number;
+    int status;                /* LUAHIER_STATUS_*, or LUAHIER_OUTCOME_INVALID */
+    int is_error;              /* the value's domain */
+    int has_id;
+    luahier_Field id;          /* JSON; an id with neither is null */
+    luahier_Field value;       /* JSON */
+    size_t value_room;         /* the most bytes the value's JSON may take */
+    luahier_Field by, responder, choice;           /* strings */
+    luahier_Field presented;   /* JSON (an array) */
+    long presented_omitted;
+    luahier_Field trace;       /* JSON (an array) */
+    long trace_omitted;
+    luahier_Field error_type, error_message, error_where; /* strings, for an invalid line */
+} luahier_Outcome;
+
+/* Where luahier_writeoutcome starts (LUAHIER_OUTCOME_START), and where it goes on after the
+ * host wrote a deferred field. */
+enum {
+    LUAHIER_OUTCOME_START = 0,
+    LUAHIER_OUTCOME_AFTER_VALUE,
+    LUAHIER_OUTCOME_AFTER_PRESENTED,
+    LUAHIER_OUTCOME_AFTER_TRACE
+};
+
+/* What luahier_writeoutcome returns when it stopped for a deferred field. */
+#define LUAHIER_OUTCOME_DEFERRED 2
+
+/* [-0, +0, m] Writes outcome line `o` and a newline to `out` (emptied first), from `*stage`:
+ * {"line", "id", "status", "kind", "value", "by", "responder", "choice", "presented",
+ * "presentedOmitted", "trace", "traceOmitted"}, absent fields left out, or {"line", "id",
+ * "status": "invalid", "error": {"type", "message", "where"}}: the one layout of an outcome
+ * line. Returns LUAHIER_JSON_WRITTEN; LUAHIER_OUTCOME_DEFERRED when it stopped before a
+ * deferred field (its key written), `*stage` where to go on once the host wrote it after what
+ * `out` holds (large parts are written where they are kept, never copied); or
+ * LUAHIER_JSON_CAREFUL / _LIMIT when the host must write the line (a Lua value needs the
+ * careful writer, or the value is past `value_room`). With no Lua values, `L` may be NULL. */
+int luahier_writeoutcome(lua_State *L, const luahier_Outcome *o, struct luahier_JSONOut *out, int *stage);
 
 
 /* ---- Runs of lines ------------------------------------------------------------------------- */
@@ -108,16 +187,17 @@ typedef struct luahier_LineRun {
 /* Why a run stopped at line `next`. */
 enum {
     LUAHIER_RUN_DONE = 0,       /* every line is answered */
-    LUAHIER_RUN_HOST = 1,       /* line `next` is the host's, untouched: too long, not a request C
-                                 * reads, or an interrupt came before it */
+    LUAHIER_RUN_TOO_LONG = 1,   /* line `next` was too long to keep: the host refuses it */
     LUAHIER_RUN_DISPATCHED = 2, /* line `next` was dispatched and the host writes its outcome (it
-                                 * has errors presented meanwhile, a trace, or a value for the careful
-                                 * writer): pushed, the id, the plan, the value, its type, then the
+                                 * has errors presented meanwhile, a trace, an id read from its text,
+                                 * or a value for the careful writer): pushed, the id, the plan, the value, its type, then the
                                  * LUAHIER_DISPATCH_RESULTS values `result` names */
-    LUAHIER_RUN_INTERRUPTED = 3,/* an interrupt cut line `next` short: it is not answered */
+    LUAHIER_RUN_INTERRUPTED = 3,/* an interrupt came before or during line `next`: it is not answered */
     LUAHIER_RUN_CHANGED = 4,    /* the tree's chains changed during the line before `next` (the
                                  * rules' doing): the host looks at its settings before going on */
-    LUAHIER_RUN_EXPIRED = 5     /* `start_by` passed before line `next` began: it is not answered */
+    LUAHIER_RUN_EXPIRED = 5,    /* `start_by` passed before line `next` began: it is not answered */
+    LUAHIER_RUN_REFUSED = 6     /* line `next` is not a valid request: pushed as luahier_readrequest
+                                 * leaves a refusal, `request` says why, and the host words it */
 };
 
 /* [-0, +(0|4+LUAHIER_DISPATCH_RESULTS), m] Answers the run's lines: each read

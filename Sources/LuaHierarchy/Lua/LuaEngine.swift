@@ -25,7 +25,7 @@ final class LuaEngine: DispatchEngine {
     /// How many plans the plans table holds at most (by node, and by path for request lines).
     static let maxPlans = 1024
     /// The node at a request line's path, if any (the hierarchy's lookup).
-    var nodeAtPath: ((String) -> Node?)?
+    var nodeAtPath: ((String) throws(TreeError) -> Node?)?
     /// The lines of a run of request lines, as C reads them (LuaLines.swift), reused.
     var lineBuffer: [luahier_Line] = []
     private var planCount = 0
@@ -58,17 +58,8 @@ final class LuaEngine: DispatchEngine {
         state.pointee.dispatch_seconds = host.limits.dispatchTime ?? 0
         state.pointee.tags_ref = host.domainTags
         state.pointee.plans_ref = host.makeTableRef()
-        // The words C pushes, by LUAHIER_WORD_*.
-        let words = [
-            "type", "message", "where", "cause", "event", "error", "handled", "notHandled", "unhandled", "detached",
-            "status", "kind", "value", "at", "by", "responder", "index", "choice", "Error", "LuaError",
-        ]
-        precondition(words.count == Int(LUAHIER_WORD_COUNT))
-        lua_createtable(L, Int32(words.count), 0)
-        for (offset, word) in words.enumerated() {
-            host.push(word)
-            lua_rawseti(L, -2, lua_Integer(offset + 1))
-        }
+        // The words C pushes, by LUAHIER_WORD_* (spelled in luahier_engine.h, the one list).
+        luahier_pushwords(L)
         state.pointee.words_ref = host.ref()
         // What each kind must return, for contract errors (worded once, by ResponderKind).
         lua_createtable(L, 0, Int32(ResponderKind.allCases.count))
@@ -99,9 +90,9 @@ final class LuaEngine: DispatchEngine {
         state.pointee.ended = { engine, L, plan, result in LuaEngine.from(engine).ended(L!, plan, result!.pointee) }
         state.pointee.push_failure = { engine, L, failure in LuaEngine.from(engine).pushFailure(L!, failure) }
         state.pointee.json_out = host.jsonOut
-        state.pointee.plan_at = { engine, L, path, length in
+        state.pointee.plan_at = { engine, L, path, length, make in
             let path = String(decoding: UnsafeRawBufferPointer(start: path, count: length), as: UTF8.self)
-            return LuaEngine.from(engine).planAt(L!, path) ? 1 : 0
+            return LuaEngine.from(engine).planAt(L!, path, make: make != 0)
         }
         settingsChanged()
         dispatcher.root.tree.responderRemoved = { [unowned self] responder in removedDuringDispatch(responder) }
@@ -462,9 +453,16 @@ final class LuaEngine: DispatchEngine {
 
     /// `plan_at`: [-0, +(0|1)] the current plan of the node at `path`, kept by the path too (a
     /// request line names its node by path); false with nothing pushed when there is none.
-    private func planAt(_ L: LuaState, _ path: String) -> Bool {
+    private func planAt(_ L: LuaState, _ path: String, make: Bool) -> Int32 {
         host.asHost(on: L) {
-            guard let node = nodeAtPath?(path) else { return false }
+            let node: Node
+            do {
+                guard let found = try nodeAtPath?(path) else { return Int32(LUAHIER_PLAN_NO_NODE) }
+                node = found
+            } catch {
+                return Int32(LUAHIER_PLAN_NOT_A_PATH)
+            }
+            guard make else { return Int32(LUAHIER_PLAN_FOUND) }
             pushPlan(for: node)
             if planCount < Self.maxPlans {
                 lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(state.pointee.plans_ref))
@@ -474,7 +472,7 @@ final class LuaEngine: DispatchEngine {
                 luahier_pop(L, 1)
                 planCount += 1
             }
-            return true
+            return Int32(LUAHIER_PLAN_FOUND)
         }
     }
 

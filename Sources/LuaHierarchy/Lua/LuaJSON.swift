@@ -114,21 +114,6 @@ extension LuaPayload {
 }
 
 extension LuaHost {
-    /// [-0, +0, m] Parses the JSON value at the parser's place straight into a Lua table and
-    /// makes it a message of `domain`. On a wrong shape, the reason and the value described.
-    func parseMessage(from parser: JSONParser, as domain: Domain) throws(JSONError) -> Result<Message, ShapeFailure> {
-        let top = lua_gettop(thread)
-        defer { lua_settop(thread, top) }
-        guard luahier_pushjson(thread, parser.reader, 1, nil) != 0 else { throw parser.error }
-        do {
-            return .success(try message(at: -1, as: domain))
-        } catch {
-            return .failure(ShapeFailure(described: (try? value(at: -1, strict: false)) ?? .null))
-        }
-    }
-}
-
-extension LuaHost {
     /// What the JSON text `bytes` reads as in Lua (a payload's reading: nulls as nil), read
     /// back as a `Value`: the C reader's Lua side, for tests that hold it to the Swift side.
     func readJSONThroughLua(_ bytes: UnsafeRawBufferPointer, depthLimit: Int = JSON.defaultDepthLimit) throws -> Value {

@@ -161,67 +161,24 @@ struct LineProcessor {
             result.expired = true
             return result
         case .dispatched(let dispatch, let id):
-            // Charged as `process` charges: what the writing did not charge itself.
+            // Charged as the writing did not charge itself.
             let start = output.bytes.count
             let chargedBefore = held.bytes
             writeWithinBudget(dispatch, id: id, number: line.number, into: &output, held: held)
             _ = held.add(output.bytes.count - start - (held.bytes - chargedBefore))
             presented.reset()
             result.answered = LineStatus(dispatch.status)
-        case .host:
-            if startBy > 0 && LuaEngine.clock >= startBy {
-                result.expired = true
-                return result
-            }
-            if line.oversized {
-                refuseOversized(length: line.count, number: line.number, into: &output)
-                result.answered = .invalid
-            } else {
-                let text = UnsafeRawBufferPointer(rebasing: chunk[line.start..<line.start + line.count])
-                guard let status = process(text, number: line.number, into: &output, held: held) else {
-                    result.interrupted = true
-                    return result
-                }
-                result.answered = status
-            }
+        case .refused(let refused):
+            write(Self.words(for: refused), number: line.number, into: &output)
+            _ = held.add(output.bytes.count)
+            result.answered = .invalid
+        case .tooLong:
+            refuseOversized(length: line.count, number: line.number, into: &output)
+            _ = held.add(output.bytes.count)
+            result.answered = .invalid
         }
         result.next += 1
         return result
-    }
-
-    /// Appends the outcome line (with its newline) for input line `number` to `output`, the
-    /// host's own way (for lines C leaves to it), charging what it adds to `held`. Trace values
-    /// the cap refuses are left out (the dispatch that recorded them has ended by then). Nil
-    /// when an interrupt (SIGINT) cut the line's dispatch short: the line was not answered,
-    /// and nothing is appended.
-    func process(
-        _ line: UnsafeRawBufferPointer, number: Int, into output: inout JSONWriter, held: MemoryCharge
-    ) -> LineStatus? {
-        let start = output.bytes.count
-        let chargedBefore = held.bytes
-        defer { _ = held.add(output.bytes.count - start - (held.bytes - chargedBefore)) }
-        hierarchy.nameEntries(nil, line: number)
-        if hierarchy.traceLevel != traceLevel { hierarchy.traceLevel = traceLevel }
-        presented.reset()
-        switch request(from: line, number: number) {
-        case .failure(let invalid):
-            write(invalid, number: number, into: &output)
-            return .invalid
-        case .success(let request):
-            do {
-                var message = request.message
-                if message.domain == .error { message.setIfAbsent("where", to: "\(inputName):\(number)") }
-                let result = try hierarchy.dispatchKeepingValue(message, at: request.node)
-                if result.interrupted { return nil }
-                writeWithinBudget(result, id: request.id, number: number, into: &output, held: held)
-                presented.reset()
-                return LineStatus(result.status)
-            } catch {
-                let invalid = InvalidLine(id: request.id, type: "InvalidRequest", message: "\(error)", column: nil)
-                write(invalid, number: number, into: &output)
-                return .invalid
-            }
-        }
     }
 
     /// An oversized line, refused without being read into memory.
@@ -232,14 +189,10 @@ struct LineProcessor {
         write(invalid, number: number, into: &output)
     }
 
-    // MARK: Requests
+    // MARK: Refusals
 
-    struct Request {
-        var id: Value?
-        var node: Node
-        var message: Message
-    }
-
+    /// A refused request, in words: what `luahier_readrequest` (lines.c, the one place a
+    /// request's validity is decided) said, worded for the `invalid` outcome line.
     struct InvalidLine: Error {
         var id: Value?
         var type: String
@@ -247,88 +200,42 @@ struct LineProcessor {
         var column: Int?
     }
 
-    /// Reads a request. The payload goes from JSON straight into the hierarchy's scripting
-    /// side; `id` and `at` become plain values.
-    private func request(from line: UnsafeRawBufferPointer, number: Int) -> Result<Request, InvalidLine> {
-        let parser = JSONParser(line.bindMemory(to: UInt8.self), depthLimit: JSON.defaultDepthLimit, nulls: .asLuaNil)
-        var id: Value?, at: Value?, unknown: String?
-        var payload: (key: String, shape: Result<Message, ShapeFailure>)?
-        var payloadKeys: [String] = []
-        do {
-            let isObject = try parser.parseMembers { (key: String, parser: JSONParser) throws(JSONError) in
-                switch key {
-                case "id": id = try parser.parseValue(keepingNulls: true)
-                case "at": at = try parser.parseValue()
-                case "event", "error":
-                    // A null member is an absent one, as in a payload.
-                    if try parser.skipNull() { return }
-                    payloadKeys.append(key)
-                    let domain: Domain = key == "event" ? .event : .error
-                    payload = (key, try hierarchy.parseMessage(from: parser, as: domain))
-                default:
-                    if unknown == nil { unknown = key }
-                    _ = try parser.parseValue()
-                }
-            }
-            if !isObject { _ = try parser.parseValue() }
-            try parser.expectEnd()
-            if !isObject {
-                return .failure(InvalidLine(id: nil, type: "InvalidRequest", message: "a request is a JSON object with \"at\" and \"event\" or \"error\"", column: nil))
-            }
-        } catch {
-            return .failure(InvalidLine(id: nil, type: "InvalidJSON", message: error.message, column: error.column))
+    /// The words for a refusal C decided.
+    static func words(for refused: RefusedRequest) -> InvalidLine {
+        func invalid(_ message: String) -> InvalidLine {
+            InvalidLine(id: refused.id, type: "InvalidRequest", message: message)
         }
-        func invalid(_ message: String) -> Result<Request, InvalidLine> {
-            .failure(InvalidLine(id: id, type: "InvalidRequest", message: message, column: nil))
-        }
-        if let unknown {
-            return invalid("unknown field \(String(reflecting: unknown)) (a request has id, at, and event or error)")
-        }
-        guard let at else { return invalid("missing \"at\" (the path of the node, e.g. \"/app/feed\")") }
-        guard case .string(let path) = at else { return invalid("\"at\" must be a path string, not \(at)") }
-        let node: Node
-        do {
-            guard let found = try cachedNode(at: path) else {
-                return .failure(InvalidLine(id: id, type: "NoSuchNode", message: "no node at \(path)", column: nil))
-            }
-            node = found
-        } catch {
-            return invalid("\"at\": \(error)")
-        }
-        guard let payload else { return invalid("missing \"event\" or \"error\"") }
-        guard payloadKeys.count == 1 else {
-            return invalid(Set(payloadKeys).count == 1
-                ? "\"\(payload.key)\" is given \(payloadKeys.count) times (a request has one)"
-                : "a request has one \"event\" or one \"error\", not both")
-        }
-        switch payload.shape {
-        case .success(let message):
-            // The payload is read as the host's (a refusal halfway through would leave half a
-            // value); one the memory cap cannot hold is refused here, before any rule runs.
-            guard hierarchy.memoryUsedFitsTheCap() else {
-                return .failure(InvalidLine(
-                    id: id, type: "MemoryLimitExceeded",
-                    message: "the request does not fit in the memory the cap leaves (set with --max-memory or Limits.memory)",
-                    column: nil))
-            }
-            return .success(Request(id: id, node: node, message: message))
-        case .failure(let failure) where payload.key == "event":
-            return invalid("\"event\" must be a type name or an object with a string \"type\", not \(failure.described)")
-        case .failure(let failure):
-            return invalid("\"error\" must be a message string or an object whose \"type\" is a string, not \(failure.described)")
+        switch refused.reason {
+        case .notJSON(let message, let column):
+            return InvalidLine(id: nil, type: "InvalidJSON", message: message, column: column)
+        case .notObject:
+            return InvalidLine(id: nil, type: "InvalidRequest", message: "a request is a JSON object with \"at\" and \"event\" or \"error\"")
+        case .unknownField(let key):
+            return invalid("unknown field \(String(reflecting: key)) (a request has id, at, and event or error)")
+        case .noAt:
+            return invalid("missing \"at\" (the path of the node, e.g. \"/app/feed\")")
+        case .atNotPath(let at):
+            return invalid("\"at\" must be a path string, not \(at)")
+        case .notAPath(let path):
+            return invalid("\"at\": \(TreeError.invalidPath(path))")
+        case .noNode(let path):
+            return InvalidLine(id: refused.id, type: "NoSuchNode", message: "no node at \(path)")
+        case .noPayload:
+            return invalid("missing \"event\" or \"error\"")
+        case .payloadRepeated(let isError, let count):
+            return invalid("\"\(isError ? "error" : "event")\" is given \(count) times (a request has one)")
+        case .bothPayloads:
+            return invalid("a request has one \"event\" or one \"error\", not both")
+        case .notAMessage(false, let described):
+            return invalid("\"event\" must be a type name or an object with a string \"type\", not \(described)")
+        case .notAMessage(true, let described):
+            return invalid("\"error\" must be a message string or an object whose \"type\" is a string, not \(described)")
+        case .memory:
+            return InvalidLine(
+                id: refused.id, type: "MemoryLimitExceeded",
+                message: "the request does not fit in the memory the cap leaves (set with --max-memory or Limits.memory)")
         }
     }
-
-    /// The node at `path`, remembered between lines: a remembered node still answers to the
-    /// path if its (cached) path is unchanged, which a removal or a move would change.
-    private func cachedNode(at path: String) throws(TreeError) -> Node? {
-        if let node = nodeCache.nodes[path], node.path == path { return node }
-        let node = try hierarchy.node(at: path)
-        if nodeCache.nodes.count > 4096 { nodeCache.nodes.removeAll(keepingCapacity: true) }
-        nodeCache.nodes[path] = node
-        return node
-    }
-
 
     // MARK: Outcome lines
 
@@ -345,91 +252,64 @@ struct LineProcessor {
     }
 
     private func write(_ outcome: DispatchResult, id: Value?, number: Int, into output: inout JSONWriter, held: MemoryCharge) {
-        output.writeKey("line", opening: true)
-        output.append(String(number))
-        if let id {
-            output.writeKey("id")
-            output.write(id)
+        var parts = OutcomeParts(number: number, status: outcome.status, domain: outcome.message.domain)
+        parts.id(id)
+        parts.value { output in
+            let start = output.bytes.count
+            outcome.message.writeJSON(into: &output)
+            // Held from now on: what the trace's values may take is what is left after it.
+            _ = held.add(output.bytes.count - start)
         }
-        output.append(constant: Self.statusAndKind(outcome.status, outcome.message.domain))
-        let valueStart = output.bytes.count
-        outcome.message.writeJSON(into: &output)
-        // Held from now on: what the trace's values may take is what is left after it.
-        _ = held.add(output.bytes.count - valueStart)
-        if let by = outcome.by {
-            output.writeKey("by")
-            output.writeString(by)
-        }
-        if let responder = outcome.responder {
-            output.writeKey("responder")
-            output.writeString(responder.location)
-        }
-        if let choice = outcome.choice {
-            output.writeKey("choice")
-            output.writeString(choice)
-        }
+        parts.text(\.by, outcome.by)
+        parts.text(\.responder, outcome.responder?.location)
+        parts.text(\.choice, outcome.choice)
+        let presented = self.presented
         if !presented.entries.isEmpty {
-            output.writeKey("presented")
-            output.bytes.append(UInt8(ascii: "["))
-            for (position, entry) in presented.entries.enumerated() {
-                if position > 0 { output.bytes.append(UInt8(ascii: ",")) }
-                output.writeKey("at", opening: true)
-                output.writeString(entry.reportedAt)
-                if entry.detached {
-                    output.writeKey("detached")
-                    output.append("true")
+            parts.presented { output in
+                output.bytes.append(UInt8(ascii: "["))
+                for (position, entry) in presented.entries.enumerated() {
+                    if position > 0 { output.bytes.append(UInt8(ascii: ",")) }
+                    output.writeKey("at", opening: true)
+                    output.writeString(entry.reportedAt)
+                    if entry.detached {
+                        output.writeKey("detached")
+                        output.append("true")
+                    }
+                    output.writeKey("error")
+                    output.write(entry.error)
+                    output.bytes.append(UInt8(ascii: "}"))
                 }
-                output.writeKey("error")
-                output.write(entry.error)
-                output.bytes.append(UInt8(ascii: "}"))
-            }
-            output.bytes.append(UInt8(ascii: "]"))
-            if presented.omitted > 0 {
-                output.writeKey("presentedOmitted")
-                output.append(String(presented.omitted))
+                output.bytes.append(UInt8(ascii: "]"))
+                return presented.omitted
             }
         }
         if let trace = outcome.trace {
-            output.writeKey("trace")
-            output.bytes.append(UInt8(ascii: "["))
-            var written = 0
-            for index in 0..<trace.count {
-                let start = output.bytes.count
-                if index > 0 { output.bytes.append(UInt8(ascii: ",")) }
-                write(trace.step(index), index, of: trace, into: &output)
-                // Each step is held on the rules' behalf; one the cap refuses ends the trace,
-                // which says how many steps it left out.
-                guard held.add(output.bytes.count - start) else {
-                    output.bytes.removeSubrange(start...)
-                    break
+            parts.trace { output in
+                output.bytes.append(UInt8(ascii: "["))
+                var written = 0
+                for index in 0..<trace.count {
+                    let start = output.bytes.count
+                    if index > 0 { output.bytes.append(UInt8(ascii: ",")) }
+                    Self.write(trace.step(index), index, of: trace, into: &output)
+                    // Each step is held on the rules' behalf; one the cap refuses ends the trace,
+                    // which says how many steps it left out.
+                    guard held.add(output.bytes.count - start) else {
+                        output.bytes.removeSubrange(start...)
+                        break
+                    }
+                    written += 1
                 }
-                written += 1
-            }
-            output.bytes.append(UInt8(ascii: "]"))
-            if written < trace.count {
-                output.writeKey("traceOmitted")
-                output.append(String(trace.count - written))
+                output.bytes.append(UInt8(ascii: "]"))
+                return trace.count - written
             }
         }
-        output.append("}\n")
-    }
-
-    /// `,"status":…,"kind":…,"value":` as one constant.
-    private static func statusAndKind(_ status: Outcome.Status, _ kind: Domain) -> StaticString {
-        switch (status, kind) {
-        case (.handled, .event): return #","status":"handled","kind":"event","value":"#
-        case (.handled, .error): return #","status":"handled","kind":"error","value":"#
-        case (.unhandled, .event): return #","status":"unhandled","kind":"event","value":"#
-        case (.unhandled, .error): return #","status":"unhandled","kind":"error","value":"#
-        case (.detached, .event): return #","status":"detached","kind":"event","value":"#
-        case (.detached, .error): return #","status":"detached","kind":"error","value":"#
-        }
+        parts.write(into: &output)
     }
 
     /// A trace step's JSON; with full tracing, its values are written from the record, within
     /// what the cap leaves: one that does not fit is written `{"omitted":"MemoryLimitExceeded"}`,
     /// so a value left out is always said to be.
-    private func write(_ step: TraceStep, _ index: Int, of trace: DispatchTrace, into output: inout JSONWriter) {
+    private static func write(_ step: TraceStep, _ index: Int, of trace: DispatchTrace, into output: inout JSONWriter) {
         output.writeKey("node", opening: true)
         output.writeString(step.node)
         output.writeKey("index")
@@ -457,26 +337,8 @@ struct LineProcessor {
 
     /// An `invalid` outcome line for line `number`, its error's `where` being `place`.
     static func write(_ invalid: InvalidLine, number: Int, where place: String, into output: inout JSONWriter) {
-        output.writeKey("line", opening: true)
-        output.append(String(number))
-        if let id = invalid.id {
-            output.writeKey("id")
-            output.write(id)
-        }
-        output.writeKey("status")
-        output.writeString(LineStatus.invalid.rawValue)
-        output.writeKey("error")
-        output.writeKey("type", opening: true)
-        output.writeString(invalid.type)
-        output.writeKey("message")
-        output.writeString(invalid.message)
-        output.writeKey("where")
-        output.writeString(place)
-        output.append("}}\n")
+        var parts = OutcomeParts(number: number, invalid: invalid.type, message: invalid.message, where: place)
+        parts.id(invalid.id)
+        parts.write(into: &output)
     }
-}
-
-/// A JSON payload that is not a message of the domain asked for, described for the message.
-struct ShapeFailure: Error {
-    var described: Value
 }
