@@ -10,8 +10,8 @@ import Testing
 ///   of its own, where the command then runs;
 /// - every `lua run` block (a fence that says ```` ```lua run ````, such as the README's tour)
 ///   is run, and each `print(...)  --> expected` must print that;
-/// - every relative link points to a file that exists, and no page speaks of numbered issues
-///   or of a contract file a clone does not have.
+/// - every relative link points to a file that exists, and no page cites a ticket number or
+///   a contract file a clone does not have.
 @Suite("README and docs examples, run")
 struct ReadmeTests {
     /// A page of the documentation: its path from the package root, and its text.
@@ -186,7 +186,7 @@ struct ReadmeTests {
     }
 
     @Test(arguments: pages)
-    func noPageSpeaksOfNumberedIssuesOrOfAContractFileAwayFromTheClone(_ page: Page) throws {
+    func noPageCitesATicketNumberOrAContractFileAwayFromTheClone(_ page: Page) throws {
         let pattern = try NSRegularExpression(pattern: #"\bissues? \d+|SPEC\.md"#, options: [.caseInsensitive])
         let text = page.text
         for match in pattern.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
