@@ -55,7 +55,8 @@ def tokens(text):
                 hashes = close.count("#")
                 if text.startswith("#" * hashes + "(", i + 1):
                     return i + 2 + hashes, line, True
-                i += 2 + hashes if hashes else 2
+                # In a raw string a lone backslash is a character; else it escapes the next.
+                i += 1 if hashes else 2
                 continue
             i += 1
         return i, line, False
@@ -98,9 +99,9 @@ def tokens(text):
                 resume.append((depth, close))
                 depth += 1
                 out.append(("(", line))
-        elif c.isalpha() or c == "_":
+        elif c.isascii() and (c.isalpha() or c == "_"):
             j = i
-            while j < n and (text[j].isalnum() or text[j] == "_"):
+            while j < n and text[j].isascii() and (text[j].isalnum() or text[j] == "_"):
                 j += 1
             out.append((text[i:j], line))
             i = j
