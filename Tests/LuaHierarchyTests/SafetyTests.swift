@@ -148,6 +148,29 @@ struct SafetyTests {
         #expect(f.presented.last?.error["undeclared"] == "Swipe")
     }
 
+    /// `declareReports` is `node:reports{...}` in Swift (README, Declared types): the error
+    /// types it declares add up, and the run-time check holds reported errors to them.
+    @Test func swiftDeclaresReportedErrorTypes() throws {
+        let f = try Fixture()
+        let warnings = Warnings()
+        f.hierarchy.onSafetyWarning = { warnings.list.append($0) }
+        let app = try f.hierarchy.makeNode(at: "/app")
+        app.declareReports(["Timeout", "Conflict"])
+        app.declareReports(["Timeout"])
+        #expect(app.declaredTypes(.error) == ["Conflict", "Timeout"])
+        #expect(app.declaredTypes(.event).isEmpty)
+        _ = try f.hierarchy.report(["type": "Conflict", "message": "declared"], at: "/app")
+        #expect(warnings.list.isEmpty)
+        _ = try f.hierarchy.report(["type": "Lost", "message": "undeclared"], at: "/app")
+        let warning = try #require(warnings.list.first)
+        #expect(warning.domain == .error && warning.type == "Lost" && Set(warning.declared) == ["Conflict", "Timeout"])
+        #expect(warning.declaredAt.hasPrefix("LuaHierarchyTests/SafetyTests.swift:"))
+        f.hierarchy.safety = .strict
+        let outcome = try f.hierarchy.report(["type": "Lost", "message": "undeclared"], at: "/app")
+        #expect(outcome.value["type"] == "SafetyViolation")
+        #expect(outcome.value["cause"]?["type"] == "Lost")
+    }
+
     @Test func badDeclarationsAndSettingsAreClearErrors() throws {
         let f = try Fixture()
         let cases: [(String, String)] = [

@@ -117,7 +117,7 @@ struct UnixCitizenTests {
         let result = try Luahier.run(["--version"])
         #expect(result.status == 0)
         #expect(result.stdout.wholeMatch(of: /luahier \d+\.\d+\.\d+ \(Lua 5\.4\)\n/) != nil)
-        let library = try String(contentsOf: Luahier.packageRoot.appendingPathComponent("Sources/LuaHierarchy/Version.swift"), encoding: .utf8)
+        let library = try String(contentsOf: Luahier.packageRoot.appendingPathComponent("Sources/LuaHierarchy/Hierarchy/Version.swift"), encoding: .utf8)
         let number = try #require(library.firstMatch(of: /number = "([0-9.]+)"/)?.1)
         #expect(result.stdout.hasPrefix("luahier \(number) "))
     }

@@ -40,14 +40,3 @@ final class HostChoiceBody: ResponderBody {
     func call(with input: inout Message, returning domain: Domain) -> ResponderReply { .handled }
     func callForChoice(with input: inout Message) -> ResponderReply { .choice(nil) }
 }
-
-extension Message {
-    /// Whether the error has a string `title` (contract §3's AlertableError).
-    var isAlertable: Bool {
-        guard domain == .error else { return false }
-        switch payload {
-        case .value(let value): return value["title"]?.stringValue != nil
-        case .foreign(let foreign): return foreign.hasStringField("title")
-        }
-    }
-}

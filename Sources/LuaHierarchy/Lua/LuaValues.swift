@@ -410,16 +410,6 @@ final class LuaPayload: ForeignPayload {
         return withPushed { (try? host.value(at: -1, strict: false, bounded: bounded)) ?? .string("<unconvertible>") }
     }
 
-    func hasStringField(_ key: String) -> Bool {
-        guard !host.isClosed else { return false }
-        return withPushed { host.stringField(ofTableAt: -1, key) != nil }
-    }
-
-    func isSame(as other: any ForeignPayload) -> Bool {
-        guard let other = other as? LuaPayload else { return false }
-        return other.host === host && other.identity == identity
-    }
-
     func setIfAbsent(_ key: String, to value: Message) {
         setIfAbsent(key) { var value = value; host.pushPayload(of: &value) }
     }

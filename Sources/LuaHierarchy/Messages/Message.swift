@@ -17,10 +17,6 @@ protocol ForeignPayload: AnyObject {
     func setIfAbsent(_ key: String, to value: Message)
     /// Sets `key` unless the value already has it.
     func setIfAbsent(_ key: String, to text: String)
-    /// Whether `other` is the very same object (not merely an equal one).
-    func isSame(as other: any ForeignPayload) -> Bool
-    /// Whether the value has a string field `key` (read raw, without metamethods).
-    func hasStringField(_ key: String) -> Bool
     /// Appends the value as JSON, as `describedValue()` would read (without building it).
     func writeJSON(into writer: inout JSONWriter)
 }
@@ -112,18 +108,6 @@ struct Message {
     /// The type of the error an interrupt (SIGINT, SIGTERM) ends every dispatch with. Only
     /// for messages: whether a dispatch was interrupted is read from its budget.
     static let interruptedType = "Interrupted"
-
-    /// Whether this is the error of a tripped host limit (instructions, time, memory).
-    var isLimitError: Bool {
-        domain == .error && (type == "InstructionLimitExceeded" || type == "TimeLimitExceeded" || type == "MemoryLimitExceeded")
-    }
-
-    /// Whether both messages hold the same scripting-side object (a responder that returned
-    /// its input): such a value replaces nothing, so it gets no `cause`.
-    func isSameObject(as other: Message) -> Bool {
-        guard case .foreign(let mine) = payload, case .foreign(let theirs) = other.payload else { return false }
-        return mine.isSame(as: theirs)
-    }
 
     mutating func setIfAbsent(_ key: String, to value: Message) {
         switch payload {
