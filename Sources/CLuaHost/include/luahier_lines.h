@@ -54,7 +54,7 @@ enum {
 };
 
 /* Why a request line is refused: the one place a request's validity is decided (the host only
- * words each, Sources/LuaHierarchy/Rules/LineProcessor.swift). When several apply, the first in
+ * words each, Sources/LuaHierarchy/Lines/LineProcessor.swift). When several apply, the first in
  * this order is given, the order a reader meets them. Pushed with each: the id's slot, "at" (or
  * the plan), the payload as read, then the first unknown key (_UNKNOWN_FIELD) or the reader's
  * message (_JSON). */

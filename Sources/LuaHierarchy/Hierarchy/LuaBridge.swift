@@ -396,7 +396,7 @@ final class LuaBridge {
         default:
             throw call.argumentError(3, "publish", "options table expected")
         }
-        host.charge(instructions: Self.dispatchCharge)
+        host.charge(instructions: LuaEngine.dispatchCharge)
         let result: PublishResult
         do {
             result = try hierarchy.withDispatchBudget { () throws(DispatchDepthExceeded) in
@@ -482,10 +482,6 @@ final class LuaBridge {
             throw call.argumentError(index, function, "filter expected: a type name or a list of type names")
         }
     }
-
-    /// What a dispatch started from Lua costs against the instruction budget, beyond the
-    /// instructions its responders run: the host's own work.
-    static let dispatchCharge: Int64 = 200
 
     /// Sets `triggerEvent` and `reportError` in the node methods table at `index`: the
     /// engine's entry in C (luahier_trigger), which hands what is not a dispatch to the host

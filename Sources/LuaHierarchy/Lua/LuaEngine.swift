@@ -22,6 +22,9 @@ final class LuaEngine: DispatchEngine {
     private var objectMetatable: Int32 = 0
     /// The host function behind every entry that is not a Lua function.
     private var entryFunction = 0
+    /// What a dispatch started from Lua costs against the instruction budget, beyond the
+    /// instructions its responders run: the host's own work.
+    static let dispatchCharge: Int64 = 200
     /// How many plans the plans table holds at most (by node, and by path for request lines).
     static let maxPlans = 1024
     /// The node at a request line's path, if any (the hierarchy's lookup).
@@ -53,7 +56,7 @@ final class LuaEngine: DispatchEngine {
         state.pointee.depth = UnsafeMutablePointer(OpaquePointer(dispatcher.depthCounter))
         state.pointee.handled = host.handledAddress
         state.pointee.not_handled = host.notHandledAddress
-        state.pointee.dispatch_charge = LuaBridge.dispatchCharge
+        state.pointee.dispatch_charge = Self.dispatchCharge
         state.pointee.dispatch_instructions = Int64(host.limits.dispatchInstructions ?? 0)
         state.pointee.dispatch_seconds = host.limits.dispatchTime ?? 0
         state.pointee.tags_ref = host.domainTags
