@@ -154,7 +154,7 @@ final class LuaEngine: DispatchEngine {
             payload = .value(value)
         } else {
             lua_pushvalue(L, r.value)
-            payload = .foreign(LuaPayload(host: host, ref: host.ref(), identity: lua_topointer(L, r.value)))
+            payload = .foreign(LuaPayload(host: host, ref: host.ref()))
         }
         let message = Message(domain: r.is_error != 0 ? .error : .event, type: host.string(at: r.type) ?? "", payload: payload)
         var result = DispatchResult(
@@ -487,7 +487,7 @@ final class LuaEngine: DispatchEngine {
                 lua_pushvalue(L, r.value)
                 let error = Message(
                     domain: .error, type: host.string(at: r.type) ?? "Error",
-                    payload: .foreign(LuaPayload(host: host, ref: host.ref(), identity: lua_topointer(L, r.value))))
+                    payload: .foreign(LuaPayload(host: host, ref: host.ref())))
                 dispatcher.present(error, reportedAt: field(LUAHIER_PLAN_AT, of: planIndex) ?? "", chainCut: r.chain_cut != 0)
             }
             if let observer = dispatcher.observer {
@@ -646,7 +646,7 @@ final class LuaEngine: DispatchEngine {
         lua_pushvalue(L, 1)
         var input = Message(
             domain: .error, type: host.stringField(ofTableAt: 1, "type") ?? "Error",
-            payload: .foreign(LuaPayload(host: host, ref: host.ref(), identity: lua_topointer(L, 1))))
+            payload: .foreign(LuaPayload(host: host, ref: host.ref())))
         let reply = responder.body.callForChoice(with: &input)
         let choice: String?
         switch reply {

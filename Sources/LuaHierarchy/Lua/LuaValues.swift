@@ -325,7 +325,7 @@ extension LuaHost {
             }
             if tagged == nil { tag(tableAt: table, as: domain) }
             lua_pushvalue(L, table)
-            return Message(domain: domain, type: type, payload: .foreign(LuaPayload(host: self, ref: ref(), identity: lua_topointer(L, table))))
+            return Message(domain: domain, type: type, payload: .foreign(LuaPayload(host: self, ref: ref())))
         default:
             throw ShapeError(lua_type(L, index) == LUA_TNIL ? "nil" : "a \(typeName(at: index))")
         }
@@ -374,7 +374,7 @@ extension LuaHost {
         if lua_type(L, -1) == LUA_TTABLE {
             tag(tableAt: -1, as: message.domain)
             lua_pushvalue(L, -1)
-            message.payload = .foreign(LuaPayload(host: self, ref: ref(), identity: lua_topointer(L, -1)))
+            message.payload = .foreign(LuaPayload(host: self, ref: ref()))
         }
     }
 }
@@ -389,13 +389,10 @@ struct ShapeError: Error, CustomStringConvertible {
 final class LuaPayload: ForeignPayload {
     let host: LuaHost
     let ref: Int32
-    /// The table's address, to tell "the same table" from "an equal table".
-    let identity: UnsafeRawPointer?
 
-    init(host: LuaHost, ref: Int32, identity: UnsafeRawPointer?) {
+    init(host: LuaHost, ref: Int32) {
         self.host = host
         self.ref = ref
-        self.identity = identity
     }
 
     deinit { host.unref(ref) }
