@@ -4,7 +4,7 @@
 # argument parser, `dispatch` on empty input), a depth-10 dispatch from Lua, and a `dispatch`
 # line on the benchmark's stream. Instructions, not seconds: the same on a loaded machine.
 #   Benchmarks/instructions.sh BINARY [BASELINE]
-# (Build with the README's static install for the startup figures it quotes.)
+# (Build with the static install of docs/cli.md for the startup figures it quotes.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null && command -v lua5.4 >/dev/null || {

@@ -65,8 +65,8 @@ echo "lines: $LINES, rounds: $ROUNDS (best of each), $(nproc) cores"
 printf "%-34s %10s events/s\n" "plain Lua + lua-cjson (peer.lua)" "$(rate "$best_peer")"
 printf "%-34s %10s events/s\n" "luahier dispatch --jobs 1" "$(rate "$best_one")"
 printf "%-34s %10s events/s\n" "luahier dispatch --jobs 2" "$(rate "$best_two")"
-echo "engine (1 job) / peer:  $(ratio "$best_peer" "$best_one")x   (issue 18 target >= 1.5x)"
-echo "jobs 2 / jobs 1:        $(ratio "$best_one" "$best_two")x   (issue 18 target >= 1.85x)"
+echo "engine (1 job) / peer:  $(ratio "$best_peer" "$best_one")x   (target >= 1.5x)"
+echo "jobs 2 / jobs 1:        $(ratio "$best_one" "$best_two")x   (target >= 1.85x)"
 echo "two processes on halves / jobs 1: $(ratio "$best_one" "$best_halves")x   (this machine's ceiling for two workers)"
 # Instructions per line, when valgrind is there: steadier than wall time on a shared machine.
 if command -v valgrind >/dev/null; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How promptly the limits stop the attacks of the sandbox-and-limits issue, and what they
 # peak at: each attack runs through the release binary, and /usr/bin/time reports its wall
-# time and peak RSS. Run by hand (README, Running untrusted scripts):
+# time and peak RSS. Run by hand (docs/limits.md):
 #   Benchmarks/limits/run.sh            # builds the release binary first
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -2,7 +2,7 @@ import CLua
 import Foundation
 import LuaHierarchy
 
-// Side-by-side measurements (issues 4 and 18). Each figure is the best of `rounds` runs (the
+// Side-by-side measurements (docs/performance.md). Each figure is the best of `rounds` runs (the
 // machine is shared and noisy: the minimum is the least disturbed), in ns per dispatch.
 // Usage: swift run -c release luahier-bench [--quick]
 //        swift run -c release luahier-bench --json FILE   (parsers only, see jsonParsers)
@@ -31,7 +31,7 @@ func row(_ name: String, _ ns: Double, against baseline: (String, Double)? = nil
 
 let responder = "function(e) return 'notHandled' end"
 
-// MARK: Issue 5: JSON parsers on the dispatch input, per line.
+// MARK: JSON parsers on the dispatch input, per line.
 
 /// Foundation's JSONSerialization against this package's parser on every line of `path`.
 /// (JSONSerialization cannot tell 3 from 3.0, and reports no column: reasons of their own.)
@@ -160,7 +160,7 @@ func measureInBareLua(_ script: String, depth: Int, flag: Bool = false) -> Doubl
 
 /// The least any host can spend per dispatch and still do what contract §5 asks, measured in plain
 /// Lua: a method call, one Lua-to-Lua call per responder (no tree, no filters, no protection),
-/// and the outcome table with its three required fields. Issue 4's "1.5x faster than plain
+/// and the outcome table with its three required fields. The target "1.5x faster than plain
 /// Lua" needs the engine below 0.67x of plain Lua; where this floor is above that, no host
 /// that calls each responder and returns an outcome table can meet it.
 func specFloor(depth: Int) -> Double {
@@ -235,7 +235,7 @@ func engineFromSwift(depth: Int, count: Int? = nil) throws -> Double {
     }
 }
 
-// MARK: Issue 18's targets
+// MARK: Performance targets
 
 /// A CPU-bound responder: each dispatch computes fib(n) recursively inside a responder.
 func fibInResponder(n: Int, limits: Limits) throws -> Double {
@@ -256,7 +256,7 @@ func verdict(_ met: Bool) -> String { met ? "met" : "MISSED" }
 
 print("luahier-bench: ns per dispatch, best of \(rounds); \(ProcessInfo.processInfo.activeProcessorCount) cores")
 print("")
-print("Issue 18, target 1: the default limits (time and memory; no count hook) vs no limits, <= 1.05x")
+print("Target 1: the default limits (time and memory; no count hook) vs no limits, <= 1.05x")
 let fibNone = try fibInResponder(n: 18, limits: .none)
 let fibDefault = try fibInResponder(n: 18, limits: Limits())
 let fibCounted = try fibInResponder(n: 18, limits: Limits(instructions: 1 << 50))
@@ -271,7 +271,7 @@ row("depth-10 dispatch from Lua, default limits", limited10, against: ("of no li
 row("depth-10 dispatch from Lua, exact instruction budget", counted10, against: ("of no limits (the count hook)", lua10))
 
 print("")
-print("Issue 18, target 3: fixed cost of triggerEvent over the spec floor at depth 10 <= 120 ns; per hop <= plain Lua's")
+print("Target 3: fixed cost of triggerEvent over the spec floor at depth 10 <= 120 ns; per hop <= plain Lua's")
 let spec10 = specFloor(depth: 10)
 let plain10 = plainLua(depth: 10)
 let lua50 = try engineFromLua(depth: 50)
@@ -285,7 +285,7 @@ row("per hop, engine (depths 10 and 50)", engineHop, against: ("of plain Lua's: 
 print("Target 2 (luahier dispatch >= 1.5x Lua + cjson, --jobs 2 >= 1.85x --jobs 1): Benchmarks/dispatch/run.sh,")
 print("  which runs the peer and the CLI as whole processes side by side.")
 print("Targets 4 (one dispatch engine) and 5 (C in a C target) are structure: ArchitectureTests, and the")
-print("  README's \"How a dispatch runs\".")
+print("  docs/architecture.md.")
 
 print("")
 print("Depth 10, one responder per node returning \"notHandled\" (unhandled):")
@@ -312,7 +312,7 @@ row("depth 10, handled at the leaf: engine", early, against: ("of plain Lua", ea
 row("depth 10, handled at the leaf: plain Lua", earlyPlain)
 
 print("")
-print("Tracing (issue 4's target: path tracing <= 2x):")
+print("Tracing (target: path tracing <= 2x):")
 let traced = try engineFromLua(depth: 10, tracing: .path)
 row("depth 10, tracing path", traced, against: ("of tracing off (target <= 2x)", lua10))
 // The outcome's trace is built when first read: the row above never reads it, this one

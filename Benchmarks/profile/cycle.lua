@@ -1,5 +1,5 @@
 -- Dispatches cycling over N leaves of a depth-10 chain, to see what the limit on kept plans
--- costs (README, Performance): `luahier run Benchmarks/profile/cycle.lua -- N`.
+-- costs (docs/performance.md): `luahier run Benchmarks/profile/cycle.lua -- N`.
 local n = tonumber(arg[1] or "1500")
 local parent = hier.root
 for depth = 1, 9 do

@@ -10,7 +10,7 @@ struct Test: ParsableCommand {
             PATH is a test file or a folder searched for *_test.lua (default: the current \
             folder). A test file names its rules with rules "file.lua" (loaded as require \
             loads a module, from the test file's folder) and declares tests with \
-            test(name, function() ... end); see the README for expect(...) and its \
+            test(name, function() ... end); see docs/testing-rules.md for expect(...) and its \
             assertions. A failing, raising or limit-tripping test never stops the others. \
             text is written as tests end (colour only on a terminal); junit and json once \
             all have run. The rules' and tests' print goes to stderr. Exit 0 when every test \

@@ -25,7 +25,7 @@ struct HostileCase: Sendable, CustomTestStringConvertible {
     var testDescription: String { name }
 }
 
-/// contract §7 and issue 3: syntax and runtime errors, infinite loops, memory bombs, deep
+/// contract §7: syntax and runtime errors, infinite loops, memory bombs, deep
 /// recursion, bytecode, sandbox escapes, metatable, coroutine and `__gc` tricks, dispatch
 /// storms and hostile payloads. Each case gets a fresh hierarchy with small limits and must
 /// end with the exact error type, in bounded time and memory, with the Lua stack balanced and

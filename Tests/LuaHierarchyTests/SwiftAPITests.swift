@@ -302,7 +302,7 @@ struct ScriptTests {
     }
 }
 
-/// The README's Swift lines for issue-6 features, compiled and run as written there.
+/// The documented Swift lines, compiled and run as written there.
 @Suite("README: Swift forms of publishing, safety, alerts, tools")
 struct ReadmeSwiftTests {
     @Test func theSnippetRunsAsDocumented() throws {

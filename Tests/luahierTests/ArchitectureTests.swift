@@ -70,7 +70,7 @@ struct ArchitectureTests {
     }
 
     /// What only the CLI and the server use is `package`, not `public`: an embedder's API
-    /// is the engine's (issue 33's list of CLI internals that were public).
+    /// is the engine's (the CLI internals that were once public).
     @Test func cliInternalsAreNotPublic() throws {
         let library = try Self.swiftFiles(under: "Sources/LuaHierarchy").map(\.text).joined(separator: "\n")
         for declaration in [

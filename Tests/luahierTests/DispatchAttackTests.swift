@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// What an attack on `luahier dispatch` found (issue 18's closing), each fixed and held here:
+/// What an attack on `luahier dispatch` found (an attacker's round), each fixed and held here:
 /// answers held outside the memory cap, requests the cap cannot hold, the wording of a memory
 /// error, ids not echoed as they came, null payload members, and descriptions that changed from
 /// run to run.
