@@ -1,0 +1,10 @@
+local app = hier.root:child("app")
+app:child("tap"):receiveEvent(function(e) if e.type == "Tap" then return "handled" end return "notHandled" end)
+app:child("swap"):transformEvent(function(e) return {type = "Swapped", n = e.n, list = {1, 2.5, "x"}} end)
+app:child("boom"):receiveEvent(function(e) error("boom " .. tostring(e.n)) end)
+app:child("fn"):transformEvent(function(e) return {type = "Fn", f = print} end)
+app:handleAlertErrors(function() return "Retry" end)
+app:child("nested"):receiveEvent(function(e)
+  hier.node("/app/boom"):triggerEvent({type = "Inner", n = 2})
+  return "handled"
+end)
