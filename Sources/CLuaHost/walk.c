@@ -1,7 +1,10 @@
-/* The walk: the one loop every dispatch runs (luahier_engine.h), and the value rules it calls
+/* The walk: the one loop every dispatch runs (luahier_walk.h; its layout luahier_enginetypes.h), and the value rules it calls
  * in C (contract §3: what a value of a domain is; contract §4: `where` and `cause`, contract errors). */
+#include "luahier_walk.h"
+#include "walk_internal.h"
+#include "luahier_errors.h"
 #include "luahier_host.h"
-#include "engine_internal.h"
+#include "luahier_limits.h"
 
 #include <lauxlib.h>
 #include <string.h>

@@ -3,28 +3,21 @@
  * dispatch, and the outcome written as JSON, with nothing built in Swift on the way. A line
  * this path declines (anything unusual: a refusal, an id that is not a scalar, a value the C
  * writer leaves to the careful path) is answered by the host's own path (Sources/LuaHierarchy/
- * Rules/LineProcessor.swift), which reads it with the same reader and words every refusal. */
+ * Rules/LineProcessor.swift), which reads it with the same reader and words every refusal.
+ * Uses limits, the watchdog, jsonwrite (and CJSONReader), the walk's value rules and the
+ * engine's driver. */
 #ifndef LUAHIER_LINES_H
 #define LUAHIER_LINES_H
 
 #include <lua.h>
 #include <stddef.h>
 
+#include "luahier_enginetypes.h"
 #include "luahier_jsonread.h"
 
 struct luahier_Engine;
 struct luahier_JSONOut;
 struct luahier_Result;
-
-/* What the builder remembers from one read to the next (the lines of a stream look alike): the
- * sizes of the tables last read at each depth (up to LUAHIER_JSON_SHAPE_DEPTH), so the next ones
- * are made that size and fill without a rehash. (A cache of the short strings made last was
- * measured too: Lua's own interning costs no more than looking one up.) */
-#define LUAHIER_JSON_SHAPE_DEPTH 8
-typedef struct luahier_JSONMemory {
-    unsigned char members[LUAHIER_JSON_SHAPE_DEPTH];
-    unsigned char items[LUAHIER_JSON_SHAPE_DEPTH];
-} luahier_JSONMemory;
 
 /* [-0, +(0|1), m] Reads the value at the reader's place, at nesting depth `depth`, into a Lua
  * value (JSON's nulls as Lua's nil: a null member is absent, a null item refused): objects
