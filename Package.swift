@@ -48,9 +48,15 @@ let package = Package(
         // one (the watchdog's interrupts), and a service's reload and shutdown flags, which
         // ServiceSignals wraps for the pool's watcher, `luahier serve` and the server.
         .target(name: "CSignals"),
+        // The package's Lua (Lua/*.lua: the walk, the preludes, the sandbox) is embedded at
+        // build time by the EmbedLua plugin as `LuaSources`: no file is read at run time.
         .target(
             name: "LuaHierarchy",
-            dependencies: ["CLua", "CLuaHost", "CJSONReader", "CSignals", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["CLua", "CLuaHost", "CJSONReader", "CSignals", .product(name: "Logging", package: "swift-log")],
+            plugins: [.plugin(name: "EmbedLua")]),
+        // Lua files to Swift string constants, for the EmbedLua build-tool plugin.
+        .executableTarget(name: "embed-lua"),
+        .plugin(name: "EmbedLua", capability: .buildTool(), dependencies: ["embed-lua"]),
         // The HTTP service over a RulesPool (`luahier serve`); knows nothing of Lua.
         .target(
             name: "LuaHierarchyServer",

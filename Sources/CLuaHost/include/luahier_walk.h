@@ -11,8 +11,9 @@
 
 /* [-0, +1, -] Pushes the walk (`traced`: its variant that records traces), its helpers bound;
  * returns LUA_OK, or an error status with the error pushed instead. Made once per state.
- * `engine` must outlive the state's use of it. */
-int luahier_pushwalk(lua_State *L, luahier_Engine *engine, int traced);
+ * `engine` must outlive the state's use of it. `text` is Lua/walk.lua (LuaSources.walk): its
+ * constants' C names are filled in from the enums here, its "--T|" lines kept for `traced`. */
+int luahier_pushwalk(lua_State *L, luahier_Engine *engine, int traced, const char *text);
 
 /* [-0, +1, -] The function a removed responder's entry calls instead (LUAHIER_ENTRY_CALL): its
  * answer, which no responder can give, tells the walk to pass the entry by. */
