@@ -1,5 +1,6 @@
-/* The walk: the one loop every dispatch runs (luahier_walk.h; its layout luahier_enginetypes.h), and the value rules it calls
- * in C (contract §3: what a value of a domain is; contract §4: `where` and `cause`, contract errors). */
+/* The walk: the one loop every dispatch runs (luahier_walk.h; its text Lua/walk.lua, its layout
+ * luahier_enginetypes.h), and the value rules it calls in C (contract §3: what a value of a
+ * domain is; contract §4: `where` and `cause`, contract errors). */
 #include "luahier_walk.h"
 #include "walk_internal.h"
 #include "luahier_errors.h"
@@ -7,6 +8,7 @@
 #include "luahier_limits.h"
 
 #include <lauxlib.h>
+#include <stdio.h>
 #include <string.h>
 
 /* The walk, in Lua so that each responder is a Lua-to-Lua call: a nested dispatch then costs
@@ -32,6 +34,7 @@
  * A run of plain receives (LUAHIER_ENTRY_RUN) is called in a loop of its own, with nothing
  * per responder but the call and one comparison: a value they all pass by costs about what
  * calling the same functions in a plain Lua loop does. */
+
 /* The walk's text is Lua/walk.lua, handed over by the host (embedded at build time, as
  * LuaSources.walk). Each constant it names is filled in from these enums before it loads, so
  * the numbers live here alone. */
@@ -386,18 +389,31 @@ static int luahier_copy(lua_State *L) {
 /* ---- Loading ---------------------------------------------------------------------------- */
 
 int luahier_pushwalk(lua_State *L, luahier_Engine *engine, int traced, const char *text) {
-    lua_pushstring(L, text);
-    for (size_t i = 0; i < sizeof luahier_walk_constants / sizeof luahier_walk_constants[0]; i++) {
-        const char *value = lua_pushfstring(L, "%d", luahier_walk_constants[i].value);
-        luaL_gsub(L, lua_tostring(L, -2), luahier_walk_constants[i].name, value);
-        lua_replace(L, -3);
-        lua_pop(L, 1);
+    /* The constants filled in, in one pass over the text. */
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    const size_t count = sizeof luahier_walk_constants / sizeof luahier_walk_constants[0];
+    for (const char *at; (at = strstr(text, "LUAHIER_")) != NULL;) {
+        luaL_addlstring(&b, text, (size_t)(at - text));
+        size_t length = strspn(at, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+        size_t i = 0;
+        while (i < count && !(strlen(luahier_walk_constants[i].name) == length
+                              && memcmp(luahier_walk_constants[i].name, at, length) == 0)) i++;
+        if (i == count) {
+            luaL_pushresult(&b);
+            lua_pop(L, 1);
+            lua_pushlstring(L, at, length);
+            lua_pushfstring(L, "walk.lua names %s, a constant luahier_pushwalk does not fill in", lua_tostring(L, -1));
+            lua_remove(L, -2);
+            return LUA_ERRSYNTAX;
+        }
+        char number[16];
+        snprintf(number, sizeof number, "%d", luahier_walk_constants[i].value);
+        luaL_addstring(&b, number);
+        text = at + length;
     }
-    if (strstr(lua_tostring(L, -1), "LUAHIER_") != NULL) {
-        lua_pop(L, 1);
-        lua_pushstring(L, "walk.lua names a constant luahier_pushwalk does not fill in");
-        return LUA_ERRSYNTAX;
-    }
+    luaL_addstring(&b, text);
+    luaL_pushresult(&b);
     /* The variant's lines: the marked ones kept (traced) or left as comments. */
     const char *source = luaL_gsub(L, lua_tostring(L, -1), luahier_traced_mark, traced ? "    " : luahier_traced_mark);
     lua_remove(L, -2);

@@ -1,9 +1,8 @@
 /* Errors (errors.c): the message handler of every protected call, `where`, tracebacks without
  * the host's frames, and the frame helpers they stand on (which frames are the host's own,
  * the innermost script frame), which limits.c uses too. Uses the guard (luahier_guard.h: the
- * walks that tracebacks leave out). Stack notes
- * `[-o, +p, x]` follow the Lua manual: pops, pushes, and whether it can raise (`-` never, `m`
- * only on memory errors, `e` any error). */
+ * walks that tracebacks leave out). Stack notes `[-o, +p, x]` follow the Lua manual: pops,
+ * pushes, and whether it can raise (`-` never, `m` only on memory errors, `e` any error). */
 #ifndef LUAHIER_ERRORS_H
 #define LUAHIER_ERRORS_H
 
@@ -27,7 +26,6 @@ int luahier_findluaframe(lua_State *L, int level, lua_Debug *ar);
 int luahier_frameruns(lua_State *L, lua_Debug *ar, int ref);
 
 /* ---- Locations, tracebacks, the message handler ----------------------------------------- */
-
 
 /* [-0, +(0|1), m] Pushes "chunk:line" of the innermost Lua function at `level` or above;
  * returns 0 and pushes nothing when no Lua frame has a line. */

@@ -1,14 +1,12 @@
 /* Host functions (host.c): every Swift function callable from Lua is entered through the
  * trampoline, so a Lua error is raised only after the Swift frame has returned (a longjmp must
  * never cross a Swift frame); host objects' finalizer; the nodes' `__index`; stripped chunks.
- * Uses the guard (luahier_guard.h). Stack notes
- * `[-o, +p, x]` follow the Lua manual: pops, pushes, and whether it can raise (`-` never, `m`
- * only on memory errors, `e` any error). */
+ * Uses the guard (luahier_guard.h). Stack notes `[-o, +p, x]` follow the Lua manual: pops,
+ * pushes, and whether it can raise (`-` never, `m` only on memory errors, `e` any error). */
 #ifndef LUAHIER_HOST_H
 #define LUAHIER_HOST_H
 
 #include <lua.h>
-
 
 /* A Swift function exposed to Lua. It returns the number of results it pushed, or -1
  * after pushing an error value: the trampoline raises it once Swift has returned. */

@@ -52,7 +52,6 @@ int luahier_readrequest(lua_State *L, struct luahier_Engine *engine, const char 
 int luahier_writeoutcome(lua_State *L, long number, int id, int has_id, int plan, const struct luahier_Result *r,
                          size_t available, struct luahier_JSONOut *out);
 
-
 /* ---- Runs of lines ------------------------------------------------------------------------- */
 
 /* A line of a batch: its bytes at `start` in the batch's chunk (Sources/LuaHierarchy/Rules/

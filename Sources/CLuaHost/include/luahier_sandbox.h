@@ -1,13 +1,11 @@
 /* The sandbox's C functions (sandbox.c): guarded handlers and coroutines, the table and string
  * functions that charge their work, the libraries it starts from, `require`'s reader.
- * Uses limits (luahier_limits.h). Stack notes
- * `[-o, +p, x]` follow the Lua manual: pops, pushes, and whether it can raise (`-` never, `m`
- * only on memory errors, `e` any error). */
+ * Uses limits (luahier_limits.h). Stack notes `[-o, +p, x]` follow the Lua manual: pops,
+ * pushes, and whether it can raise (`-` never, `m` only on memory errors, `e` any error). */
 #ifndef LUAHIER_SANDBOX_H
 #define LUAHIER_SANDBOX_H
 
 #include <lua.h>
-
 
 /* lua_CFunction (handler) -> the handler, guarded. */
 int luahier_guardhandler(lua_State *L);
