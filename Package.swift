@@ -36,15 +36,27 @@ let package = Package(
             pkgConfig: "lua5.4",
             providers: [.apt(["liblua5.4-dev"]), .brew(["lua"])]
         ),
-        // The host's C: the trampoline, limits, the sandbox's C functions, errors, the fast
-        // path, the watchdog (Sources/CLuaHost/include/luahier_host.h). Only the bridge imports it.
-        .target(name: "CLuaHost", dependencies: ["CLua", "CJSONReader"]),
+        // The host's C, one header per unit in include/ (SwiftPM's module map takes the whole
+        // folder). Units in dependency order, each using only those before it (luahier_guard.h):
+        // guard, errors, host, limits, watchdog, sandbox, pattern, jsonwrite, walk, engine, lines.
+        // Only the bridge imports it.
+        .target(name: "CLuaHost", dependencies: ["CLua", "CJSONReader", "CSignals"]),
         // The one JSON reader (Sources/CJSONReader/include/luahier_jsonread.h), without Lua:
         // Swift's `Value`s and the bridge's Lua values are read from JSON by the same rules.
         .target(name: "CJSONReader"),
+        // Signal handlers without Lua (Sources/CSignals/include/luahier_signals.h): installing
+        // one (the watchdog's interrupts), and a service's reload and shutdown flags, which
+        // ServiceSignals wraps for the pool's watcher, `luahier serve` and the server.
+        .target(name: "CSignals"),
+        // The package's Lua (Lua/*.lua: the walk, the preludes, the sandbox) is embedded at
+        // build time by the EmbedLua plugin as `LuaSources`: no file is read at run time.
         .target(
             name: "LuaHierarchy",
-            dependencies: ["CLua", "CLuaHost", "CJSONReader", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["CLua", "CLuaHost", "CJSONReader", "CSignals", .product(name: "Logging", package: "swift-log")],
+            plugins: [.plugin(name: "EmbedLua")]),
+        // Lua files to Swift string constants, for the EmbedLua build-tool plugin.
+        .executableTarget(name: "embed-lua"),
+        .plugin(name: "EmbedLua", capability: .buildTool(), dependencies: ["embed-lua"]),
         // The HTTP service over a RulesPool (`luahier serve`); knows nothing of Lua.
         .target(
             name: "LuaHierarchyServer",

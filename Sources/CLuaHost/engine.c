@@ -4,8 +4,12 @@
  *
  * This runs once per dispatch, so it keeps to few calls of Lua's API: words come from the
  * trigger's upvalues, the state table of each depth is one registry reference. */
+#include "luahier_engine.h"
+#include "walk_internal.h"
+#include "luahier_errors.h"
 #include "luahier_host.h"
-#include "engine_internal.h"
+#include "luahier_limits.h"
+#include "luahier_walk.h"
 
 #include <lauxlib.h>
 #include <string.h>

@@ -1,10 +1,36 @@
 /* Errors: the message handler of every protected call the host makes, `where`, tracebacks
  * without the host's frames, and `__tostring` messages. */
-#include "luahier_host.h"
+#include "luahier_errors.h"
+#include "luahier_guard.h"
 
 #include <lauxlib.h>
 #include <lualib.h>
 #include <string.h>
+
+/* ---- Frames (limits.c reads them too) ------------------------------------------------- */
+
+int luahier_ishostcode(const lua_Debug *ar) {
+    if (ar->source == NULL) return 0;
+    /* Host chunks are loaded stripped (luahier_strip), which names their source "=?"; the
+     * sandbox loads text only, so no script's function is stripped. */
+    return strncmp(ar->source, "=[luahier", 9) == 0 || (strcmp(ar->source, "=?") == 0 && *ar->what != 'C');
+}
+
+int luahier_findluaframe(lua_State *L, int level, lua_Debug *ar) {
+    for (; lua_getstack(L, level, ar); level++) {
+        if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0 && !luahier_ishostcode(ar)) return 1;
+    }
+    return 0;
+}
+
+int luahier_frameruns(lua_State *L, lua_Debug *ar, int ref) {
+    if (ref <= 0 || !lua_checkstack(L, 2)) return 0;
+    lua_getinfo(L, "f", ar);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+    int runs = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    return runs;
+}
 
 /* ---- Locations and the message handler ------------------------------------------------ */
 

@@ -1,6 +1,7 @@
 /* Host functions: the trampoline every Swift function callable from Lua is entered through,
  * the finalizer of host objects, the nodes' `__index`, stripping host chunks. */
 #include "luahier_host.h"
+#include "luahier_guard.h"
 
 #include <lauxlib.h>
 #include <lualib.h>

@@ -1,6 +1,7 @@
 /* Lua values written as JSON in one pass, for the outcome lines of `luahier dispatch`: no
  * Swift value is built, nothing is allocated per value but the output's own bytes. */
-#include "luahier_host.h"
+#include "luahier_jsonwrite.h"
+#include "luahier_limits.h"
 #include "luahier_jsonread.h"
 
 #include <lauxlib.h>

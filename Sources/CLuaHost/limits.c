@@ -1,6 +1,7 @@
 /* Limits (contract §7): the allocator that counts and caps memory, budgets that nest, the hook
  * that enforces instruction and time limits, and the limit errors. */
-#include "luahier_host.h"
+#include "luahier_limits.h"
+#include "luahier_errors.h"
 
 #include <lauxlib.h>
 #include <lualib.h>
@@ -12,9 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-luahier_Guard *luahier_guard(lua_State *L) {
-    return *(luahier_Guard **)lua_getextraspace(L);
-}
+/* Set by the interrupt handler (watchdog.c), read by every check (luahier_limits.h). */
+volatile sig_atomic_t luahier_interrupt_signal;
+volatile sig_atomic_t luahier_interrupt_generation;
 
 double luahier_now(void) {
     /* The coarse clock (a few ms of resolution; ~6 ns a read where CLOCK_MONOTONIC takes
@@ -22,20 +23,6 @@ double luahier_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-int luahier_ishostcode(const lua_Debug *ar) {
-    if (ar->source == NULL) return 0;
-    /* Host chunks are loaded stripped (luahier_strip), which names their source "=?"; the
-     * sandbox loads text only, so no script's function is stripped. */
-    return strncmp(ar->source, "=[luahier", 9) == 0 || (strcmp(ar->source, "=?") == 0 && *ar->what != 'C');
-}
-
-int luahier_findluaframe(lua_State *L, int level, lua_Debug *ar) {
-    for (; lua_getstack(L, level, ar); level++) {
-        if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0 && !luahier_ishostcode(ar)) return 1;
-    }
-    return 0;
 }
 
 void luahier_noteplace(luahier_Guard *g, const lua_Debug *ar) {
@@ -275,17 +262,6 @@ int luahier_raiselimit(lua_State *L, luahier_Guard *g) {
     luahier_hooknext(L);
     luahier_pushlimiterror(L, g);
     return lua_error(L);
-}
-
-/* [-0, +0, -] Whether the function running at `ar`'s level is the one at registry reference
- * `ref` (0: none). */
-int luahier_frameruns(lua_State *L, lua_Debug *ar, int ref) {
-    if (ref <= 0 || !lua_checkstack(L, 2)) return 0;
-    lua_getinfo(L, "f", ar);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
-    int runs = lua_rawequal(L, -1, -2);
-    lua_pop(L, 2);
-    return runs;
 }
 
 /* [-0, +0, -] Whether the function running at `ar`'s level is the dispatch engine's walk. A

@@ -1,7 +1,11 @@
 /* JSON into Lua, and `luahier dispatch`'s lines answered in C (luahier_lines.h). */
-#include "luahier_host.h"
 #include "luahier_lines.h"
-#include "engine_internal.h"
+#include "walk_internal.h"
+#include "luahier_engine.h"
+#include "luahier_jsonwrite.h"
+#include "luahier_limits.h"
+#include "luahier_walk.h"
+#include "luahier_watchdog.h"
 
 #include <string.h>
 

@@ -9,7 +9,9 @@
  * "pattern too complex". Its functions replace string.find, match,
  * gmatch and gsub in the sandbox.
  */
-#include "luahier_host.h"
+#include "luahier_pattern.h"
+#include "luahier_limits.h"
+#include "luahier_sandbox.h"
 
 #include <lauxlib.h>
 #include <ctype.h>

@@ -1,7 +1,8 @@
 /* The sandbox's C functions: Lua's own where they would run unbounded in one C call (sort,
  * string.rep, plain find) redone to charge their work, the tracked coroutine.resume, the
  * guarded xpcall handler and the libraries the sandbox starts from. */
-#include "luahier_host.h"
+#include "luahier_sandbox.h"
+#include "luahier_limits.h"
 
 #include <lauxlib.h>
 #include <lualib.h>

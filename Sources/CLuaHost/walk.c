@@ -1,9 +1,14 @@
-/* The walk: the one loop every dispatch runs (luahier_engine.h), and the value rules it calls
- * in C (contract §3: what a value of a domain is; contract §4: `where` and `cause`, contract errors). */
+/* The walk: the one loop every dispatch runs (luahier_walk.h; its text Lua/walk.lua, its layout
+ * luahier_enginetypes.h), and the value rules it calls in C (contract §3: what a value of a
+ * domain is; contract §4: `where` and `cause`, contract errors). */
+#include "luahier_walk.h"
+#include "walk_internal.h"
+#include "luahier_errors.h"
 #include "luahier_host.h"
-#include "engine_internal.h"
+#include "luahier_limits.h"
 
 #include <lauxlib.h>
+#include <stdio.h>
 #include <string.h>
 
 /* The walk, in Lua so that each responder is a Lua-to-Lua call: a nested dispatch then costs
@@ -29,145 +34,31 @@
  * A run of plain receives (LUAHIER_ENTRY_RUN) is called in a loop of its own, with nothing
  * per responder but the call and one comparison: a value they all pass by costs about what
  * calling the same functions in a plain Lua loop does. */
-/* A trace step, written where it happens (a function call per step cost as much as the
- * step): the entry, the type it was called with, what came of it, the type that came of it,
- * and with full tracing the value before and after (left nil otherwise: readers take nil as
- * none, and two writes fewer a step are a third of what a path trace costs). */
-#define LUAHIER_STEP(slot, input, result, rtype, before, after) \
-    "local n = record[1] " \
-    "record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[1] = " \
-    slot ", " input ", " result ", " rtype ", n + STEP " \
-    "if full then record[n + 5], record[n + 6] = " before ", " after " end"
-/* A step that has no values to keep (a verdict): the first four fields. */
-#define LUAHIER_VERDICT(slot, input, result) \
-    "local n = record[1] " \
-    "record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[1] = " \
-    slot ", " input ", " result ", false, n + STEP"
 
-static const char luahier_walk_source[] =
-    "local accept, copy, SKIP, newrecord = ...\n"
-    /* One constant a declaration: in `local a <const>, b <const> = ...` only the last is a
-     * compile-time constant, and the others become upvalues of the walk. */
-    "local STRIDE <const> = %d\n"
-    "local FILTER <const> = %d\n"
-    "local CLASS <const> = %d\n"
-    "local CROSS <const> = %d\n"
-    "local RUN <const> = %d\n"
-    "local EVENTS <const> = %d\n"
-    "local ERRORS <const> = %d\n"
-    "local LAST <const> = %d\n"
-    "local TRACE <const> = %d\n"
-    "local ENDED <const> = %d\n"
-    "local RECEIVE <const> = %d\n"
-    "local HANDLE <const> = %d\n"
-    "local CATCH <const> = %d\n"
-    "local ALERT <const> = %d\n"
-    "local ARRIVE <const> = %d\n"
-    "local REACHED <const> = %d\n"
-    "local VALUE <const> = %d\n"
-    "local TYPE <const> = %d\n"
-    "local ERROR <const> = %d\n"
-    "local BEFORE <const> = %d\n"
-    "local RECORD <const> = %d\n"
-    "local HANDLED <const> = %d\n"
-    "local STEP <const> = %d\n"
-    "local FIRSTSTEP <const> = %d\n"
-    "return function(plan, state, value, vtype, iserror, slot, raised)\n"
-    "T|local record, full\n"
-    "  local last\n"
-    "  if not slot then\n"
-    "T|  record, full = newrecord((plan[LAST] - plan[EVENTS]) // STRIDE * STEP + FIRSTSTEP), plan[TRACE] == 'full' state[RECORD] = record\n"
-    "    if iserror then slot, last = plan[ERRORS], plan[LAST] - 1 else slot, last = plan[EVENTS], plan[ERRORS] - 1 end\n"
-    "  else\n"
-    "T|  record, full = state[RECORD], plan[TRACE] == 'full'\n"
-    /*  The position rule: the raised error replaces the value at the entry that raised it. */
-    "T|  local input = vtype\n"
-    "    value, vtype = accept(plan, slot, raised, true, value, iserror, true)\n"
-    "T|  " LUAHIER_STEP("slot", "input", "'raised'", "vtype", "full and state[BEFORE]", "full and copy(value)") "\n"
-    "    if slot < plan[ERRORS] then slot = plan[slot + CROSS] else slot = slot + STRIDE end\n"
-    "    iserror, last = true, plan[LAST] - 1\n"
-    "    state[VALUE], state[TYPE], state[ERROR] = value, vtype, true\n"
-    "  end\n"
-    /* Back here when the value changes domain, at the slot to go on from. */
-    "  ::walk::\n"
-    "  local i = slot\n"
-    "  do\n"
-    "    while i <= last do\n"
-    "      local run = plan[i + RUN]\n"
-    "      if run then\n"
-    /*      Plain receives: "notHandled" (or the seeds' other name for it, "unhandled") goes
-     *      on, "handled" stops, anything else replaces the value in its domain (or is a
-     *      contract error, which accept raises). */
-    "        for j = i, run, STRIDE do\n"
-    "          state[REACHED] = j\n"
-    "T|        if full then state[BEFORE] = copy(value) end\n"
-    "          local answer = plan[j](value)\n"
-    "          if answer ~= 'notHandled' and answer ~= 'unhandled' then\n"
-    "            if answer == 'handled' then\n"
-    "T|            " LUAHIER_VERDICT("j", "vtype", "'handled'") "\n"
-    "T|            state[BEFORE], state[RECORD] = false, false\n"
-    "T|            do return HANDLED, j, nil, record end\n"
-    "              return HANDLED, j\n"
-    "            elseif answer ~= SKIP then\n"
-    "              local input = vtype\n"
-    "              value, vtype = accept(plan, j, answer, iserror, value, iserror, false)\n"
-    "T|            " LUAHIER_STEP("j", "input", "iserror and 'error' or 'event'", "vtype", "full and state[BEFORE]", "full and copy(value)") "\n"
-    "              state[VALUE], state[TYPE], state[ERROR] = value, vtype, iserror\n"
-    "            end\n"
-    "T|        else " LUAHIER_VERDICT("j", "vtype", "'notHandled'") "\n"
-    "          end\n"
-    "        end\n"
-    "        i = run + STRIDE\n"
-    "      else\n"
-    "        local filter = plan[i + FILTER]\n"
-    "        if not filter or filter[vtype] then\n"
-    "          state[REACHED] = i\n"
-    "T|        if full then state[BEFORE] = copy(value) end\n"
-    "          local answer, extra = plan[i](value)\n"
-    "          local class = plan[i + CLASS]\n"
-    "          if answer == SKIP then\n"
-    /*          Removed during this dispatch: passed by. */
-    "          elseif class == RECEIVE and (answer == 'notHandled' or answer == 'unhandled') then\n"
-    "T|          " LUAHIER_VERDICT("i", "vtype", "'notHandled'") "\n"
-    "          elseif class == HANDLE or (class == RECEIVE and answer == 'handled') or (class == ALERT and answer ~= nil) then\n"
-    "T|          " LUAHIER_VERDICT("i", "vtype", "'handled'") "\n"
-    "T|          state[BEFORE], state[RECORD] = false, false\n"
-    "T|          do return HANDLED, i, class == ALERT and extra or nil, record end\n"
-    "            return HANDLED, i, class == ALERT and extra or nil\n"
-    "          elseif class == ARRIVE then\n"
-    /*          The safety check at a declaring node: nil passes; a violation replaces the value. */
-    "            if answer ~= nil then\n"
-    "              value, vtype = answer, extra\n"
-    "              state[VALUE], state[TYPE], state[ERROR] = value, vtype, true\n"
-    "              if not iserror then iserror, last, slot = true, plan[LAST] - 1, plan[i + CROSS] goto walk end\n"
-    "            end\n"
-    "          elseif class ~= ALERT then\n"
-    /*          A replacement: receive and transform keep the domain; catch makes it an event.
-     *          Whatever a kind may not return is a contract error, which accept raises. */
-    "            local input, toerror = vtype, iserror and class ~= CATCH\n"
-    "            value, vtype = accept(plan, i, answer, toerror, value, iserror, false)\n"
-    "T|          " LUAHIER_STEP("i", "input", "toerror and 'error' or 'event'", "vtype", "full and state[BEFORE]", "full and copy(value)") "\n"
-    "            state[VALUE], state[TYPE], state[ERROR] = value, vtype, toerror\n"
-    "            if toerror ~= iserror then\n"
-    "              iserror, slot = toerror, plan[i + CROSS]\n"
-    "              last = (toerror and plan[LAST] or plan[ERRORS]) - 1\n"
-    "              goto walk\n"
-    "            end\n"
-    "          end\n"
-    "        end\n"
-    "        i = i + STRIDE\n"
-    "      end\n"
-    "    end\n"
-    "  end\n"
-    "T|state[BEFORE], state[RECORD] = false, false\n"
-    "T|do return plan[ENDED], last + 1, nil, record end\n"
-    "  return plan[ENDED], last + 1\n"
-    "end\n";
+/* The walk's text is Lua/walk.lua, handed over by the host (embedded at build time, as
+ * LuaSources.walk). Each constant it names is filled in from these enums before it loads, so
+ * the numbers live here alone. */
+static const struct { const char *name; int value; } luahier_walk_constants[] = {
+    {"LUAHIER_ENTRY_STRIDE", LUAHIER_ENTRY_STRIDE}, {"LUAHIER_ENTRY_FILTER", LUAHIER_ENTRY_FILTER},
+    {"LUAHIER_ENTRY_CLASS", LUAHIER_ENTRY_CLASS}, {"LUAHIER_ENTRY_CROSS", LUAHIER_ENTRY_CROSS},
+    {"LUAHIER_ENTRY_RUN", LUAHIER_ENTRY_RUN},
+    {"LUAHIER_PLAN_EVENTS", LUAHIER_PLAN_EVENTS}, {"LUAHIER_PLAN_ERRORS", LUAHIER_PLAN_ERRORS},
+    {"LUAHIER_PLAN_LAST", LUAHIER_PLAN_LAST}, {"LUAHIER_PLAN_TRACE", LUAHIER_PLAN_TRACE},
+    {"LUAHIER_PLAN_END", LUAHIER_PLAN_END},
+    {"LUAHIER_CLASS_RECEIVE", LUAHIER_CLASS_RECEIVE}, {"LUAHIER_CLASS_HANDLE", LUAHIER_CLASS_HANDLE},
+    {"LUAHIER_CLASS_CATCH", LUAHIER_CLASS_CATCH}, {"LUAHIER_CLASS_ALERT", LUAHIER_CLASS_ALERT},
+    {"LUAHIER_CLASS_ARRIVE", LUAHIER_CLASS_ARRIVE},
+    {"LUAHIER_STATE_REACHED", LUAHIER_STATE_REACHED}, {"LUAHIER_STATE_VALUE", LUAHIER_STATE_VALUE},
+    {"LUAHIER_STATE_TYPE", LUAHIER_STATE_TYPE}, {"LUAHIER_STATE_ERROR", LUAHIER_STATE_ERROR},
+    {"LUAHIER_STATE_BEFORE", LUAHIER_STATE_BEFORE}, {"LUAHIER_STATE_RECORD", LUAHIER_STATE_RECORD},
+    {"LUAHIER_STATUS_HANDLED", LUAHIER_STATUS_HANDLED}, {"LUAHIER_STEP_STRIDE", LUAHIER_STEP_STRIDE},
+    {"LUAHIER_TRACE_COUNT", LUAHIER_TRACE_COUNT},
+};
 
 /* The lines that only the variant that records traces keeps start with this mark; the other
- * variant has them as comments (so both have the same lines, and an untraced dispatch does
- * not pay a test per responder for a trace it does not record). */
-static const char luahier_traced_mark[] = "T|";
+ * variant keeps them as the comments they are (so both have the same lines, and an untraced
+ * dispatch does not pay a test per responder for a trace it does not record). */
+static const char luahier_traced_mark[] = "--T|";
 
 /* What the skipper answers: no responder can return it. */
 static char luahier_skipmark;
@@ -497,19 +388,34 @@ static int luahier_copy(lua_State *L) {
 
 /* ---- Loading ---------------------------------------------------------------------------- */
 
-int luahier_pushwalk(lua_State *L, luahier_Engine *engine, int traced) {
-    const char *template = lua_pushfstring(L, luahier_walk_source,
-        (int)LUAHIER_ENTRY_STRIDE, (int)LUAHIER_ENTRY_FILTER, (int)LUAHIER_ENTRY_CLASS, (int)LUAHIER_ENTRY_CROSS,
-        (int)LUAHIER_ENTRY_RUN,
-        (int)LUAHIER_PLAN_EVENTS, (int)LUAHIER_PLAN_ERRORS, (int)LUAHIER_PLAN_LAST, (int)LUAHIER_PLAN_TRACE,
-        (int)LUAHIER_PLAN_END,
-        (int)LUAHIER_CLASS_RECEIVE, (int)LUAHIER_CLASS_HANDLE, (int)LUAHIER_CLASS_CATCH, (int)LUAHIER_CLASS_ALERT,
-        (int)LUAHIER_CLASS_ARRIVE,
-        (int)LUAHIER_STATE_REACHED, (int)LUAHIER_STATE_VALUE, (int)LUAHIER_STATE_TYPE, (int)LUAHIER_STATE_ERROR,
-        (int)LUAHIER_STATE_BEFORE, (int)LUAHIER_STATE_RECORD,
-        (int)LUAHIER_STATUS_HANDLED, (int)LUAHIER_STEP_STRIDE, (int)LUAHIER_TRACE_COUNT);
-    /* The variant's lines: the marked ones kept (traced) or made comments. */
-    const char *source = luaL_gsub(L, template, luahier_traced_mark, traced ? "  " : "--");
+int luahier_pushwalk(lua_State *L, luahier_Engine *engine, int traced, const char *text) {
+    /* The constants filled in, in one pass over the text. */
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    const size_t count = sizeof luahier_walk_constants / sizeof luahier_walk_constants[0];
+    for (const char *at; (at = strstr(text, "LUAHIER_")) != NULL;) {
+        luaL_addlstring(&b, text, (size_t)(at - text));
+        size_t length = strspn(at, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+        size_t i = 0;
+        while (i < count && !(strlen(luahier_walk_constants[i].name) == length
+                              && memcmp(luahier_walk_constants[i].name, at, length) == 0)) i++;
+        if (i == count) {
+            luaL_pushresult(&b);
+            lua_pop(L, 1);
+            lua_pushlstring(L, at, length);
+            lua_pushfstring(L, "walk.lua names %s, a constant luahier_pushwalk does not fill in", lua_tostring(L, -1));
+            lua_remove(L, -2);
+            return LUA_ERRSYNTAX;
+        }
+        char number[16];
+        snprintf(number, sizeof number, "%d", luahier_walk_constants[i].value);
+        luaL_addstring(&b, number);
+        text = at + length;
+    }
+    luaL_addstring(&b, text);
+    luaL_pushresult(&b);
+    /* The variant's lines: the marked ones kept (traced) or left as comments. */
+    const char *source = luaL_gsub(L, lua_tostring(L, -1), luahier_traced_mark, traced ? "    " : luahier_traced_mark);
     lua_remove(L, -2);
     int status = luaL_loadbuffer(L, source, strlen(source), "=[luahier walk]");
     lua_remove(L, -2);

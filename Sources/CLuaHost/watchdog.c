@@ -1,9 +1,11 @@
 /* The watchdog (luahier_watchdog.h): one thread per process, one cell per watched state. */
 #define _GNU_SOURCE
 #include "luahier_watchdog.h"
-#include "luahier_host.h"
+#include "luahier_limits.h"
+#include "luahier_signals.h"
 
 #include <lua.h>
+#include <lauxlib.h>
 
 #include <errno.h>
 #include <pthread.h>
@@ -224,9 +226,6 @@ long luahier_watchdog_signals(void) {
 
 /* ---- Interrupts (SIGINT, SIGTERM) ---------------------------------------------------- */
 
-volatile sig_atomic_t luahier_interrupt_signal;
-volatile sig_atomic_t luahier_interrupt_generation;
-
 /* [-0, +0, -] Async-signal-safe: records `sig` (the first one wins) and sends the watchdog's
  * signal to every thread running an entry of a watched state (every state is watched), whose
  * handler then makes its next instruction run the hook, which raises the interrupt. */
@@ -265,24 +264,6 @@ static void luahier_interrupthandler(int sig) {
  * stdin, the input of `dispatch`) returns EINTR, so the signal is seen at once. */
 static int luahier_installstop(int sig) {
     return luahier_installhandler(sig, luahier_interrupthandler, 0, 1);
-}
-
-int luahier_installhandler(int sig, void (*handler)(int), int flags, int keep_ignored) {
-    if (keep_ignored) {
-        struct sigaction existing;
-        if (sigaction(sig, NULL, &existing) != 0) return -1;
-        if (!(existing.sa_flags & SA_SIGINFO) && existing.sa_handler == SIG_IGN) return 0;
-    }
-    struct sigaction action;
-    memset(&action, 0, sizeof action);
-    action.sa_handler = handler;
-    action.sa_flags = flags;
-    sigemptyset(&action.sa_mask);
-    if (sigaction(sig, &action, NULL) != 0) return -1;
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, sig);
-    return pthread_sigmask(SIG_UNBLOCK, &set, NULL) == 0 ? 0 : -1;
 }
 
 int luahier_interrupt_install(void) {

@@ -14,20 +14,6 @@ struct ArchitectureTests {
         }
     }
 
-    @Test func onlyTheLuaBridgeImportsCLua() throws {
-        // The module itself, not CLuaHost (whose name starts the same way).
-        let importers = try Self.swiftFiles(under: "Sources").filter { file in
-            file.text.split(separator: "\n").contains { $0.trimmingCharacters(in: .whitespaces) == "import CLua" }
-        }.map(\.path)
-        #expect(!importers.isEmpty)
-        // Lua/, and the bridge's `hier` API over the hierarchy, which sits above it.
-        let bridge = "Sources/LuaHierarchy/Hierarchy/LuaBridge.swift"
-        #expect(importers.allSatisfy { $0.hasPrefix("Sources/LuaHierarchy/Lua/") || $0 == bridge }, "\(importers)")
-    }
-
-    /// The back-references the folders of Sources/LuaHierarchy still have: the one folder, the
-    /// other, the names it may use there, and why (docs/architecture-layers.md). Each waits on
-    /// a declaration moving out of a file the lead is changing; then its entry goes.
     /// Back-references a layer may make (one way, these names only), each with its reason:
     /// none today. The test fails on an entry no longer needed.
     static let allowedBackReferences: [(from: String, to: String, names: Set<String>, why: String)] = []
@@ -63,10 +49,64 @@ struct ArchitectureTests {
         }
     }
 
-    @Test func theCLIUsesOnlyThePublicAPI() throws {
-        let files = try Self.swiftFiles(under: "Sources/luahier")
-        #expect(!files.isEmpty)
-        #expect(files.allSatisfy { !$0.text.contains("@testable") && !$0.text.contains("import CLua") })
+    /// The modules a Swift file imports, read from its `import` lines (attributes, access
+    /// levels and `import struct M.T` forms included): `import CLuaHost` is not `import CLua`.
+    static func imports(of text: String) -> Set<String> {
+        var modules: Set<String> = []
+        for line in text.split(separator: "\n") {
+            var words = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+            while let first = words.first, first.hasPrefix("@") { words.removeFirst() }
+            if let first = words.first, ["public", "package", "internal", "fileprivate", "private"].contains(first) {
+                words.removeFirst()
+            }
+            guard words.first == "import", words.count >= 2 else { continue }
+            var name = words[1]
+            if ["struct", "class", "enum", "protocol", "typealias", "func", "var", "let"].contains(name), words.count >= 3 {
+                name = words[2]
+            }
+            modules.insert(String(name.prefix { $0 != "." }))
+        }
+        return modules
+    }
+
+    /// Which files of Sources import `module`.
+    static func importers(of module: String) throws -> [String] {
+        try swiftFiles(under: "Sources").filter { imports(of: $0.text).contains(module) }.map(\.path)
+    }
+
+    @Test func importLinesAreReadExactly() {
+        #expect(Self.imports(of: "import CLuaHost\n") == ["CLuaHost"])
+        #expect(Self.imports(of: "  @_implementationOnly import CLua\npublic import struct Foundation.Date\n// import X")
+            == ["CLua", "Foundation"])
+    }
+
+    /// The layers: only the Lua bridge imports Lua and the host's C; the JSON reader is read by
+    /// the JSON code and the bridge; the signal handlers by the service's wrapper only.
+    @Test func eachCModuleIsImportedByItsLayerOnly() throws {
+        let layers: [(module: String, folders: [String])] = [
+            // Lua/, and the bridge's `hier` API over the hierarchy, which sits above it.
+            ("CLua", ["Sources/LuaHierarchy/Lua/", "Sources/LuaHierarchy/Hierarchy/LuaBridge.swift"]),
+            ("CLuaHost", ["Sources/LuaHierarchy/Lua/", "Sources/LuaHierarchy/Hierarchy/LuaBridge.swift"]),
+            ("CJSONReader", ["Sources/LuaHierarchy/JSON/", "Sources/LuaHierarchy/Lua/"]),
+            ("CSignals", ["Sources/LuaHierarchy/Service/"]),
+        ]
+        for (module, folders) in layers {
+            let importers = try Self.importers(of: module)
+            #expect(!importers.isEmpty, "nothing imports \(module)")
+            #expect(importers.allSatisfy { path in folders.contains { path.hasPrefix($0) } }, "\(module): \(importers)")
+        }
+    }
+
+    @Test func theCLIAndTheServerUseOnlyTheLibrary() throws {
+        for folder in ["Sources/luahier", "Sources/LuaHierarchyServer"] {
+            let files = try Self.swiftFiles(under: folder)
+            #expect(!files.isEmpty)
+            for file in files {
+                #expect(!file.text.contains("@testable"), "\(file.path)")
+                let cModules = Self.imports(of: file.text).intersection(["CLua", "CLuaHost", "CJSONReader", "CSignals"])
+                #expect(cModules.isEmpty, "\(file.path) imports \(cModules)")
+            }
+        }
     }
 
     /// What only the CLI and the server use is `package`, not `public`: an embedder's API
@@ -145,7 +185,52 @@ struct ArchitectureTests {
             #expect(!text.contains("lua.h") && !text.contains("lauxlib.h"), "\(file) includes Lua")
             #expect(!text.contains("static inline") || file.hasSuffix(".c"), "\(file) holds code: it belongs in a .c file")
         }
-        let importers = try ArchitectureTests.swiftFiles(under: "Sources").filter { $0.text.contains("import CJSONReader") }.map(\.path)
-        #expect(importers.allSatisfy { $0.hasPrefix("Sources/LuaHierarchy/JSON/") || $0.hasPrefix("Sources/LuaHierarchy/Lua/") }, "\(importers)")
+    }
+
+    /// The signal handlers are C without Lua too, and without the host: CLuaHost uses them,
+    /// never the other way round.
+    @Test func theSignalHandlersAreCWithoutLua() throws {
+        let signals = Luahier.packageRoot.appendingPathComponent("Sources/CSignals")
+        let files = try FileManager.default.subpathsOfDirectory(atPath: signals.path).filter { $0.hasSuffix(".c") || $0.hasSuffix(".h") }
+        #expect(Set(files) == ["signals.c", "include/luahier_signals.h"])
+        for file in files {
+            let text = try String(contentsOf: signals.appendingPathComponent(file), encoding: .utf8)
+            let included = Self.includes(of: text)
+            #expect(included.allSatisfy { !$0.hasPrefix("lua") || $0 == "luahier_signals.h" }, "\(file) includes \(included)")
+        }
+    }
+
+    /// The `#include "..."` lines of a C file.
+    static func includes(of text: String) -> [String] {
+        text.split(separator: "\n").compactMap { line in
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            guard trimmed.hasPrefix("#include \"") else { return nil }
+            return String(trimmed.dropFirst("#include \"".count).prefix { $0 != "\"" })
+        }
+    }
+
+    /// The host's C units in dependency order (luahier_guard.h says why): each `.c` and header
+    /// includes only the project's headers of its own unit or of units before it, so no two
+    /// units use each other.
+    @Test func theHostsCUnitsDependOneWay() throws {
+        let order = ["jsonread", "signals", "guard", "errors", "host", "limits", "watchdog", "sandbox", "pattern",
+                     "jsonwrite", "enginetypes", "walk", "engine", "lines"]
+        func unit(_ file: String) -> String {
+            var name = (file as NSString).lastPathComponent
+            for affix in ["luahier_", ".c", ".h", "_internal"] { name = name.replacingOccurrences(of: affix, with: "") }
+            return name
+        }
+        let host = Luahier.packageRoot.appendingPathComponent("Sources/CLuaHost")
+        let files = try FileManager.default.subpathsOfDirectory(atPath: host.path).filter { $0.hasSuffix(".c") || $0.hasSuffix(".h") }
+        #expect(files.count >= 20)
+        for file in files {
+            let own = order.firstIndex(of: unit(file))
+            #expect(own != nil, "\(file) is no unit of the order")
+            let text = try String(contentsOf: host.appendingPathComponent(file), encoding: .utf8)
+            for included in Self.includes(of: text) {
+                let theirs = order.firstIndex(of: unit(included))
+                #expect(theirs != nil && own != nil && theirs! <= own!, "\(file) includes \(included), a later unit")
+            }
+        }
     }
 }

@@ -4,28 +4,21 @@
  * of the line protocol is here, once: whether a request is valid (luahier_readrequest, which
  * says why not with a code the host words), and how an outcome line is laid out
  * (luahier_writeoutcome, which the host calls too for the lines it finishes: a trace, errors
- * presented, a value for the careful writer, a refusal). */
+ * presented, a value for the careful writer, a refusal).
+ * Uses limits, the watchdog, jsonwrite (and CJSONReader), the walk's value rules and the
+ * engine's driver. */
 #ifndef LUAHIER_LINES_H
 #define LUAHIER_LINES_H
 
 #include <lua.h>
 #include <stddef.h>
 
+#include "luahier_enginetypes.h"
 #include "luahier_jsonread.h"
 
 struct luahier_Engine;
 struct luahier_JSONOut;
 struct luahier_Result;
-
-/* What the builder remembers from one read to the next (the lines of a stream look alike): the
- * sizes of the tables last read at each depth (up to LUAHIER_JSON_SHAPE_DEPTH), so the next ones
- * are made that size and fill without a rehash. (A cache of the short strings made last was
- * measured too: Lua's own interning costs no more than looking one up.) */
-#define LUAHIER_JSON_SHAPE_DEPTH 8
-typedef struct luahier_JSONMemory {
-    unsigned char members[LUAHIER_JSON_SHAPE_DEPTH];
-    unsigned char items[LUAHIER_JSON_SHAPE_DEPTH];
-} luahier_JSONMemory;
 
 /* [-0, +(0|1), m] Reads the value at the reader's place, at nesting depth `depth`, into a Lua
  * value (JSON's nulls as Lua's nil: a null member is absent, a null item refused): objects
@@ -137,7 +130,6 @@ enum {
  * LUAHIER_JSON_CAREFUL / _LIMIT when the host must write the line (a Lua value needs the
  * careful writer, or the value is past `value_room`). With no Lua values, `L` may be NULL. */
 int luahier_writeoutcome(lua_State *L, const luahier_Outcome *o, struct luahier_JSONOut *out, int *stage);
-
 
 /* ---- Runs of lines ------------------------------------------------------------------------- */
 

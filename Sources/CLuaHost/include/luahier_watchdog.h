@@ -10,6 +10,9 @@
  * stopping a script; lua_sethook is safe in a signal handler, and it is never called from
  * another thread). The hook then reads the clock itself: a signal that lands late, or after the
  * entry ended, only makes it check once more.
+ *
+ * Uses limits (luahier_limits.h: the guard's watch cell, the hook, the interrupt flags) and
+ * CSignals (luahier_signals.h: installing a handler).
  */
 #ifndef LUAHIER_WATCHDOG_H
 #define LUAHIER_WATCHDOG_H
@@ -68,11 +71,6 @@ int luahier_interrupt_install(void);
 /* Blocks SIGINT and SIGTERM in the calling thread (one that only waits), so they reach a
  * thread that runs Lua or reads input. */
 void luahier_interrupt_block(void);
-
-/* Installs `handler` for `sig` with sigaction `flags` (SA_RESTART or 0) and unblocks `sig`
- * in the calling thread. With `keep_ignored`, a signal the process started with ignored
- * (nohup, a background job) stays ignored. 0, or -1 on failure. */
-int luahier_installhandler(int sig, void (*handler)(int), int flags, int keep_ignored);
 
 /* Does what the handler does, for `sig`, from any thread (embedders, tests). */
 void luahier_interrupt_request(int sig);

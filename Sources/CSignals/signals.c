@@ -1,12 +1,33 @@
-/* Signals for a long-running service (`luahier serve`, `dispatch --watch`): SIGHUP asks
- * for a reload; for `serve`, SIGTERM and SIGINT ask for a graceful shutdown, which running
+/* Signal handlers without Lua (luahier_signals.h): installing one, and the flags of a
+ * long-running service (`luahier serve`, `dispatch --watch`). SIGHUP asks for a reload; for `serve`, SIGTERM and SIGINT ask for a graceful shutdown, which running
  * scripts must not see (unlike luahier_interrupt_install's, these handlers stop nothing).
  * The handlers only set flags, which a thread of the host polls; a second SIGTERM or SIGINT
  * while a shutdown is under way ends the process the default way. */
-#include "luahier_host.h"
+#include "luahier_signals.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
+
+int luahier_installhandler(int sig, void (*handler)(int), int flags, int keep_ignored) {
+    if (keep_ignored) {
+        struct sigaction existing;
+        if (sigaction(sig, NULL, &existing) != 0) return -1;
+        if (!(existing.sa_flags & SA_SIGINFO) && existing.sa_handler == SIG_IGN) return 0;
+    }
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = handler;
+    action.sa_flags = flags;
+    sigemptyset(&action.sa_mask);
+    if (sigaction(sig, &action, NULL) != 0) return -1;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    return pthread_sigmask(SIG_UNBLOCK, &set, NULL) == 0 ? 0 : -1;
+}
+
+/* ---- A service's flags --------------------------------------------------------------------- */
 
 static volatile sig_atomic_t luahier_hangups;
 static volatile sig_atomic_t luahier_stop_signal;

@@ -1,4 +1,4 @@
-import CLuaHost
+import CSignals
 
 /// Signals for a long-running service (`serve`, `dispatch --watch`): SIGHUP asks for a
 /// reload and, for `serve`, SIGTERM and SIGINT ask for a graceful shutdown. Unlike

@@ -1,9 +1,11 @@
-/* Helpers the engine's C files share (engine.c, walk.c, lines.c); not part of the host's API
+/* walk.c's helpers that the driver (engine.c) and lines.c share; not part of the host's API
  * (include/), so Swift does not see them. */
-#ifndef LUAHIER_ENGINE_INTERNAL_H
-#define LUAHIER_ENGINE_INTERNAL_H
+#ifndef LUAHIER_WALK_INTERNAL_H
+#define LUAHIER_WALK_INTERNAL_H
 
-#include "luahier_host.h"
+#include <lua.h>
+
+#include "luahier_enginetypes.h"
 
 /* [-0, +1, -] Pushes interned word `word` (LUAHIER_WORD_*) of `e`. */
 void luahier_pushword(lua_State *L, const luahier_Engine *e, int word);

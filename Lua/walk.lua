@@ -1,0 +1,125 @@
+-- The walk (walk.c, luahier_pushwalk): the Lua function every dispatch runs, offering the value
+-- to each entry of a plan in order and applying what each answers (contract §4's table).
+-- Loaded twice per state, as "=[luahier walk]" and stripped: lines that start with "--T|" are
+-- kept only by the variant that records traces (the other has them as comments, so an
+-- untraced dispatch pays no test per responder for a trace it does not record). Each
+-- constant's upper-case C name below is replaced by that enum's value (luahier_enginetypes.h)
+-- before loading: the numbers live in C alone.
+local accept, copy, SKIP, newrecord = ...
+-- One constant a declaration: in `local a <const>, b <const> = ...` only the last is a
+-- compile-time constant, and the others become upvalues of the walk.
+local STRIDE <const> = LUAHIER_ENTRY_STRIDE
+local FILTER <const> = LUAHIER_ENTRY_FILTER
+local CLASS <const> = LUAHIER_ENTRY_CLASS
+local CROSS <const> = LUAHIER_ENTRY_CROSS
+local RUN <const> = LUAHIER_ENTRY_RUN
+local EVENTS <const> = LUAHIER_PLAN_EVENTS
+local ERRORS <const> = LUAHIER_PLAN_ERRORS
+local LAST <const> = LUAHIER_PLAN_LAST
+local TRACE <const> = LUAHIER_PLAN_TRACE
+local ENDED <const> = LUAHIER_PLAN_END
+local RECEIVE <const> = LUAHIER_CLASS_RECEIVE
+local HANDLE <const> = LUAHIER_CLASS_HANDLE
+local CATCH <const> = LUAHIER_CLASS_CATCH
+local ALERT <const> = LUAHIER_CLASS_ALERT
+local ARRIVE <const> = LUAHIER_CLASS_ARRIVE
+local REACHED <const> = LUAHIER_STATE_REACHED
+local VALUE <const> = LUAHIER_STATE_VALUE
+local TYPE <const> = LUAHIER_STATE_TYPE
+local ERROR <const> = LUAHIER_STATE_ERROR
+local BEFORE <const> = LUAHIER_STATE_BEFORE
+local RECORD <const> = LUAHIER_STATE_RECORD
+local HANDLED <const> = LUAHIER_STATUS_HANDLED
+local STEP <const> = LUAHIER_STEP_STRIDE
+local FIRSTSTEP <const> = LUAHIER_TRACE_COUNT
+return function(plan, state, value, vtype, iserror, slot, raised)
+--T|local record, full
+  local last
+  if not slot then
+--T|  record, full = newrecord((plan[LAST] - plan[EVENTS]) // STRIDE * STEP + FIRSTSTEP), plan[TRACE] == 'full' state[RECORD] = record
+    if iserror then slot, last = plan[ERRORS], plan[LAST] - 1 else slot, last = plan[EVENTS], plan[ERRORS] - 1 end
+  else
+--T|  record, full = state[RECORD], plan[TRACE] == 'full'
+  -- The position rule: the raised error replaces the value at the entry that raised it.
+--T|  local input = vtype
+    value, vtype = accept(plan, slot, raised, true, value, iserror, true)
+--T|  local n = record[1] record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[1] = slot, input, 'raised', vtype, n + STEP if full then record[n + 5], record[n + 6] = full and state[BEFORE], full and copy(value) end
+    if slot < plan[ERRORS] then slot = plan[slot + CROSS] else slot = slot + STRIDE end
+    iserror, last = true, plan[LAST] - 1
+    state[VALUE], state[TYPE], state[ERROR] = value, vtype, true
+  end
+  -- Back here when the value changes domain, at the slot to go on from.
+  ::walk::
+  local i = slot
+  do
+    while i <= last do
+      local run = plan[i + RUN]
+      if run then
+        -- Plain receives: "notHandled" (or the seeds' other name for it, "unhandled") goes
+        -- on, "handled" stops, anything else replaces the value in its domain (or is a
+        -- contract error, which accept raises).
+        for j = i, run, STRIDE do
+          state[REACHED] = j
+--T|        if full then state[BEFORE] = copy(value) end
+          local answer = plan[j](value)
+          if answer ~= 'notHandled' and answer ~= 'unhandled' then
+            if answer == 'handled' then
+--T|            local n = record[1] record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[1] = j, vtype, 'handled', false, n + STEP
+--T|            state[BEFORE], state[RECORD] = false, false
+--T|            do return HANDLED, j, nil, record end
+              return HANDLED, j
+            elseif answer ~= SKIP then
+              local input = vtype
+              value, vtype = accept(plan, j, answer, iserror, value, iserror, false)
+--T|            local n = record[1] record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[1] = j, input, iserror and 'error' or 'event', vtype, n + STEP if full then record[n + 5], record[n + 6] = full and state[BEFORE], full and copy(value) end
+              state[VALUE], state[TYPE], state[ERROR] = value, vtype, iserror
+            end
+--T|        else local n = record[1] record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[1] = j, vtype, 'notHandled', false, n + STEP
+          end
+        end
+        i = run + STRIDE
+      else
+        local filter = plan[i + FILTER]
+        if not filter or filter[vtype] then
+          state[REACHED] = i
+--T|        if full then state[BEFORE] = copy(value) end
+          local answer, extra = plan[i](value)
+          local class = plan[i + CLASS]
+          if answer == SKIP then
+          -- Removed during this dispatch: passed by.
+          elseif class == RECEIVE and (answer == 'notHandled' or answer == 'unhandled') then
+--T|          local n = record[1] record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[1] = i, vtype, 'notHandled', false, n + STEP
+          elseif class == HANDLE or (class == RECEIVE and answer == 'handled') or (class == ALERT and answer ~= nil) then
+--T|          local n = record[1] record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[1] = i, vtype, 'handled', false, n + STEP
+--T|          state[BEFORE], state[RECORD] = false, false
+--T|          do return HANDLED, i, class == ALERT and extra or nil, record end
+            return HANDLED, i, class == ALERT and extra or nil
+          elseif class == ARRIVE then
+            -- The safety check at a declaring node: nil passes; a violation replaces the value.
+            if answer ~= nil then
+              value, vtype = answer, extra
+              state[VALUE], state[TYPE], state[ERROR] = value, vtype, true
+              if not iserror then iserror, last, slot = true, plan[LAST] - 1, plan[i + CROSS] goto walk end
+            end
+          elseif class ~= ALERT then
+            -- A replacement: receive and transform keep the domain; catch makes it an event.
+            -- Whatever a kind may not return is a contract error, which accept raises.
+            local input, toerror = vtype, iserror and class ~= CATCH
+            value, vtype = accept(plan, i, answer, toerror, value, iserror, false)
+--T|          local n = record[1] record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[1] = i, input, toerror and 'error' or 'event', vtype, n + STEP if full then record[n + 5], record[n + 6] = full and state[BEFORE], full and copy(value) end
+            state[VALUE], state[TYPE], state[ERROR] = value, vtype, toerror
+            if toerror ~= iserror then
+              iserror, slot = toerror, plan[i + CROSS]
+              last = (toerror and plan[LAST] or plan[ERRORS]) - 1
+              goto walk
+            end
+          end
+        end
+        i = i + STRIDE
+      end
+    end
+  end
+--T|state[BEFORE], state[RECORD] = false, false
+--T|do return plan[ENDED], last + 1, nil, record end
+  return plan[ENDED], last + 1
+end
