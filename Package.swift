@@ -91,3 +91,16 @@ let package = Package(
         .testTarget(name: "luahierTests", dependencies: ["luahier"], exclude: ["Golden", "Fixtures"]),
     ]
 )
+
+// `LUAHIER_WERROR=1` (set by .ci/run): the project's own targets build with warnings as errors.
+// Only by choice: an embedder's build is never failed by a newer compiler's new warning, and a
+// dependency's warnings are its own.
+if Context.environment["LUAHIER_WERROR"] != nil {
+    for target in package.targets where target.type != .system && target.type != .plugin {
+        if target.name.hasPrefix("C") {
+            target.cSettings = (target.cSettings ?? []) + [.unsafeFlags(["-Werror"])]
+        } else {
+            target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-warnings-as-errors"])]
+        }
+    }
+}

@@ -18,7 +18,7 @@ struct ArchitectureTests {
     /// none today. The test fails on an entry no longer needed.
     static let allowedBackReferences: [(from: String, to: String, names: Set<String>, why: String)] = []
 
-    /// The folders are layers (docs/architecture-layers.md): no two use each other, outside
+    /// The folders are layers (docs/architecture.md): no two use each other, outside
     /// the allowed back-references. The graph is tools/folder-graph.py's.
     @Test func foldersUseEachOtherOneWayOnly() throws {
         let module = "Sources/LuaHierarchy/"
