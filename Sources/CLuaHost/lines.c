@@ -288,6 +288,16 @@ static int luahier_appendcount(luahier_JSONOut *out, const char *key, long count
     return luahier_jsonappend(out, p, (size_t)(end - p));
 }
 
+/* [-0, +0, m] `key` and a JSON part; for a deferred part, its key alone: the host writes the
+ * part after what `out` holds, and the writer goes on at `next` (set in `*stage`). */
+static int luahier_appendpart(lua_State *L, luahier_JSONOut *out, const char *key, size_t key_length,
+                              const luahier_Field *part, int next, int *stage) {
+    if (!luahier_jsonappend(out, key, key_length)) return LUAHIER_JSON_LIMIT;
+    if (!part->deferred) return luahier_appendjsonfield(L, out, "", 0, part);
+    *stage = next;
+    return LUAHIER_OUTCOME_DEFERRED;
+}
+
 #define LUAHIER_FIELD(L, out, kind, key, part) \
     if ((result = luahier_append##kind##field(L, out, key, sizeof key - 1, part)) != LUAHIER_JSON_WRITTEN) return result
 
@@ -326,24 +336,18 @@ int luahier_writeoutcome(lua_State *L, const luahier_Outcome *o, luahier_JSONOut
             LUAHIER_FIELD(L, out, string, ",\"choice\":", &o->choice);
         }
         if (luahier_hasfield(&o->presented)) {
-            if (!LUAHIER_APPEND(out, ",\"presented\":")) return LUAHIER_JSON_LIMIT;
-            if (o->presented.deferred) {
-                *stage = LUAHIER_OUTCOME_AFTER_PRESENTED;
-                return LUAHIER_OUTCOME_DEFERRED;
-            }
-            LUAHIER_FIELD(L, out, json, "", &o->presented);
+            static const char key[] = ",\"presented\":";
+            result = luahier_appendpart(L, out, key, sizeof key - 1, &o->presented, LUAHIER_OUTCOME_AFTER_PRESENTED, stage);
+            if (result != LUAHIER_JSON_WRITTEN) return result;
         }
         /* fallthrough */
     case LUAHIER_OUTCOME_AFTER_PRESENTED:
         if (o->presented_omitted > 0 && !luahier_appendcount(out, ",\"presentedOmitted\":", o->presented_omitted))
             return LUAHIER_JSON_LIMIT;
         if (luahier_hasfield(&o->trace)) {
-            if (!LUAHIER_APPEND(out, ",\"trace\":")) return LUAHIER_JSON_LIMIT;
-            if (o->trace.deferred) {
-                *stage = LUAHIER_OUTCOME_AFTER_TRACE;
-                return LUAHIER_OUTCOME_DEFERRED;
-            }
-            LUAHIER_FIELD(L, out, json, "", &o->trace);
+            static const char key[] = ",\"trace\":";
+            result = luahier_appendpart(L, out, key, sizeof key - 1, &o->trace, LUAHIER_OUTCOME_AFTER_TRACE, stage);
+            if (result != LUAHIER_JSON_WRITTEN) return result;
         }
         /* fallthrough */
     case LUAHIER_OUTCOME_AFTER_TRACE:

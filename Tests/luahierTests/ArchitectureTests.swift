@@ -19,13 +19,20 @@ struct ArchitectureTests {
     static let allowedBackReferences: [(from: String, to: String, names: Set<String>, why: String)] = []
 
     /// The folders are layers (docs/architecture.md): no two use each other, outside
-    /// the allowed back-references. The graph is tools/folder-graph.py's.
+    /// the allowed back-references. `LUAHIER_FOLDER_GRAPH=1` prints the graph: each edge, how
+    /// many uses make it, and the first few.
     @Test func foldersUseEachOtherOneWayOnly() throws {
         let module = "Sources/LuaHierarchy/"
         let files = try Self.swiftFiles(under: String(module.dropLast())).map { (path: String($0.path.dropFirst(module.count)), text: $0.text) }
         let graph = FolderGraph(files: files)
         // A graph this thin would mean the reading broke, not that the folders are clean.
         #expect(graph.edges.count > 40, "only \(graph.edges.count) edges")
+        if ProcessInfo.processInfo.environment["LUAHIER_FOLDER_GRAPH"] != nil {
+            for edge in graph.edges.keys.sorted() {
+                let uses = graph.edges[edge]!
+                print("\(edge.from) -> \(edge.to) (\(uses.count)): " + uses.prefix(3).map { "\($0.file):\($0.line) \($0.name)" }.joined(separator: ", "))
+            }
+        }
         var used = Set<Int>()
         for pair in graph.twoWayPairs {
             let ways = [pair, FolderGraph.Edge(from: pair.to, to: pair.from)]

@@ -1,5 +1,5 @@
-/// The folder dependency graph of one Swift module, as `tools/folder-graph.py` computes it
-/// (keep the two in step): folder A -> folder B when a file in A names something B declares,
+/// The folder dependency graph of one Swift module (ArchitectureTests prints it with
+/// `LUAHIER_FOLDER_GRAPH=1`): folder A -> folder B when a file in A names something B declares,
 /// a top-level type, a free function or global, or a member of an extension of a type from
 /// elsewhere (another folder's, or the standard library's). A name declared in more than one
 /// folder is left out, as are private and fileprivate declarations. Top-level files are the

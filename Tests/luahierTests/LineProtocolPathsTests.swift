@@ -9,18 +9,10 @@ import Testing
 /// text for the same value).
 @Suite("The line protocol: one judge, one writer")
 struct LineProtocolPathsTests {
-    private let rules = """
-        local app = hier.root:child("app")
-        app:child("tap"):receiveEvent(function(e) if e.type == "Tap" then return "handled" end return "notHandled" end)
-        app:child("swap"):transformEvent(function(e) return {type = "Swapped", n = e.n, list = {1, 2.5, "x"}} end)
-        app:child("boom"):receiveEvent(function(e) error("boom " .. tostring(e.n)) end)
-        app:child("fn"):transformEvent(function(e) return {type = "Fn", f = print} end)
-        app:handleAlertErrors(function() return "Retry" end)
-        app:child("nested"):receiveEvent(function(e)
-          hier.node("/app/boom"):triggerEvent({type = "Inner", n = 2})
-          return "handled"
-        end)
-        """
+    /// Rules whose answers take every field (tools/compare-dispatch.sh answers with them too).
+    private var rules: String {
+        get throws { try String(contentsOf: Luahier.packageRoot.appendingPathComponent("tools/request-lines-rules.lua"), encoding: .utf8) }
+    }
 
     /// Requests whose answers take every field: handled (`by`, `responder`), replaced,
     /// unhandled errors (`where`), a choice, a value only the careful writer writes, errors
@@ -47,7 +39,7 @@ struct LineProtocolPathsTests {
     ]
 
     @Test func aLineTheHostFinishesIsTheLineCWouldWrite() throws {
-        let script = try Luahier.script(rules, name: "rules.lua")
+        let script = try Luahier.script(try rules, name: "rules.lua")
         let lines = requests.flatMap { [#"{"id": 7, "# + $0 + "}", #"{"id": [7], "# + $0 + "}"] }
         let input = script.replacingOccurrences(of: "rules.lua", with: "in.jsonl")
         try (lines.joined(separator: "\n") + "\n").write(toFile: input, atomically: true, encoding: .utf8)
@@ -84,7 +76,7 @@ struct LineProtocolPathsTests {
     /// With tracing, every line is one the host finishes: the layout is still the one writer's,
     /// field for field in its order.
     @Test func fieldsComeInTheWritersOrder() throws {
-        let script = try Luahier.script(rules, name: "rules.lua")
+        let script = try Luahier.script(try rules, name: "rules.lua")
         let result = try Luahier.run(
             ["dispatch", "--trace", "path", script, "-"],
             stdin: #"{"id": 1, "at": "/app/nested", "event": "X"}"# + "\n" + #"{"id": 2, "at": "/app/tap", "error": {"type": "E", "title": "T", "recovery": ["Retry"]}}"# + "\n")
