@@ -1,7 +1,7 @@
 import Testing
 @testable import LuaHierarchy
 
-/// The dispatch engine (Sources/CLuaHost/include/luahier_engine.h, LuaEngine.swift): every
+/// The dispatch engine (Sources/CLuaHost/include/luahier_enginetypes.h, LuaEngine.swift): every
 /// dispatch runs one walk along a plan, made at the first dispatch from a node and kept while
 /// the tree's chains stand still. These tests hold each rule on the walk from Lua, and check
 /// that later dispatches really went along the kept plan (`engineCounts.plans`).

@@ -148,7 +148,7 @@ struct SafetyTests {
         #expect(f.presented.last?.error["undeclared"] == "Swipe")
     }
 
-    /// `declareReports` is `node:reports{...}` in Swift (README, Declared types): the error
+    /// `declareReports` is `node:reports{...}` in Swift (docs/lua-api.md, declared types): the error
     /// types it declares add up, and the run-time check holds reported errors to them.
     @Test func swiftDeclaresReportedErrorTypes() throws {
         let f = try Fixture()

@@ -303,7 +303,7 @@ struct ScriptTests {
 }
 
 /// The documented Swift lines, compiled and run as written there.
-@Suite("README: Swift forms of publishing, safety, alerts, tools")
+@Suite("Docs: Swift forms of publishing, safety, alerts, tools")
 struct ReadmeSwiftTests {
     @Test func theSnippetRunsAsDocumented() throws {
         let f = try Fixture()

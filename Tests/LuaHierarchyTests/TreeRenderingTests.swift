@@ -21,7 +21,7 @@ struct TreeRenderingTests {
             #expect(document["version"] as? Int == 2)
             let nodes = try #require(document["nodes"] as? [[String: Any]])
             #expect(nodes.map { $0["path"] as? String } == [top] + Array(repeating: nil, count: expected.count - 1))
-            // The rule the README gives tools: the parent's path, "/", the name (the root's
+            // The rule docs/cli.md gives tools: the parent's path, "/", the name (the root's
             // "/" is not doubled).
             var paths: [String] = []
             for node in nodes {

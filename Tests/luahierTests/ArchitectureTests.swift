@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// The layering the README promises: the tree and dispatch know nothing of Lua, the Lua
+/// The layering docs/architecture.md describes: the tree and dispatch know nothing of Lua, the Lua
 /// bridge is the only code that imports CLua, and the CLI uses the library's public and
 /// package API only (never @testable).
 @Suite("Architecture")

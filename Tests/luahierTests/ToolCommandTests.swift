@@ -70,7 +70,7 @@ struct ToolCommandTests {
         #expect(nodes.map { $0["name"] as? String } == ["root", #"say "hi"\now"#, "line\nbreak", "{ü|<x>}"])
         #expect(nodes.map { $0["parent"] as? Int } == [nil, 0, 1, 1])
         #expect(nodes.map { $0["depth"] as? Int } == [0, 1, 2, 2])
-        // Only the top has its path; the others' are built from it (README).
+        // Only the top has its path; the others' are built from it (docs/cli.md).
         #expect(nodes.map { $0["path"] as? String } == ["/", nil, nil, nil])
         let responder = try #require((nodes[2]["responders"] as? [[String: Any]])?.first)
         #expect(responder["filter"] as? [String] == ["A", "B"])
@@ -115,7 +115,7 @@ struct ToolCommandTests {
         #expect(dot.stdout.utf8.count < 3_001 * 150)
     }
 
-    /// A 200,000-deep chain (the README's case for a flat format: a million renders in about
+    /// A 200,000-deep chain (docs/cli.md's case for a flat format: a million renders in about
     /// 2 s in a release build): JSON that parses, each node naming its parent, and the text
     /// and DOT drawings, each with default limits.
     @Test func aDeepChainRendersInEveryFormat() throws {

@@ -1,5 +1,5 @@
 /* The dispatch engine (contract §4–5): the one place every dispatch runs, from Lua, from Swift,
- * from `luahier dispatch`, nested or not. The README's "How a dispatch runs" follows it.
+ * from `luahier dispatch`, nested or not. docs/architecture.md ("How a dispatch runs") follows it.
  *
  * - A *plan* is a chain snapshot, made by the Swift side's ChainPlan (Sources/LuaHierarchy/
  *   Dispatch/ChainPlan.swift) and laid out as a Lua table (LuaEngine.swift): each domain's

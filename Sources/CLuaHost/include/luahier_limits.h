@@ -1,4 +1,4 @@
-/* Limits: memory, instructions, time (limits.c). contract §7; the README's "Limits".
+/* Limits: memory, instructions, time (limits.c). contract §7; docs/limits.md.
  * Uses the guard (luahier_guard.h) and errors (luahier_errors.h: frames, tracebacks). */
 #ifndef LUAHIER_LIMITS_H
 #define LUAHIER_LIMITS_H

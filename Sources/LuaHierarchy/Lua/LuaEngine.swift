@@ -1,7 +1,7 @@
 import CLua
 import CLuaHost
 
-/// The dispatch engine of a hierarchy (Sources/CLuaHost/include/luahier_engine.h): every
+/// The dispatch engine of a hierarchy (Sources/CLuaHost/include/luahier_enginetypes.h): every
 /// dispatch, from Lua, from Swift or from `luahier dispatch`, nested or not, runs the one walk
 /// (walk.c) along a plan the dispatcher makes, driven by C (engine.c). This side:
 /// - lays a `ChainPlan` out as the Lua table the walk reads, and keeps one per origin node
@@ -61,7 +61,7 @@ final class LuaEngine: DispatchEngine {
         state.pointee.dispatch_seconds = host.limits.dispatchTime ?? 0
         state.pointee.tags_ref = host.domainTags
         state.pointee.plans_ref = host.makeTableRef()
-        // The words C pushes, by LUAHIER_WORD_* (spelled in luahier_engine.h, the one list).
+        // The words C pushes, by LUAHIER_WORD_* (spelled in luahier_enginetypes.h, the one list).
         luahier_pushwords(L)
         state.pointee.words_ref = host.ref()
         // What each kind must return, for contract errors (worded once, by ResponderKind).
@@ -255,7 +255,7 @@ final class LuaEngine: DispatchEngine {
         return true
     }
 
-    /// [-0, +1, m] The Lua table of `plan`, laid out as luahier_engine.h's LUAHIER_PLAN_* say.
+    /// [-0, +1, m] The Lua table of `plan`, laid out as luahier_enginetypes.h's LUAHIER_PLAN_* say.
     /// A plan a trip cut short (or whose paths would pass the cap) is laid out empty: the walk
     /// raises the limit's error at its first instruction. Returns whether it was laid out whole.
     private func push(_ plan: ChainPlan) -> Bool {
