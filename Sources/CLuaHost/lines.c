@@ -140,6 +140,13 @@ int luahier_readrequest(lua_State *L, luahier_Engine *e, const char *bytes, size
                         const char *input, long number, luahier_Request *request) {
     int top = lua_gettop(L);
     memset(request, 0, sizeof *request);
+    /* The 4 slots, a container being read (luahier_pushjson checks its own), a plan looked up
+     * (2), the value rules (3). */
+    if (!lua_checkstack(L, 12)) {
+        lua_settop(L, top + 4);
+        request->refusal = LUAHIER_REFUSE_MEMORY;
+        return LUAHIER_REQUEST_REFUSED;
+    }
     luahier_JSONReader reader;
     luahier_jsoninit(&reader, bytes, length, depth_limit, 1);
     /* [id, at (then the plan), value (then its type), the first unknown key or the reader's
@@ -183,7 +190,15 @@ int luahier_readrequest(lua_State *L, luahier_Engine *e, const char *bytes, size
             int read = luahier_pushjson(L, &reader, 1, &e->json_memory);
             reader.nulls_as_nil = 1;
             if (!read) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_JSON);
-            if (slot == 1) request->id_is_text = 0;
+            if (slot == 1) {
+                /* A long string id is the host's to echo too: the memory cap counts what the
+                 * request's payload takes, not its id (dropped here, it is garbage). */
+                request->id_is_text = lua_type(L, -1) == LUA_TSTRING && lua_rawlen(L, -1) > LUAHIER_ID_KEPT;
+                if (request->id_is_text) {
+                    lua_pop(L, 1);
+                    lua_pushnil(L);
+                }
+            }
         }
         /* The last of a member given twice counts (a null payload is an absent one). */
         if (slot == 3) {

@@ -30,8 +30,9 @@ int luahier_pushjson(lua_State *L, luahier_JSONReader *reader, int depth, luahie
 /* What a request line holds, once read. */
 typedef struct luahier_Request {
     int has_id;       /* the line has an "id" (pushed: nil for null) */
-    int id_is_text;   /* the id is an array or object: nil is pushed, and the host reads it from
-                       * its text (it is echoed as it came) */
+    int id_is_text;   /* the id is an array, an object or a string longer than LUAHIER_ID_KEPT:
+                       * nil is pushed, and the host reads it from its text (it is echoed as it
+                       * came) */
     long id_start, id_length; /* the id's JSON text in the line */
     long at_start, at_length; /* "at"'s JSON text in the line */
     int is_error;     /* "error" rather than "event" (the last payload given) */
@@ -40,6 +41,9 @@ typedef struct luahier_Request {
     int refusal;      /* LUAHIER_REFUSE_* */
     long column;      /* LUAHIER_REFUSE_JSON: where the reader stopped */
 } luahier_Request;
+
+/* The longest string id held in Lua (longer ones are read from the line's text). */
+#define LUAHIER_ID_KEPT 256
 
 enum {
     LUAHIER_REQUEST_READY = 1,   /* pushed: the id (or nil), the plan, the value, its type */
@@ -133,7 +137,7 @@ int luahier_writeoutcome(lua_State *L, const luahier_Outcome *o, struct luahier_
 
 /* ---- Runs of lines ------------------------------------------------------------------------- */
 
-/* A line of a batch: its bytes at `start` in the batch's chunk (Sources/LuaHierarchy/Rules/
+/* A line of a batch: its bytes at `start` in the batch's chunk (Sources/LuaHierarchy/Pool/
  * LineReader.swift), or only its length when it was too long to keep. */
 typedef struct luahier_Line {
     long number;
@@ -181,9 +185,11 @@ enum {
     LUAHIER_RUN_DONE = 0,       /* every line is answered */
     LUAHIER_RUN_TOO_LONG = 1,   /* line `next` was too long to keep: the host refuses it */
     LUAHIER_RUN_DISPATCHED = 2, /* line `next` was dispatched and the host writes its outcome (it
-                                 * has errors presented meanwhile, a trace, an id read from its text,
-                                 * or a value for the careful writer): pushed, the id, the plan, the value, its type, then the
-                                 * LUAHIER_DISPATCH_RESULTS values `result` names */
+                                 * has errors presented meanwhile, a trace, an id read from its
+                                 * text, or a value for the careful writer): pushed, the id, the
+                                 * plan, the value, its type, the LUAHIER_DISPATCH_RESULTS values
+                                 * `result` names, then up to 4 more (the handled entry's node and
+                                 * place, per writing tried) */
     LUAHIER_RUN_INTERRUPTED = 3,/* an interrupt came before or during line `next`: it is not answered */
     LUAHIER_RUN_CHANGED = 4,    /* the tree's chains changed during the line before `next` (the
                                  * rules' doing): the host looks at its settings before going on */
@@ -192,10 +198,12 @@ enum {
                                  * leaves a refusal, `request` says why, and the host words it */
 };
 
-/* [-0, +(0|4+LUAHIER_DISPATCH_RESULTS), m] Answers the run's lines: each read
+/* [-0, +(0|4|4+LUAHIER_DISPATCH_RESULTS+(0|2|4)), m] Answers the run's lines: each read
  * (luahier_readrequest), dispatched inside its own top-level budget (nothing may be under way),
  * its outcome written (luahier_writeoutcome, the value within what the memory cap leaves) and
- * delivered (the host holds it on the rules' behalf until written). Returns LUAHIER_RUN_*. */
+ * delivered (the host holds it on the rules' behalf until written). Returns LUAHIER_RUN_*,
+ * leaving what _REFUSED and _DISPATCHED say (the host reads them by index from the top it
+ * had, and sets the top back). */
 int luahier_answerrun(lua_State *L, struct luahier_Engine *engine, luahier_LineRun *run);
 
 #endif

@@ -106,9 +106,13 @@ final class JSONParser {
         return String(decoding: UnsafeRawBufferPointer(start: token.string, count: token.string_length), as: UTF8.self)
     }
 
-    private enum Frame {
-        case array([Value])
-        case object([String: Value], key: String)
+    /// An open container: its items or members so far, and the key whose value comes next.
+    /// Added to in place (`frames[last]`), so a container of n values is built in O(n).
+    private struct Frame {
+        var isArray: Bool
+        var items: [Value] = []
+        var map: [String: Value] = [:]
+        var key = ""
     }
 
     /// One value (whitespace before it skipped) as a `Value`, reading `null` as the parser
@@ -138,11 +142,10 @@ final class JSONParser {
         while true {
             var value: Value
             switch luahier_jsonnext(reader) {
-            case Int32(LUAHIER_JSON_BEGIN_OBJECT): frames.append(.object([:], key: "")); continue
-            case Int32(LUAHIER_JSON_BEGIN_ARRAY): frames.append(.array([])); continue
+            case Int32(LUAHIER_JSON_BEGIN_OBJECT): frames.append(Frame(isArray: false)); continue
+            case Int32(LUAHIER_JSON_BEGIN_ARRAY): frames.append(Frame(isArray: true)); continue
             case Int32(LUAHIER_JSON_KEY):
-                guard case .object(let map, _) = frames.removeLast() else { continue }
-                frames.append(.object(map, key: currentString))
+                if !frames.isEmpty { frames[frames.count - 1].key = currentString }
                 continue
             case Int32(LUAHIER_JSON_NULL): value = .null
             case Int32(LUAHIER_JSON_TRUE): value = .bool(true)
@@ -150,23 +153,19 @@ final class JSONParser {
             case Int32(LUAHIER_JSON_INTEGER): value = .int(reader.pointee.integer)
             case Int32(LUAHIER_JSON_DOUBLE): value = .double(reader.pointee.number)
             case Int32(LUAHIER_JSON_STRING): value = .string(currentString)
-            case Int32(LUAHIER_JSON_END_OBJECT):
-                guard case .object(let map, _) = frames.removeLast() else { continue }
-                value = .map(map)
-            case Int32(LUAHIER_JSON_END_ARRAY):
-                guard case .array(let items) = frames.removeLast() else { continue }
-                value = .array(items)
+            case Int32(LUAHIER_JSON_END_OBJECT), Int32(LUAHIER_JSON_END_ARRAY):
+                guard let frame = frames.popLast() else { continue }
+                value = frame.isArray ? .array(frame.items) : .map(frame.map)
             default:
                 throw error
             }
-            guard let container = frames.popLast() else { return value }
-            switch container {
-            case .array(var items):
-                items.append(value)
-                frames.append(.array(items))
-            case .object(var map, let key):
-                if value != .null || nulls == .keep { map[key] = value }
-                frames.append(.object(map, key: key))
+            guard !frames.isEmpty else { return value }
+            let last = frames.count - 1
+            if frames[last].isArray {
+                frames[last].items.append(value)
+            } else if value != .null || nulls == .keep {
+                let key = frames[last].key
+                frames[last].map[key] = value
             }
         }
     }
