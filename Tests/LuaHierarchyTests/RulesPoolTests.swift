@@ -130,7 +130,7 @@ struct RulesPoolTests {
         let ran = answered.prefix { $0["status"]?.stringValue == "handled" }.count
         #expect((1..<1000).contains(ran))
         // Timed on the state's thread: from the first answer to the last.
-        #expect(times.value.last!.timeIntervalSince(times.value.first!) < 2)
+        #expect(times.value.last!.timeIntervalSince(times.value.first!) < 10)
         #expect(answered.dropFirst(ran).allSatisfy { $0["error"]?["type"]?.stringValue == "BatchTimeLimitExceeded" })
         #expect(summary.outOfTime)
         #expect(summary.counts[.invalid] == 1000 - ran)

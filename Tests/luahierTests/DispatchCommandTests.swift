@@ -53,7 +53,8 @@ struct DispatchCommandTests {
         let value = try #require(outcome["value"] as? [String: Any])
         #expect(value.count == 200_001)
         #expect(result.stdout.contains(#""k1":1,"k10":10,"k100":100,"k1000":1000,"k10000":10000,"k100000":100000,"k100001":100001,"#))
-        #expect(elapsed < 10, "took \(elapsed) s")
+        // Quadratic writing took minutes; a loaded machine takes a few seconds.
+        #expect(elapsed < 30, "took \(elapsed) s")
     }
 
     /// Errors that pass the root unhandled inside a line (a nested report, a failing
@@ -105,7 +106,7 @@ struct DispatchCommandTests {
         let result = try Self.dispatch(
             [#"{"at": "/", "event": "E"}"#], rules: rules,
             flags: ["--timeout", "1", "--dispatch-timeout", "0", "--max-instructions", "0", "--dispatch-max-instructions", "0"])
-        #expect(Date().timeIntervalSince(started) < 10)
+        #expect(Date().timeIntervalSince(started) < 30)
         let lines = try Self.outcomes(result)
         #expect(lines.count == 1)
         #expect((lines.first?["value"] as? [String: Any])?["type"] as? String == "TimeLimitExceeded", "\(result.stdout)")

