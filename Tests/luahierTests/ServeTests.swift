@@ -34,6 +34,9 @@ struct ServeTests {
         try Self.rules(version: 1).write(to: rules, atomically: true, encoding: .utf8)
         let server = try ServerProcess(["rules.lua", "--workers", "2", "--watch"], in: folder)
         defer { server.stop() }
+        // The watcher has taken its first look at the files (see the --watch test of dispatch).
+        server.signal(SIGHUP)
+        #expect(server.waitForStderr { $0.contains("found the rules unchanged") })
 
         // Clients send single requests and batches without a pause while the rules change.
         let stop = Locked(false)
@@ -171,6 +174,12 @@ struct ServeTests {
             }
         }
         send3()
+        // The watcher takes its first look at the files on a thread of its own, which a loaded
+        // machine may start late: a change before that look would be its baseline, never seen.
+        // A hang-up is answered by that thread, after the look (and its handler is in place
+        // before the first answer).
+        child.send(SIGHUP)
+        #expect(child.waitForStderr { $0.contains("found the rules unchanged") })
         try Self.rules(version: 2).write(to: folder.appendingPathComponent("rules.lua"), atomically: true, encoding: .utf8)
         #expect(child.waitForStderr { $0.contains("luahier: reloaded rules.lua (file changed): revision 2 (sha256 ") })
         send3()
