@@ -252,8 +252,12 @@ final class LuahierProcess: @unchecked Sendable {
         }
     }
 
-    /// The peak resident memory so far, in KiB (`VmHWM`, /proc).
+    /// The peak resident memory so far, in KiB (`VmHWM`, /proc); 0 until the child runs its
+    /// own program. Between the spawn's fork and its exec, /proc shows a copy of the test
+    /// process (its memory, its peak), which is not the child's.
     var peakKiB: Int {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(process.processIdentifier)/exe")) ?? ""
+        guard exe == process.executableURL?.resolvingSymlinksInPath().path else { return 0 }
         let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
         let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
