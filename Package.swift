@@ -3,7 +3,8 @@ import PackageDescription
 
 let package = Package(
     name: "LuaHierarchy",
-    platforms: [.macOS(.v14)],
+    // macOS 15: Synchronization's Mutex, the one lock of the server and the tests.
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "LuaHierarchy", targets: ["LuaHierarchy"]),
         .library(name: "LuaHierarchyServer", targets: ["LuaHierarchyServer"]),
@@ -89,6 +90,16 @@ let package = Package(
             name: "LuaHierarchyTests", dependencies: ["LuaHierarchy", .product(name: "Logging", package: "swift-log")]),
         // Depends on the executable so `swift test` builds the binary these tests run.
         .testTarget(name: "luahierTests", dependencies: ["luahier"], exclude: ["Golden", "Fixtures"]),
+        // The server's routes in process (HummingbirdTesting): with the Server trait only; without
+        // it the target builds empty.
+        .testTarget(
+            name: "LuaHierarchyServerTests",
+            dependencies: [
+                "LuaHierarchy",
+                "LuaHierarchyServer",
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Server"])),
+                .product(name: "HummingbirdTesting", package: "hummingbird", condition: .when(traits: ["Server"])),
+            ]),
     ]
 )
 

@@ -5,7 +5,7 @@ import PackageDescription
 // the Server trait, so it resolves no server package. CI builds and runs it.
 let package = Package(
     name: "Embedder",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "LuaHierarchy", path: "../.."),
         .package(url: "https://github.com/apple/swift-log", from: "1.5.0"),

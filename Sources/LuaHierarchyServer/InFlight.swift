@@ -1,4 +1,6 @@
 #if Server
+import Synchronization
+
 /// Requests to `/v1/dispatch` under way, and how those in flight at a shutdown ended: what
 /// the server reports when it stops.
 final class InFlight: Sendable {
@@ -9,7 +11,7 @@ final class InFlight: Sendable {
         var inFlight = 0, answered = 0, clientsGone = 0
     }
 
-    private let counts = Locked(Counts())
+    private let counts = Mutex(Counts())
 
     /// A request begins (its body is read).
     func begin() {

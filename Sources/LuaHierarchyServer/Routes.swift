@@ -2,6 +2,7 @@
 internal import Hummingbird
 import LuaHierarchy
 internal import NIOCore
+import Synchronization
 
 /// The service's routes: what each answers, and with which HTTP status.
 ///
@@ -208,7 +209,7 @@ extension RulesServer {
 /// Resumes one waiter once: with nil when a batch's first answer (or its end) is ready, or
 /// with the refusal.
 final class FirstAnswer: Sendable {
-    private let state = Locked<(opened: Bool, result: RulesPool.Refusal?, waiter: CheckedContinuation<RulesPool.Refusal?, Never>?)>((false, nil, nil))
+    private let state = Mutex<(opened: Bool, result: RulesPool.Refusal?, waiter: CheckedContinuation<RulesPool.Refusal?, Never>?)>((false, nil, nil))
 
     func open(_ error: RulesPool.Refusal?) {
         let waiter: CheckedContinuation<RulesPool.Refusal?, Never>? = state.withLock { state in

@@ -1,10 +1,11 @@
 #if Server
-internal import Hummingbird
+package import Hummingbird
 internal import HummingbirdCore
 internal import Logging
 internal import NIOCore
 import LuaHierarchy
 internal import ServiceLifecycle
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -49,6 +50,8 @@ public final class RulesServer: Sendable {
     let options: Options
     let metrics: ServerMetrics
     let inFlight = InFlight()
+    /// Set when the service group `run` started has ended.
+    private let ended = Mutex(false)
     /// Told of each reload `POST /v1/reload` runs.
     let onReload: @Sendable (ReloadResult) -> Void
 
@@ -91,9 +94,50 @@ public final class RulesServer: Sendable {
         ServiceSignals.handleStops()
         var logger = Logger(label: "luahier")
         logger.logLevel = .warning
+        let app = application(logger: logger, onListening: onListening)
+        let configuration = ServiceGroupConfiguration(services: [.init(service: app)], logger: logger)
+        // No limit of the group's own: past `shutdownGrace` it would cancel the server, which
+        // closes the connections of requests still under way, and they would look like clients
+        // that went away. The grace is enforced below, where what was cut off is counted.
+        let group = ServiceGroup(configuration: configuration)
+        let serving = Task {
+            defer { self.ended.withLock { $0 = true } }
+            try await group.run()
+        }
+        // SIGTERM or SIGINT: a flag the handler set, polled (the handler can do no more).
+        while ServiceSignals.stopSignal == nil && !hasEnded {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        if hasEnded {
+            try await serving.value
+            return inFlight.report(signal: nil, graceRanOut: false)
+        }
+        inFlight.stop()
+        await group.triggerGracefulShutdown()
+        let giveUpAt = ContinuousClock.now + .milliseconds(Int64(options.shutdownGrace * 1000))
+        while !hasEnded && ContinuousClock.now < giveUpAt {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        if !hasEnded { return inFlight.report(signal: ServiceSignals.stopSignal, graceRanOut: true) }
+        try? await serving.value
+        return inFlight.report(signal: ServiceSignals.stopSignal, graceRanOut: false)
+    }
+
+    private var hasEnded: Bool { ended.withLock { $0 } }
+
+    /// The application `run` serves, for the package's tests to drive in process
+    /// (HummingbirdTesting), without a socket or signals.
+    package func application() -> some ApplicationProtocol {
+        var logger = Logger(label: "luahier")
+        logger.logLevel = .warning
+        return application(logger: logger, onListening: { _ in })
+    }
+
+    /// The HTTP application: the routes, the limits on connections, the address.
+    func application(logger: Logger, onListening: @escaping @Sendable (String) -> Void) -> some ApplicationProtocol {
         let router = Router(context: ServerContext.self)
         addRoutes(to: router)
-        let app = Application(
+        return Application(
             router: router,
             server: .http1(configuration: .init(idleTimeout: .milliseconds(Int64(options.idleTimeout * 1000)))),
             configuration: .init(
@@ -107,33 +151,6 @@ public final class RulesServer: Sendable {
             },
             logger: logger
         )
-        let configuration = ServiceGroupConfiguration(services: [.init(service: app)], logger: logger)
-        // No limit of the group's own: past `shutdownGrace` it would cancel the server, which
-        // closes the connections of requests still under way, and they would look like clients
-        // that went away. The grace is enforced below, where what was cut off is counted.
-        let group = ServiceGroup(configuration: configuration)
-        let ended = Locked(false)
-        let serving = Task {
-            defer { ended.withLock { $0 = true } }
-            try await group.run()
-        }
-        // SIGTERM or SIGINT: a flag the handler set, polled (the handler can do no more).
-        while ServiceSignals.stopSignal == nil && !ended.current {
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        if ended.current {
-            try await serving.value
-            return inFlight.report(signal: nil, graceRanOut: false)
-        }
-        inFlight.stop()
-        await group.triggerGracefulShutdown()
-        let giveUpAt = ContinuousClock.now + .milliseconds(Int64(options.shutdownGrace * 1000))
-        while !ended.current && ContinuousClock.now < giveUpAt {
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        if !ended.current { return inFlight.report(signal: ServiceSignals.stopSignal, graceRanOut: true) }
-        try? await serving.value
-        return inFlight.report(signal: ServiceSignals.stopSignal, graceRanOut: false)
     }
 }
 #endif

@@ -1,6 +1,7 @@
 #if Server
 import LuaHierarchy
 internal import Prometheus
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -40,8 +41,8 @@ final class ServerMetrics: Sendable {
     private let printer: DetachedPrinter?
     private let printDropped: Counter
     /// The pool's counts as last shown: the counters grow by the difference.
-    private let shown = Locked(RulesPool.Statistics())
-    private let shownDropped = Locked(0)
+    private let shown = Mutex(RulesPool.Statistics())
+    private let shownDropped = Mutex(0)
 
     init(pool: RulesPool, printer: DetachedPrinter?) {
         self.pool = pool
@@ -126,8 +127,8 @@ final class ServerMetrics: Sendable {
     func text() -> String {
         let statistics = pool.statistics
         let dropped = printer?.dropped ?? 0
-        let before = shown.exchange(statistics)
-        let droppedBefore = shownDropped.exchange(dropped)
+        let before = shown.withLock { shown in defer { shown = statistics }; return shown }
+        let droppedBefore = shownDropped.withLock { shown in defer { shown = dropped }; return shown }
         printDropped.increment(by: Int64(dropped - droppedBefore))
         waits.increment(by: Int64(statistics.waits - before.waits))
         overloaded.increment(by: Int64(statistics.overloaded - before.overloaded))
@@ -164,35 +165,6 @@ enum LimitTrip {
     }
 }
 
-/// A value behind a lock.
-final class Locked<Value>: @unchecked Sendable {
-    private var value: Value
-    private var mutex = pthread_mutex_t()
-
-    init(_ value: Value) {
-        self.value = value
-        pthread_mutex_init(&mutex, nil)
-    }
-
-    deinit { pthread_mutex_destroy(&mutex) }
-
-    func withLock<T>(_ body: (inout Value) -> T) -> T {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return body(&value)
-    }
-
-    var current: Value { withLock { $0 } }
-
-    /// Sets `new` and returns what it replaced.
-    func exchange(_ new: Value) -> Value {
-        withLock { value in
-            let old = value
-            value = new
-            return old
-        }
-    }
-}
 extension MetricNameDescriptor {
     /// A metric called `name` (no namespace, subsystem or unit of its own: the name says them).
     static func named(_ name: String, _ help: String) -> MetricNameDescriptor {

@@ -35,8 +35,8 @@ struct DispatchCommandTests {
     }
 
     /// The outcome's keys are sorted in n log n: 200,000 keys took minutes when every map
-    /// was sorted by insertion (found by an attack; 10 s is room for a shared machine, the
-    /// sort takes milliseconds).
+    /// was sorted by insertion (found by an attack; 30 s is room for a loaded shared machine,
+    /// the sort takes milliseconds).
     @Test func anOutcomeWithAHugeMapIsWrittenPromptly() throws {
         let rules = try Self.rulesFile("""
             hier.root:receiveEvent("Big", function(e)
@@ -46,14 +46,16 @@ struct DispatchCommandTests {
             end)
             """)
         let started = Date()
-        let result = try Self.dispatch([#"{"at": "/", "event": "Big"}"#], rules: rules)
+        // No time limits on the rule: building the map is not what is timed, and on a loaded
+        // machine it can take longer than the default 5 s a dispatch may run.
+        let result = try Self.dispatch([#"{"at": "/", "event": "Big"}"#], rules: rules, flags: ["--timeout", "0", "--dispatch-timeout", "0"])
         let elapsed = Date().timeIntervalSince(started)
         #expect(result.status == 0, "\(result.stderr)")
         let outcome = try #require(try Self.outcomes(result).first)
         let value = try #require(outcome["value"] as? [String: Any])
         #expect(value.count == 200_001)
         #expect(result.stdout.contains(#""k1":1,"k10":10,"k100":100,"k1000":1000,"k10000":10000,"k100000":100000,"k100001":100001,"#))
-        #expect(elapsed < 10, "took \(elapsed) s")
+        #expect(elapsed < 30, "took \(elapsed) s")
     }
 
     /// Errors that pass the root unhandled inside a line (a nested report, a failing
@@ -105,7 +107,7 @@ struct DispatchCommandTests {
         let result = try Self.dispatch(
             [#"{"at": "/", "event": "E"}"#], rules: rules,
             flags: ["--timeout", "1", "--dispatch-timeout", "0", "--max-instructions", "0", "--dispatch-max-instructions", "0"])
-        #expect(Date().timeIntervalSince(started) < 10)
+        #expect(Date().timeIntervalSince(started) < 30)
         let lines = try Self.outcomes(result)
         #expect(lines.count == 1)
         #expect((lines.first?["value"] as? [String: Any])?["type"] as? String == "TimeLimitExceeded", "\(result.stdout)")
@@ -336,37 +338,13 @@ struct DispatchCommandTests {
 
     /// A producer that writes one line and waits gets its answer while stdin is still open.
     @Test func answersEachLineAsItArrivesOnAPipe() throws {
-        signal(SIGPIPE, SIG_IGN)
-        let process = Process()
-        process.executableURL = Luahier.binary
-        process.arguments = ["dispatch", try Self.rulesFile()]
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-
-        func answer(to line: String) throws -> String {
-            try input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
-            nonisolated(unsafe) var received = Data()
-            let done = DispatchSemaphore(value: 0)
-            DispatchQueue.global().async {
-                while !received.contains(UInt8(ascii: "\n")) {
-                    let chunk = output.fileHandleForReading.availableData
-                    if chunk.isEmpty { break }
-                    received.append(chunk)
-                }
-                done.signal()
-            }
-            #expect(done.wait(timeout: .now() + 20) == .success, "no answer while stdin is open")
-            return String(decoding: received, as: UTF8.self)
-        }
-        #expect(try answer(to: #"{"id": 1, "at": "/app", "event": "Tap"}"#).contains(#""id":1,"status":"handled""#))
-        #expect(try answer(to: #"{"id": 2, "at": "/app", "event": "Tap"}"#).contains(#""id":2,"status":"handled""#))
-        try input.fileHandleForWriting.close()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let child = try LuahierProcess(["dispatch", try Self.rulesFile()])
+        child.write(#"{"id": 1, "at": "/app", "event": "Tap"}"# + "\n")
+        #expect(child.readLine()?.contains(#""id":1,"status":"handled""#) == true, "no answer while stdin is open")
+        child.write(#"{"id": 2, "at": "/app", "event": "Tap"}"# + "\n")
+        #expect(child.readLine()?.contains(#""id":2,"status":"handled""#) == true, "no answer while stdin is open")
+        child.closeInput()
+        #expect(child.waitForExit().status == 0)
     }
 
     /// Line 1 is slow and lines 3-4 are fast, in different workers: they finish first (the

@@ -1,193 +1,316 @@
 import Foundation
-import Testing
 
-/// Runs the built `luahier` binary as a child process, as a user would.
-enum Luahier {
-    /// The package root: scripts and golden files are found from here, and the binary runs
-    /// here so that messages name `scripts/x.lua`.
-    static let packageRoot = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-    /// `luahier` sits beside the test bundle in the build's products folder.
-    static let binary: URL = {
-        let products = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        return products.appendingPathComponent("luahier")
-    }()
-
-    struct Result {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-        /// Ended by a signal (a crash, or the timeout) rather than an exit.
-        var signaled: Bool
+/// A child process the tests drive: by default the built `luahier`, run from the package
+/// root. Its stdout and stderr are read as they come by threads of their own, so a test can
+/// wait for a line (an event), never for a length of time; it can write to stdin, send a
+/// signal, and wait for the exit. `Luahier.run` is this, run to completion.
+final class LuahierProcess: @unchecked Sendable {
+    /// Where the child's stdout goes.
+    enum Output {
+        /// A pipe read into `stdout` as it comes.
+        case captured
+        /// A pipe nobody reads: once it is full, the child's writes block.
+        case unread
+        /// A pipe whose reading end is closed at once: the child's writes fail (EPIPE).
+        case closed
+        /// A file, such as `/dev/full` or `/dev/null`.
+        case file(String)
     }
 
-    /// Runs `luahier arguments...` with a wall-clock limit; a run past it is killed and
-    /// reported as `signaled`.
-    static func run(
-        _ arguments: [String], stdin: String? = nil, timeout: TimeInterval = 60, in folder: URL = packageRoot
-    ) throws -> Result {
-        try run(arguments, input: stdin.map { Data($0.utf8) }, timeout: timeout, in: folder)
-    }
+    let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private let errors = Pipe()
+    private let unreadOutput: Bool
+    /// Guards everything below, and is signalled at every change of it.
+    private let changed = NSCondition()
+    private var stdoutBytes: [UInt8] = []
+    private var stdoutTaken = 0
+    private var stderrBytes: [UInt8] = []
+    private var stdoutEnded = false
+    private var stderrEnded = false
+    private var exited = false
+    private var stderrPaused = false
 
-    /// As `run`, with raw bytes on stdin.
-    static func run(
-        _ arguments: [String], input stdin: Data?, timeout: TimeInterval = 60, in folder: URL = packageRoot
-    ) throws -> Result {
+    init(
+        _ arguments: [String], environment: [String: String]? = nil, executable: URL = Luahier.binary,
+        folder: URL = Luahier.packageRoot, stdout: Output = .captured, stdin: Bool = true
+    ) throws {
         // A child that exits before reading all its input must not kill the tests with SIGPIPE.
         signal(SIGPIPE, SIG_IGN)
-        let process = Process()
-        process.executableURL = binary
+        process.executableURL = executable
         process.arguments = arguments
         process.currentDirectoryURL = folder
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try process.run()
-        // Written from another thread, so a large input cannot block against a full stdout.
-        let writer = input.fileHandleForWriting
-        let feed = DispatchGroup()
-        DispatchQueue.global().async(group: feed) {
-            if let stdin { try? writer.write(contentsOf: stdin) }
-            try? writer.close()
+        if let environment { process.environment = environment }
+        process.standardInput = stdin ? input : FileHandle.nullDevice
+        process.standardError = errors
+        unreadOutput = { if case .unread = stdout { true } else { false } }()
+        switch stdout {
+        case .captured, .unread, .closed: process.standardOutput = output
+        case .file(let path):
+            guard let handle = FileHandle(forWritingAtPath: path) else { throw CocoaError(.fileNoSuchFile) }
+            process.standardOutput = handle
         }
-
-        // Read both pipes while the process runs so a large output cannot block it.
-        nonisolated(unsafe) var outData = Data(), errData = Data()
-        let group = DispatchGroup()
-        DispatchQueue.global().async(group: group) { outData = out.fileHandleForReading.readDataToEndOfFile() }
-        DispatchQueue.global().async(group: group) { errData = err.fileHandleForReading.readDataToEndOfFile() }
-        let deadline = DispatchTime.now() + timeout
-        DispatchQueue.global().asyncAfter(deadline: deadline) { if process.isRunning { process.terminate() } }
-        process.waitUntilExit()
-        group.wait()
-        feed.wait()
-        return Result(
-            status: process.terminationStatus,
-            stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData, as: UTF8.self),
-            signaled: process.terminationReason == .uncaughtSignal)
+        process.terminationHandler = { [weak self] _ in
+            guard let self else { return }
+            changed.lock()
+            exited = true
+            changed.broadcast()
+            changed.unlock()
+        }
+        try process.run()
+        if case .closed = stdout { try output.fileHandleForReading.close() }
+        if case .captured = stdout {
+            startReading(output.fileHandleForReading.fileDescriptor, isStdout: true)
+        } else {
+            stdoutEnded = true
+        }
+        startReading(errors.fileHandleForReading.fileDescriptor, isStdout: false)
     }
 
-    /// Writes `source` to a temporary script and returns its path. The path is kept short:
-    /// Lua shortens chunk names over 60 bytes from the left in every `file:line`.
-    static func script(_ source: String, name: String = "script.lua") throws -> String {
-        let folder = URL(fileURLWithPath: "/tmp/lh-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let file = folder.appendingPathComponent(name)
-        try source.write(to: file, atomically: true, encoding: .utf8)
-        return file.path
+    /// A thread of its own (a busy dispatch queue may start work late) that appends what the
+    /// descriptor yields until its end.
+    private func startReading(_ descriptor: Int32, isStdout: Bool) {
+        let thread = Thread { [self] in
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                if !isStdout {
+                    // Paused: the pipe fills and the child's writes there block, until it exits.
+                    changed.lock()
+                    while stderrPaused && !exited { changed.wait() }
+                    changed.unlock()
+                }
+                let count = read(descriptor, &buffer, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                changed.lock()
+                if count > 0 {
+                    if isStdout { stdoutBytes += buffer[..<count] } else { stderrBytes += buffer[..<count] }
+                } else if isStdout {
+                    stdoutEnded = true
+                } else {
+                    stderrEnded = true
+                }
+                changed.broadcast()
+                changed.unlock()
+                if count <= 0 { return }
+            }
+        }
+        thread.start()
     }
-}
 
-extension Luahier {
-    struct Measured {
+    /// Waits, up to `timeout` seconds, until `ready` holds (checked at every change). Whether it does.
+    private func waitUntil(timeout: Double, _ ready: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        changed.lock()
+        defer { changed.unlock() }
+        while !ready() {
+            if !changed.wait(until: deadline) { return ready() }
+        }
+        return true
+    }
+
+    // MARK: Input
+
+    /// Writes `text` to the child's stdin (no newline added).
+    func write(_ text: String) {
+        write(Data(text.utf8))
+    }
+
+    func write(_ data: Data) {
+        try? input.fileHandleForWriting.write(contentsOf: data)
+    }
+
+    /// Closes the child's stdin (end of input).
+    func closeInput() {
+        try? input.fileHandleForWriting.close()
+    }
+
+    // MARK: Output
+
+    /// All of stdout so far.
+    var stdout: String {
+        changed.lock()
+        defer { changed.unlock() }
+        return String(decoding: stdoutBytes, as: UTF8.self)
+    }
+
+    /// All of stderr so far.
+    var stderr: String {
+        changed.lock()
+        defer { changed.unlock() }
+        return String(decoding: stderrBytes, as: UTF8.self)
+    }
+
+    /// The next line of stdout not yet taken (without its newline), or nil if none came within
+    /// `timeout` seconds or stdout ended first.
+    func readLine(timeout: Double = 60) -> String? {
+        var line: String?
+        _ = waitUntil(timeout: timeout) {
+            if let newline = stdoutBytes[stdoutTaken...].firstIndex(of: UInt8(ascii: "\n")) {
+                line = String(decoding: stdoutBytes[stdoutTaken..<newline], as: UTF8.self)
+                stdoutTaken = newline + 1
+                return true
+            }
+            return stdoutEnded
+        }
+        return line
+    }
+
+    /// The rest of stdout not yet taken, to its end (at most `timeout` seconds), as bytes.
+    func readRestBytes(timeout: Double = 60) -> [UInt8] {
+        _ = waitUntil(timeout: timeout) { stdoutEnded }
+        changed.lock()
+        defer { changed.unlock() }
+        let rest = Array(stdoutBytes[stdoutTaken...])
+        stdoutTaken = stdoutBytes.count
+        return rest
+    }
+
+    /// The rest of stdout not yet taken, to its end.
+    func readRest(timeout: Double = 60) -> String {
+        String(decoding: readRestBytes(timeout: timeout), as: UTF8.self)
+    }
+
+    /// Waits until `condition` holds of all of stderr so far; false if it did not within
+    /// `timeout` seconds, or stderr ended without it.
+    @discardableResult
+    func waitForStderr(timeout: Double = 60, _ condition: (String) -> Bool) -> Bool {
+        waitUntil(timeout: timeout) { condition(String(decoding: stderrBytes, as: UTF8.self)) || stderrEnded }
+            && condition(stderr)
+    }
+
+    /// As `waitForStderr`, of stdout (all of it, taken or not).
+    @discardableResult
+    func waitForStdout(timeout: Double = 60, _ condition: (String) -> Bool) -> Bool {
+        waitUntil(timeout: timeout) { condition(String(decoding: stdoutBytes, as: UTF8.self)) || stdoutEnded }
+            && condition(stdout)
+    }
+
+    /// Stops reading stderr until the child exits: the pipe fills, and its writes there block.
+    func stopReadingStderr() {
+        changed.lock()
+        stderrPaused = true
+        changed.unlock()
+    }
+
+    /// Waits until the unread stdout pipe (`.unread`) is full: it has no page left, so the
+    /// child's next write blocks. Its byte count cannot say so (small writes fill their pages
+    /// partly), and the child may wait in `poll` rather than `write`: the pipe is asked, through
+    /// a writing end of our own, whether it takes more.
+    func waitUntilStdoutIsFull(timeout: Double = 60) -> Bool {
+        precondition(unreadOutput, "stdout is read")
+        let writer = open("/proc/self/fd/\(output.fileHandleForReading.fileDescriptor)", O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+        guard writer >= 0 else { return false }
+        defer { close(writer) }
+        return Luahier.eventually(timeout: timeout) {
+            var request = pollfd(fd: writer, events: Int16(POLLOUT), revents: 0)
+            return poll(&request, 1, 0) == 0
+        }
+    }
+
+    // MARK: The process
+
+    var isRunning: Bool { process.isRunning }
+
+    func send(_ signal: Int32) {
+        kill(process.processIdentifier, signal)
+    }
+
+    /// CPU time the child has used, in clock ticks (`/proc/PID/stat`: user plus system).
+    var cpuTicks: Int {
+        guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return 0 }
+        // Fields after the name: state is the first, utime the 12th, stime the 13th.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 12 else { return 0 }
+        return (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)
+    }
+
+    /// Waits until the child has used `ticks` more clock ticks of CPU time than now: it is
+    /// running the busy code a test started it on, however loaded the machine.
+    @discardableResult
+    func waitForCPU(ticks: Int = 10, timeout: Double = 60) -> Bool {
+        let start = cpuTicks
+        return Luahier.eventually(timeout: timeout) { cpuTicks >= start + ticks || !isRunning }
+    }
+
+    /// Whether one of the child's threads is blocked in `read` on its stdin
+    /// (`/proc/PID/task/TID/syscall`: the call's number, then its arguments in hex).
+    var isReadingStdin: Bool {
+        #if arch(x86_64)
+        let reads: Set<Substring> = ["0"]
+        #else
+        let reads: Set<Substring> = ["63"]
+        #endif
+        let tasks = "/proc/\(process.processIdentifier)/task"
+        let threads = (try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? []
+        return threads.contains { thread in
+            let call = (try? String(contentsOfFile: "\(tasks)/\(thread)/syscall", encoding: .utf8)) ?? ""
+            let fields = call.split(separator: " ")
+            return fields.count > 1 && reads.contains(fields[0]) && fields[1] == "0x0"
+        }
+    }
+
+    /// The peak resident memory so far, in KiB (`VmHWM`, /proc); 0 until the child runs its
+    /// own program. Between the spawn's fork and its exec, /proc shows a copy of the test
+    /// process (its memory, its peak), which is not the child's.
+    var peakKiB: Int {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(process.processIdentifier)/exe")) ?? ""
+        guard exe == process.executableURL?.resolvingSymlinksInPath().path else { return 0 }
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
+    /// The resident memory now, in bytes (`VmRSS`, /proc).
+    var residentBytes: Int {
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
+    }
+
+    /// Whether the child exits within `seconds` (it is left running if not).
+    func exits(within seconds: Double) -> Bool {
+        waitUntil(timeout: seconds) { exited }
+    }
+
+    /// How the child ended.
+    struct Ended {
+        /// The exit status; nil when a signal ended it.
         var status: Int32?
+        /// The signal that ended it (a crash, or the kill past the timeout).
         var signal: Int32?
         var stderr: String
-        var stdout: String
-        var peakKiB: Int
-        var seconds: Double
     }
 
-    /// Runs `luahier arguments...` and follows its peak resident memory; outputs go through
-    /// files. Killed (SIGKILL) after `timeout` seconds.
-    ///
-    /// The peak is `VmHWM` from `/proc/PID/status`, polled while the child runs: wait4's
-    /// `ru_maxrss` is no use here, because posix_spawn uses vfork and Linux carries the
-    /// parent's high-water mark (the whole test process) into the child at exec.
-    static func measure(_ arguments: [String], timeout: Double = 60) throws -> Measured {
-        let folder = URL(fileURLWithPath: "/tmp/lh-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let outPath = folder.appendingPathComponent("out").path, errPath = folder.appendingPathComponent("err").path
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        let argv = ([binary.path] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let started = Date()
-        guard posix_spawn(&pid, binary.path, &actions, nil, argv, environ) == 0 else {
-            throw CocoaError(.executableLoad)
+    /// Waits for the exit (at most `timeout` seconds, then kills it) and for the ends of its
+    /// outputs (what it wrote last).
+    @discardableResult
+    func waitForExit(timeout: Double = 60) -> Ended {
+        if !exits(within: timeout) {
+            // SIGKILL: a child stuck with its signals blocked would ignore SIGTERM.
+            send(SIGKILL)
         }
-        let child = pid
-        let watchdog = DispatchWorkItem { kill(child, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
-        var status: Int32 = 0
-        var peakKiB = 0
-        while true {
-            if let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-                let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-                let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
-            {
-                peakKiB = max(peakKiB, kib)
-            }
-            let waited = waitpid(pid, &status, WNOHANG)
-            if waited == pid || (waited < 0 && errno != EINTR) { break }
-            usleep(2_000)
-        }
-        watchdog.cancel()
-        let exited = (status & 0x7f) == 0
-        return Measured(
-            status: exited ? (status >> 8) & 0xff : nil,
-            signal: exited ? nil : status & 0x7f,
-            stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "",
-            stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
-            peakKiB: peakKiB,
-            seconds: Date().timeIntervalSince(started))
-    }
-}
-
-extension Luahier {
-    /// Runs `luahier arguments...` with stdout going to the file at `stdout` (`/dev/full`),
-    /// or, when nil, to a pipe whose reading end is already closed. Exit status or signal,
-    /// and stderr.
-    static func spawn(_ arguments: [String], stdout: String?, stdin: String = "") throws -> (status: Int32?, signal: Int32?, stderr: String) {
-        signal(SIGPIPE, SIG_IGN)
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        process.currentDirectoryURL = packageRoot
-        let closed = Pipe()
-        if let stdout {
-            process.standardOutput = FileHandle(forWritingAtPath: stdout)
-        } else {
-            process.standardOutput = closed
-        }
-        let err = Pipe(), input = Pipe()
-        process.standardError = err
-        process.standardInput = input
-        try process.run()
-        if stdout == nil { try closed.fileHandleForReading.close() }
-        let feed = DispatchGroup()
-        DispatchQueue.global().async(group: feed) {
-            try? input.fileHandleForWriting.write(contentsOf: Data(stdin.utf8))
-            try? input.fileHandleForWriting.close()
-        }
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        feed.wait()
-        let exited = process.terminationReason == .exit
-        return (exited ? process.terminationStatus : nil, exited ? nil : process.terminationStatus, String(decoding: errData, as: UTF8.self))
+        _ = waitUntil(timeout: 60) { exited && stdoutEnded && stderrEnded }
+        let byExit = process.terminationReason == .exit
+        return Ended(
+            status: byExit ? process.terminationStatus : nil, signal: byExit ? nil : process.terminationStatus, stderr: stderr)
     }
 
-    /// The SHA-256 of `text`, in hex (by `sha256sum`).
-    static func sha256(_ text: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        try input.fileHandleForWriting.write(contentsOf: Data(text.utf8))
-        try input.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(String(decoding: data, as: UTF8.self).prefix(64))
+    /// As `waitForExit`: the exit status (nil: ended by a signal) and all of stderr.
+    func finish(timeout: Double = 60) -> (status: Int32?, stderr: String) {
+        let ended = waitForExit(timeout: timeout)
+        return (ended.status, ended.stderr)
+    }
+
+    /// Sends `signal` and waits for the end: the exit status (nil: ended by a signal), stderr,
+    /// and the seconds from the signal to the end.
+    func stop(by signal: Int32, timeout: Double = 60) -> (status: Int32?, stderr: String, seconds: Double) {
+        let sent = Date()
+        send(signal)
+        let ended = waitForExit(timeout: timeout)
+        return (ended.status, ended.stderr, Date().timeIntervalSince(sent))
     }
 }

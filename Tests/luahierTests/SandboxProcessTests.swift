@@ -147,7 +147,8 @@ struct PrintedTextTests {
             """)
         let result = try Luahier.measure(["run", "--max-memory", "64M", "--timeout", "5", script], timeout: 60)
         #expect(result.status == 0, "\(result.stderr.prefix(300))")
-        #expect(result.seconds < 5)
+        // Status 0 under --timeout 5 bounds it: this only catches a hang past the script's end.
+        #expect(result.seconds < 30)
         #expect(result.stderr.utf8.count < 64_000, "\(result.stderr.utf8.count) bytes")
         #expect(!result.stderr.split(separator: "\n").contains { $0.hasPrefix("luahier: forged") }, "a forged line")
     }

@@ -1,103 +1,80 @@
 #if Server
 import Foundation
-import Testing
 
 /// `luahier serve` running as a child process on a free loopback port, as a user runs it.
 final class ServerProcess: @unchecked Sendable {
-    let process = Process()
-    private let errors = Pipe()
-    private let lock = NSLock()
-    private var stderrText = ""
+    let child: LuahierProcess
     /// `http://127.0.0.1:PORT`'s port, read off the line serve prints when it listens.
-    private(set) var port: UInt16 = 0
+    let port: UInt16
 
     /// Starts `luahier serve ARGS --port 0` in `folder` and waits until it listens.
     init(_ arguments: [String], in folder: URL = Luahier.packageRoot, timeout: Double = 60) throws {
-        Glibc.signal(SIGPIPE, SIG_IGN)
-        process.executableURL = Luahier.binary
-        process.arguments = ["serve"] + arguments + ["--port", "0"]
-        process.currentDirectoryURL = folder
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        errors.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard let self, !data.isEmpty else { return }
-            lock.lock()
-            stderrText += String(decoding: data, as: UTF8.self)
-            lock.unlock()
+        child = try LuahierProcess(["serve"] + arguments + ["--port", "0"], folder: folder, stdout: .file("/dev/null"), stdin: false)
+        let listening = #/on http://127\.0\.0\.1:(\d+)/#
+        guard child.waitForStderr(timeout: timeout, { $0.firstMatch(of: listening) != nil }),
+            let match = child.stderr.firstMatch(of: listening), let port = UInt16(match.1)
+        else {
+            child.send(SIGKILL)
+            throw ServerFailure(message: "serve did not start listening: \(child.stderr)")
         }
-        try process.run()
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let range = stderr.range(of: #"on http://127\.0\.0\.1:(\d+)"#, options: .regularExpression) {
-                port = UInt16(stderr[range].split(separator: ":").last!)!
-                return
-            }
-            if !process.isRunning { break }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        process.terminate()
-        throw ServerFailure(message: "serve did not start listening: \(stderr)")
+        self.port = port
     }
 
     /// Stops reading its stderr: the pipe fills, and its writes there would block.
     func stopReadingStderr() {
-        errors.fileHandleForReading.readabilityHandler = nil
+        child.stopReadingStderr()
     }
 
     /// Its resident memory, in bytes (/proc).
-    var residentBytes: Int {
-        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
-        return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
-    }
+    var residentBytes: Int { child.residentBytes }
 
-    var stderr: String {
-        lock.lock()
-        defer { lock.unlock() }
-        return stderrText
-    }
+    /// Its peak resident memory so far, in bytes (/proc).
+    var peakBytes: Int { child.peakKiB * 1024 }
+
+    var stderr: String { child.stderr }
 
     func signal(_ number: Int32) {
-        kill(process.processIdentifier, number)
+        child.send(number)
     }
 
-    /// Waits for the process to exit (killing it past `timeout`); its exit status.
+    /// Waits for the process to exit (killing it past `timeout`) and for its last words on
+    /// stderr; its exit status (-1: ended by a signal).
     @discardableResult
-    func waitForExit(timeout: Double = 30) -> Int32 {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        // What it wrote last.
-        Thread.sleep(forTimeInterval: 0.05)
-        return process.terminationStatus
+    func waitForExit(timeout: Double = 60) -> Int32 {
+        child.waitForExit(timeout: timeout).status ?? -1
     }
 
     /// Stops it (SIGTERM) if it still runs.
     func stop() {
-        if process.isRunning {
+        if child.isRunning {
             signal(SIGTERM)
             waitForExit()
         }
     }
 
     /// Waits until `condition` holds of stderr.
-    func waitForStderr(timeout: Double = 20, _ condition: (String) -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition(stderr) { return true }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        return condition(stderr)
+    func waitForStderr(timeout: Double = 60, _ condition: (String) -> Bool) -> Bool {
+        child.waitForStderr(timeout: timeout, condition)
     }
 
-    func request(_ method: String, _ path: String, body: [UInt8] = [], headers: [String: String] = [:], timeout: Int = 30) throws -> HTTPReply {
+    /// Waits until the metric `name` (its whole name, labels included) reads `value`.
+    func waitForMetric(_ name: String, _ value: Double, timeout: Double = 60) -> Bool {
+        (try? Luahier.eventually(timeout: timeout) { metric(name, in: try get("/metrics").text) == value }) ?? false
+    }
+
+    /// The value of the metric `name` in Prometheus text.
+    func metric(_ name: String, in text: String) -> Double? {
+        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
+            return Double(line.dropFirst(name.count + 1))
+        }
+        return nil
+    }
+
+    func request(_ method: String, _ path: String, body: [UInt8] = [], headers: [String: String] = [:], timeout: Int = 60) throws -> HTTPReply {
         try HTTPClient.request(port: port, method: method, path: path, body: body, headers: headers, timeout: timeout)
     }
 
-    func post(_ path: String, _ body: String, headers: [String: String] = [:], timeout: Int = 30) throws -> HTTPReply {
+    func post(_ path: String, _ body: String, headers: [String: String] = [:], timeout: Int = 60) throws -> HTTPReply {
         try request("POST", path, body: Array(body.utf8), headers: headers, timeout: timeout)
     }
 
@@ -163,16 +140,25 @@ enum HTTPClient {
         return try parse(received)
     }
 
-    /// Sends a POST and closes the connection after `seconds`, whatever came back: a client
-    /// that went away.
-    static func abandon(port: UInt16, path: String, body: [UInt8], headers: [String: String], after seconds: Double) throws {
+    /// Sends a POST and closes the connection once the answer's head has come (the batch is
+    /// under way), whatever else came: a client that went away.
+    static func abandon(port: UInt16, path: String, body: [UInt8], headers: [String: String]) throws {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(socket) }
         _ = connectLoopback(socket, port: port)
         var head = "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.count)\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         try sendAll(socket, Array((head + "\r\n").utf8) + body)
-        Thread.sleep(forTimeInterval: seconds)
+        var time = timeval(tv_sec: 60, tv_usec: 0)
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while received.firstRange(of: Array("\r\n\r\n".utf8)) == nil {
+            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { throw ServerFailure(message: "no answer's head before the connection ended") }
+            received += buffer[..<count]
+        }
     }
 
     /// Connects `socket` to 127.0.0.1:`port`; `connect`'s result.

@@ -62,7 +62,7 @@ struct UnixCitizenTests {
         chmod(path, 0o755)
         let folder = Luahier.binary.deletingLastPathComponent().path
         let environment = ["PATH": folder + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")]
-        let child = try LiveProcess(["one", "--two"], environment: environment, executable: URL(fileURLWithPath: path))
+        let child = try LuahierProcess(["one", "--two"], environment: environment, executable: URL(fileURLWithPath: path))
         child.closeInput()
         let stdout = child.readRest()
         let (status, stderr) = child.finish()
@@ -135,7 +135,7 @@ struct UnixCitizenTests {
         try "print('dash', ...)".write(toFile: path, atomically: true, encoding: .utf8)
         let result = try Luahier.run(["run", "--", path.replacingOccurrences(of: folder.path + "/", with: folder.path + "/"), "a"])
         #expect(result.stdout == "dash\ta\n")
-        let relative = try LiveProcess(["run", "--", "-dash.lua", "a"], executable: Luahier.binary, folder: folder)
+        let relative = try LuahierProcess(["run", "--", "-dash.lua", "a"], executable: Luahier.binary, folder: folder)
         relative.closeInput()
         #expect(relative.readRest() == "dash\ta\n")
         #expect(relative.finish().status == 0)
@@ -156,7 +156,7 @@ struct UnixCitizenTests {
     @Test func printWritesTheScriptsBytes() throws {
         // Lua strings are bytes: Latin-1 and binary reach stdout as they are, as with lua5.4.
         let script = try Luahier.script(#"print("caf\233", string.char(0x80, 0xff, 0x41, 0))"#)
-        let child = try LiveProcess(["run", script])
+        let child = try LuahierProcess(["run", script])
         child.closeInput()
         let bytes = child.readRestBytes()
         #expect(child.finish().status == 0)
@@ -176,16 +176,16 @@ struct UnixCitizenTests {
     }
 
     @Test func printIsFlushedLineByLine() throws {
+        // The script waits for a line of stdin after "start": "start" must come before it.
         let script = try Luahier.script("""
             print("start")
-            local t = os.clock() while os.clock() - t < 4 do end
+            io.read("l")
             print("end")
             """)
-        let child = try LiveProcess(["run", script])
-        let first = child.readLine(timeout: 3)
-        #expect(first == "start")
-        #expect(child.isRunning, "start arrived only when the script ended")
-        #expect(child.readLine(timeout: 20) == "end")
+        let child = try LuahierProcess(["run", "--unsafe", script])
+        #expect(child.readLine() == "start", "start was not written while the script went on")
+        child.write("go\n")
+        #expect(child.readLine() == "end")
         #expect(child.finish().status == 0)
     }
 
@@ -217,12 +217,11 @@ struct UnixCitizenTests {
     @Test func aFailedPrintStopsTheScriptAtItsLine() throws {
         let script = try Luahier.script("""
             print("first")
-            local t = os.clock() while os.clock() - t < 5 do end
+            while true do end
             """)
-        let started = Date()
-        let result = try Luahier.spawn(["run", script], stdout: "/dev/full")
-        #expect(Date().timeIntervalSince(started) < 3, "the script ran on after its output failed")
-        #expect(result.status == 1)
+        // A script that ran on after its output failed would never end: it is killed (no status).
+        let result = try Luahier.spawn(["run", "--timeout", "0", script], stdout: "/dev/full")
+        #expect(result.status == 1, "the script ran on after its output failed")
         #expect(result.stderr == "luahier: \(script):1: OutputError: cannot write to stdout: No space left on device\n")
     }
 
@@ -251,12 +250,13 @@ struct UnixCitizenTests {
     @Test(arguments: [(SIGINT, Int32(130), false), (SIGTERM, Int32(143), false), (SIGINT, Int32(130), true)])
     func aSignalStopsTheScriptAtItsLine(_ signal: Int32, _ status: Int32, _ unlimited: Bool) throws {
         let script = try Luahier.script(Self.loop)
-        let child = try LiveProcess(["run"] + (unlimited ? Self.noLimits : []) + [script])
-        #expect(child.readLine(timeout: 20) == "ready")
-        usleep(200_000)  // into the loop: a signal during print would name line 1
+        let child = try LuahierProcess(["run"] + (unlimited ? Self.noLimits : []) + [script])
+        #expect(child.readLine() == "ready")
+        // Into the loop, by the CPU time it burns there: a signal during print would name line 1.
+        child.waitForCPU()
         child.send(signal)
         let stdout = child.readRest()
-        let result = child.finish(timeout: 10)
+        let result = child.finish()
         #expect(result.status == status)
         #expect(stdout.isEmpty)
         #expect(result.stderr.hasPrefix("luahier: \(script):4: interrupted\nstack traceback:\n\t\(script):4: in main chunk"))
@@ -278,12 +278,12 @@ struct UnixCitizenTests {
             local outcome = node:triggerEvent("Spin")
             print("after", outcome.status)
             """)
-        let child = try LiveProcess(["run"] + limits + [script])
-        #expect(child.readLine(timeout: 20) == "ready")
-        usleep(200_000)
+        let child = try LuahierProcess(["run"] + limits + [script])
+        #expect(child.readLine() == "ready")
+        child.waitForCPU()
         child.send(SIGINT)
         let stdout = child.readRest()
-        let result = child.finish(timeout: 10)
+        let result = child.finish()
         #expect(result.status == 130)
         #expect(stdout.isEmpty, "the script went on after the dispatch: \(stdout)")
         // Named where it was stopped (inside the coroutine), not where it unwound to.
@@ -293,11 +293,12 @@ struct UnixCitizenTests {
     }
 
     @Test func aSignalCutsAReadOfTheScriptFromStdinShort() throws {
-        let child = try LiveProcess(["run", "-"])
+        let child = try LuahierProcess(["run", "-"])
         child.write("print('never run')\n")   // stdin stays open: the read waits
-        usleep(300_000)
+        #expect(Luahier.eventually { child.isReadingStdin })
         let result = child.stop(by: SIGINT)
-        #expect(result.seconds < 2)
+        // Cut short: otherwise the read would wait for the end of stdin, which never comes.
+        #expect(result.seconds < 30)
         #expect(result.status == 130)
         #expect(result.stderr == "luahier: cannot read stdin: Interrupted system call\n")
     }
@@ -305,14 +306,14 @@ struct UnixCitizenTests {
     @Test func anIgnoredSignalStaysIgnored() throws {
         // As a background job of a script would start: SIGINT ignored (exec keeps that).
         let script = try Luahier.script(Self.loop)
-        let child = try LiveProcess(
+        let child = try LuahierProcess(
             ["-c", "trap '' INT; exec \"$0\" run \"$1\"", Luahier.binary.path, script],
             executable: URL(fileURLWithPath: "/bin/sh"))
-        #expect(child.readLine(timeout: 20) == "ready")
+        #expect(child.readLine() == "ready")
+        // Both pending at once, SIGINT is delivered first: a handler for it would end the run
+        // with 130. Ignored, it is dropped when sent, and SIGTERM ends the run.
         child.send(SIGINT)
-        usleep(300_000)
-        #expect(child.isRunning, "an ignored SIGINT stopped the script")
-        #expect(child.stop(by: SIGTERM).status == 143)
+        #expect(child.stop(by: SIGTERM).status == 143, "an ignored SIGINT stopped the script")
     }
 
     @Test func anErrorOfTypeInterruptedIsJustAnError() throws {
@@ -351,10 +352,10 @@ struct UnixCitizenTests {
 
     @Test func aProducerThatWaitsForEachAnswerGetsIt() throws {
         let rules = try Luahier.script(Self.slowRules)
-        let child = try LiveProcess(["dispatch", rules])
+        let child = try LuahierProcess(["dispatch", rules])
         for n in 1...5 {
             child.write(Self.request(n))
-            let answer = child.readLine(timeout: 20)
+            let answer = child.readLine()
             #expect(answer?.hasPrefix(#"{"line":\#(n),"id":\#(n),"status":"handled""#) == true)
         }
         child.closeInput()
@@ -367,16 +368,16 @@ struct UnixCitizenTests {
     @Test(arguments: [1, 2])
     func answersDoNotWaitBehindASlowLine(_ jobs: Int) throws {
         let rules = try Luahier.script(Self.slowRules)
-        let child = try LiveProcess(["dispatch", "--jobs", "\(jobs)", "--dispatch-timeout", "60", rules])
+        let child = try LuahierProcess(["dispatch", "--jobs", "\(jobs)", "--dispatch-timeout", "60", rules])
         // One write: lines 1-4 fast, 5 slow; with 2 jobs the batch of 4-6 holds the slow one.
         child.write((1...4).map { Self.request($0) }.joined() + Self.request(5, slow: 6) + Self.request(6))
-        let started = Date()
         for n in 1...4 {
-            #expect(child.readLine(timeout: 20)?.hasPrefix(#"{"line":\#(n),"#) == true)
+            #expect(child.readLine()?.hasPrefix(#"{"line":\#(n),"#) == true)
         }
-        #expect(Date().timeIntervalSince(started) < 4.5, "answers 1-4 waited for line 5")
-        #expect(child.readLine(timeout: 20)?.hasPrefix(#"{"line":5,"#) == true)
-        #expect(child.readLine(timeout: 20)?.hasPrefix(#"{"line":6,"#) == true)
+        // Line 5 takes 6 s of the child's CPU time: answers 1-4 come while it still runs.
+        #expect(!child.stdout.contains(#"{"line":5,"#), "answers 1-4 waited for line 5")
+        #expect(child.readLine()?.hasPrefix(#"{"line":5,"#) == true)
+        #expect(child.readLine()?.hasPrefix(#"{"line":6,"#) == true)
         child.closeInput()
         #expect(child.finish().status == 0)
     }
@@ -387,15 +388,16 @@ struct UnixCitizenTests {
     @Test(arguments: [(SIGINT, Int32(130), "SIGINT", 1), (SIGTERM, Int32(143), "SIGTERM", 1), (SIGINT, Int32(130), "SIGINT", 2)])
     func aSignalWritesEveryFinishedAnswerAndTheSummary(_ signal: Int32, _ status: Int32, _ name: String, _ jobs: Int) throws {
         let rules = try Luahier.script(Self.slowRules)
-        let child = try LiveProcess(["dispatch", "--jobs", "\(jobs)", "--dispatch-timeout", "60", rules])
+        let child = try LuahierProcess(["dispatch", "--jobs", "\(jobs)", "--dispatch-timeout", "60", rules])
         child.write((1...4).map { Self.request($0) }.joined() + Self.request(5, slow: 30) + Self.request(6))
         for n in 1...4 {
-            #expect(child.readLine(timeout: 20)?.hasPrefix(#"{"line":\#(n),"#) == true)
+            #expect(child.readLine()?.hasPrefix(#"{"line":\#(n),"#) == true)
         }
-        usleep(200_000)
+        // Line 5 under way, by the CPU time it burns.
+        child.waitForCPU()
         child.send(signal)
         let rest = child.readRest()
-        let result = child.finish(timeout: 10)
+        let result = child.finish()
         #expect(result.status == status)
         #expect(rest.isEmpty, "an unfinished line was answered: \(rest)")
         #expect(result.stderr == "luahier: 4 lines: 4 handled, 0 unhandled, 0 detached, 0 invalid; interrupted by \(name), 2 lines read but not answered\n")
@@ -416,10 +418,12 @@ struct UnixCitizenTests {
             try String(repeating: Self.request(1), count: 100_000).write(to: input, atomically: true, encoding: .utf8)
             arguments.append(input.path)
         }
-        let child = try LiveProcess(arguments)
-        usleep(2_000_000)
-        let result = child.stop(by: SIGTERM, timeout: 15)
-        #expect(result.seconds < 5)
+        let child = try LuahierProcess(arguments, stdout: .unread)
+        // The pipe is full: the next write to stdout blocks.
+        #expect(child.waitUntilStdoutIsFull())
+        let result = child.stop(by: SIGTERM)
+        // Ended by the signal at all: blocked writers would otherwise hold it forever.
+        #expect(result.seconds < 30)
         #expect(result.status == 143)
         switch command[0] {
         case "dispatch":
@@ -437,8 +441,10 @@ struct UnixCitizenTests {
             print("loading")
             local t = os.clock() while os.clock() - t < 30 do end
             """)
-        let child = try LiveProcess(["dispatch", "--timeout", "60", rules])
-        usleep(700_000)
+        let child = try LuahierProcess(["dispatch", "--timeout", "60", rules])
+        // In the loop: "loading" printed (on stdout or stderr), then CPU time burnt.
+        #expect(Luahier.eventually { (child.stdout + child.stderr).contains("loading") })
+        child.waitForCPU()
         let result = child.stop(by: SIGINT)
         #expect(result.status == 130)
         #expect(result.stderr.contains("\(rules):2: interrupted"))
@@ -447,9 +453,9 @@ struct UnixCitizenTests {
 
     @Test func aSignalWhileWaitingForInputEndsTheRun() throws {
         let rules = try Luahier.script(Self.slowRules)
-        let child = try LiveProcess(["dispatch", rules])
+        let child = try LuahierProcess(["dispatch", rules])
         child.write(Self.request(1))
-        #expect(child.readLine(timeout: 20)?.hasPrefix(#"{"line":1,"#) == true)
+        #expect(child.readLine()?.hasPrefix(#"{"line":1,"#) == true)
         let result = child.stop(by: SIGINT)
         #expect(result.status == 130)
         #expect(result.stderr == "luahier: 1 line: 1 handled, 0 unhandled, 0 detached, 0 invalid; interrupted by SIGINT, 0 lines read but not answered\n")

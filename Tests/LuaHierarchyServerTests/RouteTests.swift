@@ -1,0 +1,267 @@
+#if Server
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import LuaHierarchy
+@testable import LuaHierarchyServer
+import Testing
+
+/// The routes of `luahier serve` in process, through HummingbirdTesting's router client: what
+/// each answers, with which status, and what it counts (contract §9). No socket, no signal, no
+/// clock: what only shows over a connection or in the process's life is in luahierTests.
+@Suite("The server's routes, in process (contract §9)")
+struct RouteTests {
+    static func rules(version: Int) -> String {
+        """
+        local VERSION = \(version)
+        local app = hier.root:child("app")
+        app:receiveEvent("Ask", function(e) return {type = "Answer", version = VERSION} end)
+        app:receiveEvent("Loop", function() while true do end end)
+        app:handleError("Fault", function(e) return "handled" end)
+        """
+    }
+
+    /// A server over a pool of `rules.lua` in a folder of its own (so that a test can change
+    /// the file and reload it), and that file.
+    static func server(
+        version: Int = 1, workers: Int = 1, configure: (inout RulesPool.Options, inout RulesServer.Options) -> Void = { _, _ in }
+    ) throws -> (server: RulesServer, rules: URL) {
+        let folder = URL(fileURLWithPath: "/tmp/lhroutes-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let rules = folder.appendingPathComponent("rules.lua")
+        try Self.rules(version: version).write(to: rules, atomically: true, encoding: .utf8)
+        var poolOptions = RulesPool.Options(rulesFile: rules.path, workers: workers)
+        var serverOptions = RulesServer.Options()
+        configure(&poolOptions, &serverOptions)
+        let pool = try RulesPool(options: poolOptions)
+        return (RulesServer(pool: pool, options: serverOptions), rules)
+    }
+
+    static let json: HTTPFields = [.contentType: "application/json"]
+    static let ndjson: HTTPFields = [.contentType: "application/x-ndjson"]
+
+    static func object(_ response: TestResponse) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(buffer: response.body))) as? [String: Any] ?? [:]
+    }
+
+    static func lines(_ response: TestResponse) -> [[String: Any]] {
+        String(buffer: response.body).split(separator: "\n").map {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] ?? [:]
+        }
+    }
+
+    static func metrics(_ client: some TestClientProtocol) async throws -> String {
+        try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
+    }
+
+    @Test func aSingleRequestIsAnsweredWithItsOutcome() async throws {
+        let (server, _) = try Self.server()
+        try await server.application().test(.router) { client in
+            let one = try await client.execute(
+                uri: "/v1/dispatch", method: .post, headers: Self.json, body: ByteBuffer(string: #"{"id": 7, "at": "/app", "event": "Ask"}"#))
+            #expect(one.status == .ok)
+            #expect(one.headers[.contentType] == "application/json")
+            let answer = Self.object(one)
+            #expect(answer["id"] as? Int == 7)
+            #expect(answer["status"] as? String == "unhandled")
+            #expect((answer["value"] as? [String: Any])?["version"] as? Int == 1)
+            let revision = try #require(answer["revision"] as? [String: Any])
+            #expect(revision["number"] as? Int == 1)
+            #expect((revision["hash"] as? String)?.count == 16)
+            #expect(answer["line"] == nil)
+
+            let handled = Self.object(try await client.execute(
+                uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: #"{"at": "/app", "error": {"type": "Fault"}}"#)))
+            #expect(handled["status"] as? String == "handled")
+            #expect((handled["responder"] as? String)?.hasSuffix("rules.lua:5") == true, "\(handled)")
+        }
+    }
+
+    @Test func aBatchAnswersEachLineInOrderFromOneRevision() async throws {
+        let (server, _) = try Self.server(workers: 2)
+        try await server.application().test(.router) { client in
+            let body = "{\"at\":\"/app\",\"event\":\"Ask\"}\n\n{\"at\":\"/nowhere\",\"event\":\"Ask\"}\n{\"at\":\"/app\",\"error\":{\"type\":\"Fault\"}}\n"
+            let batch = try await client.execute(uri: "/v1/dispatch", method: .post, headers: Self.ndjson, body: ByteBuffer(string: body))
+            #expect(batch.status == .ok)
+            #expect(batch.headers[.contentType] == "application/x-ndjson")
+            let lines = Self.lines(batch)
+            #expect(lines.map { $0["line"] as? Int } == [1, 3, 4])
+            #expect(lines.map { $0["status"] as? String } == ["unhandled", "invalid", "handled"])
+            #expect((lines[1]["error"] as? [String: Any])?["where"] as? String == "request:3")
+            #expect(Set(lines.map { ($0["revision"] as? [String: Any])?["number"] as? Int }) == [1])
+            // An empty batch answers nothing, and says so with 200.
+            let empty = try await client.execute(uri: "/v1/dispatch", method: .post, headers: Self.ndjson, body: ByteBuffer())
+            #expect(empty.status == .ok)
+            #expect(empty.body.readableBytes == 0)
+            let metrics = try await Self.metrics(client)
+            #expect(metrics.contains(#"luahier_outcomes_total{status="invalid"} 1"#), "\(metrics)")
+            #expect(metrics.contains(#"luahier_outcomes_total{status="handled"} 1"#))
+        }
+    }
+
+    @Test func badBodiesGetInvalidOutcomesAndCountedRefusals() async throws {
+        let (server, _) = try Self.server { _, server in server.maxBodyBytes = 4 << 10 }
+        try await server.application().test(.router) { client in
+            let cases: [(String, String)] = [
+                (#"{"at": "/app""#, "InvalidJSON"),
+                ("", "InvalidJSON"),
+                ("[1, 2]", "InvalidRequest"),
+                (#"{"at": "/app"}"#, "InvalidRequest"),
+                (#"{"at": "/nowhere", "event": "Ask"}"#, "NoSuchNode"),
+                (#"{"at": "/app", "event": 12}"#, "InvalidRequest"),
+                (#"{"at": "/app", "event": "Ask", "extra": 1}"#, "InvalidRequest"),
+                ("\u{FF}\u{FE}garbage", "InvalidJSON"),
+            ]
+            for (body, type) in cases {
+                let reply = try await client.execute(uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: body))
+                #expect(reply.status == .badRequest, "\(body)")
+                #expect(Self.object(reply)["status"] as? String == "invalid", "\(body)")
+                #expect((Self.object(reply)["error"] as? [String: Any])?["type"] as? String == type, "\(body): \(String(buffer: reply.body))")
+            }
+            // Over the limit: said up front (Content-Length) or found while reading.
+            let large = ByteBuffer(repeating: UInt8(ascii: "x"), count: 64 << 10)
+            let announced = try await client.execute(
+                uri: "/v1/dispatch", method: .post, headers: [.contentLength: String(64 << 10)], body: large)
+            #expect(announced.status == .contentTooLarge)
+            #expect((Self.object(announced)["error"] as? [String: Any])?["type"] as? String == "BodyTooLarge")
+            let found = try await client.execute(uri: "/v1/dispatch", method: .post, body: large)
+            #expect(found.status == .contentTooLarge)
+            let gzip = try await client.execute(
+                uri: "/v1/dispatch", method: .post, headers: [.contentEncoding: "gzip"], body: ByteBuffer(string: #"{"at": "/app", "event": "Ask"}"#))
+            #expect(gzip.status == .unsupportedMediaType)
+            #expect((Self.object(gzip)["error"] as? [String: Any])?["type"] as? String == "UnsupportedContentEncoding")
+            #expect(Self.object(gzip)["status"] as? String == "invalid")
+            let after = try await client.execute(uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: #"{"at": "/app", "event": "Ask"}"#))
+            #expect(after.status == .ok)
+            let metrics = try await Self.metrics(client)
+            #expect(metrics.contains(#"luahier_http_requests_total{code="413"} 2"#), "\(metrics)")
+            #expect(metrics.contains(#"luahier_http_requests_total{code="415"} 1"#))
+            #expect(metrics.contains(#"luahier_http_requests_total{code="400"} 8"#))
+            #expect(metrics.contains(#"luahier_outcomes_total{status="invalid"} 11"#))
+        }
+    }
+
+    @Test func wrongMethodsAndUnknownPathsAreRefusedAndCounted() async throws {
+        let (server, _) = try Self.server()
+        try await server.application().test(.router) { client in
+            for method in [HTTPRequest.Method.get, .put, .delete, .options] {
+                let reply = try await client.execute(uri: "/v1/dispatch", method: method)
+                #expect(reply.status == .methodNotAllowed, "\(method)")
+                #expect(reply.headers[.allow] == "POST")
+            }
+            #expect(try await client.execute(uri: "/no/such/route", method: .get).status == .notFound)
+            let metrics = try await Self.metrics(client)
+            #expect(metrics.contains(#"luahier_http_requests_total{code="405"} 4"#), "\(metrics)")
+            #expect(metrics.contains(#"luahier_http_requests_total{code="404"} 1"#), "\(metrics)")
+        }
+    }
+
+    @Test func healthAndMetricsSayTheRevisionAndTheWorkers() async throws {
+        let (server, rules) = try Self.server(workers: 3)
+        try await server.application().test(.router) { client in
+            let health = try await client.execute(uri: "/healthz", method: .get)
+            #expect(health.status == .ok)
+            #expect(health.headers[.contentType] == "application/json")
+            let body = Self.object(health)
+            #expect(body["status"] as? String == "ready")
+            #expect(body["workers"] as? Int == 3)
+            let revision = try #require(body["revision"] as? [String: Any])
+            #expect(revision["number"] as? Int == 1)
+            #expect(revision["files"] as? [String] == [rules.path])
+            #expect(body["lastReloadError"] == nil)
+            let metrics = try await client.execute(uri: "/metrics", method: .get)
+            #expect(metrics.headers[.contentType] == "text/plain; version=0.0.4; charset=utf-8")
+            let text = String(buffer: metrics.body)
+            for line in ["luahier_revision 1.0", "luahier_workers 3.0", "luahier_pool_waiting 0.0", "luahier_reload_failing 0.0"] {
+                #expect(text.contains(line), "\(line) in \(text)")
+            }
+        }
+    }
+
+    /// A runaway rule fails only its own request; each limit is set alone, so which trips is
+    /// never a race between them.
+    @Test(arguments: ["time", "memory"])
+    func aRunawayRuleFailsOnlyItsOwnRequest(_ limit: String) async throws {
+        let (server, _) = try Self.server { pool, _ in
+            if limit == "time" {
+                pool.hierarchy.limits.dispatchTime = 0.5
+            } else {
+                pool.hierarchy.limits.dispatchTime = nil
+                pool.hierarchy.limits.memory = 64 << 20
+            }
+        }
+        let bomb = limit == "time" ? "Loop" : "Bomb"
+        if limit == "memory" {
+            try (Self.rules(version: 1) + """
+
+                app:receiveEvent("Bomb", function()
+                  local t = {}
+                  for i = 1, 1e9 do t[i] = string.rep("x", 100000) .. i end
+                end)
+                """).write(toFile: server.pool.revision.files[0], atomically: true, encoding: .utf8)
+            _ = await server.pool.reload()
+        }
+        try await server.application().test(.router) { client in
+            let reply = try await client.execute(
+                uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: #"{"at": "/app", "event": "\#(bomb)"}"#))
+            #expect(reply.status == .ok)
+            #expect(Self.object(reply)["status"] as? String == "unhandled")
+            let expected = limit == "time" ? "TimeLimitExceeded" : "MemoryLimitExceeded"
+            #expect((Self.object(reply)["value"] as? [String: Any])?["type"] as? String == expected, "\(String(buffer: reply.body))")
+            for _ in 0..<3 {
+                let next = try await client.execute(uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: #"{"at": "/app", "event": "Ask"}"#))
+                #expect((Self.object(next)["value"] as? [String: Any])?["version"] as? Int == 1)
+            }
+            #expect(try await Self.metrics(client).contains(#"luahier_limit_trips_total{limit="\#(limit)"} 1"#))
+        }
+    }
+
+    @Test func reloadOverHTTPIsOffUnlessAskedFor() async throws {
+        let (server, _) = try Self.server()
+        try await server.application().test(.router) { client in
+            let reply = try await client.execute(uri: "/v1/reload", method: .post)
+            #expect(reply.status == .forbidden)
+            #expect(String(buffer: reply.body).contains("--reload-endpoint"))
+        }
+    }
+
+    @Test func aBadRulesFileOnReloadLeavesTheRunningRevision() async throws {
+        let (server, rules) = try Self.server { _, server in server.reloadEndpoint = true }
+        try await server.application().test(.router) { client in
+            try "local broken = (".write(to: rules, atomically: true, encoding: .utf8)
+            let reload = try await client.execute(uri: "/v1/reload", method: .post)
+            #expect(reload.status == .unprocessableContent)
+            #expect(Self.object(reload)["result"] as? String == "failed")
+            #expect(Self.object(reload)["revision"] as? Int == 1)
+            #expect((Self.object(reload)["error"] as? String)?.contains("rules.lua:1:") == true, "\(String(buffer: reload.body))")
+            let answer = try await client.execute(uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: #"{"at": "/app", "event": "Ask"}"#))
+            #expect((Self.object(answer)["value"] as? [String: Any])?["version"] as? Int == 1)
+            let health = Self.object(try await client.execute(uri: "/healthz", method: .get))
+            #expect(health["status"] as? String == "ready")
+            #expect(((health["lastReloadError"] as? [String: Any])?["message"] as? String)?.contains("rules.lua:1:") == true)
+            let metrics = try await Self.metrics(client)
+            #expect(metrics.contains(#"luahier_reloads_total{result="failed"} 1"#))
+            #expect(metrics.contains("luahier_reload_failing 1.0"))
+
+            // Mended: the next reload loads revision 2 and clears the error; an unchanged one
+            // keeps it.
+            try Self.rules(version: 2).write(to: rules, atomically: true, encoding: .utf8)
+            let mended = try await client.execute(uri: "/v1/reload", method: .post)
+            #expect(mended.status == .ok)
+            #expect(Self.object(mended)["result"] as? String == "loaded")
+            #expect(Self.object(mended)["revision"] as? Int == 2)
+            let again = try await client.execute(uri: "/v1/reload", method: .post)
+            #expect(Self.object(again)["result"] as? String == "unchanged")
+            #expect(Self.object(try await client.execute(uri: "/healthz", method: .get))["lastReloadError"] == nil)
+            let after = Self.object(try await client.execute(
+                uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: #"{"at": "/app", "event": "Ask"}"#)))
+            #expect((after["value"] as? [String: Any])?["version"] as? Int == 2)
+            #expect((after["revision"] as? [String: Any])?["number"] as? Int == 2)
+            let counted = try await Self.metrics(client)
+            #expect(counted.contains(#"luahier_reloads_total{result="loaded"} 1"#))
+            #expect(counted.contains(#"luahier_reloads_total{result="unchanged"} 1"#))
+            #expect(counted.contains("luahier_reload_failing 0.0"))
+        }
+    }
+}
+#endif
