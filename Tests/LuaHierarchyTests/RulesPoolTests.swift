@@ -191,12 +191,37 @@ struct RulesPoolTests {
         await twin.shutDown()
     }
 
+    /// A module changed after the pool read it but before a watcher began watching is still a
+    /// change: the watcher compares with the files as the running revision read them. (It once
+    /// took its own first look from its thread, which a loaded machine can start late: a change
+    /// in that gap became the baseline and was never reloaded.)
+    @Test func aChangeBeforeTheWatcherStartsIsReloaded() throws {
+        let folder = try Self.folder(version: 1)
+        let pool = try RulesPool(options: .init(rulesFile: folder.appendingPathComponent("rules.lua").path, workers: 1))
+        defer { pool.shutDownBlocking() }
+        try Self.write(version: 22, in: folder)
+        let reloaded = DispatchSemaphore(value: 0)
+        let results = Locked<[ReloadResult]>([])
+        let watcher = RulesWatcher(pool: pool, files: true, hangUp: false, interval: 0.05) { result, _ in
+            results.mutate { $0.append(result) }
+            reloaded.signal()
+        }
+        defer { watcher.stop() }
+        // The event itself, not a pause: the watcher reports its reload (a minute bounds a hang).
+        #expect(reloaded.wait(timeout: .now() + 60) == .success)
+        guard case .loaded(let revision)? = results.value.first else {
+            Issue.record("not reloaded: \(results.value)")
+            return
+        }
+        #expect(revision.number == 2)
+    }
+
     @Test func everyStateOfARevisionLoadsTheTextTheFirstOneRead() throws {
         // The rules count how often each state read the module: a module that changes while
         // the states load cannot make them differ, because only the first reads the disk.
         let folder = try Self.folder(version: 1)
         let options = RulesPool.Options(rulesFile: folder.appendingPathComponent("rules.lua").path, workers: 4)
-        let generation = try Generation(options: options, text: Array(try String(contentsOf: folder.appendingPathComponent("rules.lua"), encoding: .utf8).utf8), number: 1)
+        let generation = try Generation(options: options, text: Array(try String(contentsOf: folder.appendingPathComponent("rules.lua"), encoding: .utf8).utf8), stamp: FileStamp(path: options.rulesFile), number: 1)
         defer {
             generation.retire()
             generation.join()

@@ -11,6 +11,10 @@ import Dispatch
 final class Generation: @unchecked Sendable {
     /// Known once the first state loaded (the modules are part of the hash).
     private(set) var revision: Revision!
+    /// The revision's files as `stat` saw them when they were read (the rules file's before
+    /// its text was read): what `--watch` compares with, so a change made while the pool
+    /// loaded, or before a watcher started, is still a change.
+    private(set) var stamps: [String: FileStamp] = [:]
     /// `,"revision":{...}` for the outcomes it writes, when the pool stamps them.
     private(set) var stamp: [UInt8] = []
 
@@ -33,8 +37,9 @@ final class Generation: @unchecked Sendable {
     /// Loads `text`, the rules file `options.rulesFile`, into `options.workers` new states, as
     /// revision `number`. Returns once every state is ready to answer; throws the first load
     /// failure (every state it made is closed then).
-    init(options: RulesPool.Options, text: [UInt8], number: Int) throws(ScriptError) {
+    init(options: RulesPool.Options, text: [UInt8], stamp: FileStamp, number: Int) throws(ScriptError) {
         size = max(1, options.workers)
+        stamps = [options.rulesFile: stamp]
         for index in 0..<size {
             guard let thread = LargeStack.spawn({ [self] in run(index: index, options: options, text: text, number: number) }) else {
                 fail(ScriptError(type: "HostError", message: "could not start \(size) worker threads"))
@@ -158,8 +163,11 @@ final class Generation: @unchecked Sendable {
                 let revision = Revision(
                     number: number, hash: Revision.hash(path: options.rulesFile, rules: text, modules: read),
                     files: [options.rulesFile] + read.keys.sorted(), loadedAt: Monitor.now)
+                var stamps = self.stamps
+                for module in read.keys { stamps[module] = FileStamp(path: module) }
                 monitor.locked {
                     self.revision = revision
+                    self.stamps = stamps
                     stamp = options.stampsRevision ? revision.stamp : []
                     modules = read
                     monitor.broadcast()

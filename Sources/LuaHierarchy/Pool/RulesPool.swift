@@ -146,8 +146,9 @@ public final class RulesPool: @unchecked Sendable {
     /// (`rules.lua:3: ...`) if they fail to load.
     public init(options: Options) throws(ScriptError) {
         self.options = options
+        let stamp = FileStamp(path: options.rulesFile)
         let text = try options.rulesText().get()
-        current = try Generation(options: options, text: text, number: 1)
+        current = try Generation(options: options, text: text, stamp: stamp, number: 1)
     }
 
     deinit {
@@ -156,6 +157,9 @@ public final class RulesPool: @unchecked Sendable {
 
     /// The revision answering new requests.
     public var revision: Revision { monitor.locked { current.revision } }
+
+    /// The running revision's files as they were when it read them (RulesWatcher).
+    var loadedStamps: [String: FileStamp] { monitor.locked { current.stamps } }
 
     /// Why the last reload failed, if it did (cleared by the next one that loads).
     public var lastReloadFailure: ReloadFailure? { monitor.locked { failure } }
@@ -335,8 +339,9 @@ public final class RulesPool: @unchecked Sendable {
         let running = revision
         let loaded: Generation
         do {
+            let stamp = FileStamp(path: options.rulesFile)
             let text = try options.rulesText().get()
-            loaded = try Generation(options: options, text: text, number: running.number + 1)
+            loaded = try Generation(options: options, text: text, stamp: stamp, number: running.number + 1)
         } catch {
             monitor.locked {
                 failure = ReloadFailure(error: error, at: Monitor.now)

@@ -50,7 +50,9 @@ public final class RulesWatcher: @unchecked Sendable {
     }
 
     private func watch(hangUp: Bool) {
-        var stamps = Self.stamps(of: pool.revision.files)
+        // As the running revision read them: a change since (while it loaded, or before this
+        // thread began) is a change.
+        var stamps = pool.loadedStamps
         while monitor.locked({ () -> Bool in
             if running { monitor.wait(until: Monitor.now + interval) }
             return running
@@ -72,10 +74,7 @@ public final class RulesWatcher: @unchecked Sendable {
             // Seen before the reload reads them: a change during the reload is seen next time.
             stamps = Self.stamps(of: Array(stamps.keys))
             let result = pool.reloadBlocking()
-            if case .loaded(let revision) = result {
-                for file in revision.files where stamps[file] == nil { stamps[file] = FileStamp(path: file) }
-                for file in stamps.keys where !revision.files.contains(file) { stamps[file] = nil }
-            }
+            if case .loaded = result { stamps = pool.loadedStamps }
             report(result, trigger)
         }
     }
