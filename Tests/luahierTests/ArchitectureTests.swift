@@ -181,29 +181,23 @@ struct ArchitectureTests {
         }
     }
 
-    /// The one JSON reader is C without Lua: Swift's `Value`s are read with it outside the Lua
-    /// bridge, so it must not pull Lua's headers into the code that may not import them.
-    @Test func theJSONReaderIsCWithoutLua() throws {
-        let reader = Luahier.packageRoot.appendingPathComponent("Sources/CJSONReader")
-        let files = try FileManager.default.subpathsOfDirectory(atPath: reader.path).filter { $0.hasSuffix(".c") || $0.hasSuffix(".h") }
-        #expect(Set(files) == ["jsonread.c", "include/luahier_jsonread.h"])
+    /// The one JSON reader and the signal handlers are C without Lua and without the host:
+    /// Swift's `Value`s are read with the reader outside the Lua bridge, and CLuaHost uses the
+    /// handlers, never the other way round. Each holds its own files and includes only them.
+    @Test(arguments: [
+        ("Sources/CJSONReader", ["jsonread.c", "include/luahier_jsonread.h"]),
+        ("Sources/CSignals", ["signals.c", "include/luahier_signals.h"]),
+    ])
+    func cTargetsWithoutLua(_ folder: String, _ expected: [String]) throws {
+        let root = Luahier.packageRoot.appendingPathComponent(folder)
+        let files = try FileManager.default.subpathsOfDirectory(atPath: root.path).filter { $0.hasSuffix(".c") || $0.hasSuffix(".h") }
+        #expect(Set(files) == Set(expected))
+        let own = Set(expected.map { String($0.split(separator: "/").last!) })
         for file in files {
-            let text = try String(contentsOf: reader.appendingPathComponent(file), encoding: .utf8)
+            let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
             #expect(!text.contains("lua.h") && !text.contains("lauxlib.h"), "\(file) includes Lua")
+            #expect(Self.includes(of: text).allSatisfy(own.contains), "\(file) includes \(Self.includes(of: text))")
             #expect(!text.contains("static inline") || file.hasSuffix(".c"), "\(file) holds code: it belongs in a .c file")
-        }
-    }
-
-    /// The signal handlers are C without Lua too, and without the host: CLuaHost uses them,
-    /// never the other way round.
-    @Test func theSignalHandlersAreCWithoutLua() throws {
-        let signals = Luahier.packageRoot.appendingPathComponent("Sources/CSignals")
-        let files = try FileManager.default.subpathsOfDirectory(atPath: signals.path).filter { $0.hasSuffix(".c") || $0.hasSuffix(".h") }
-        #expect(Set(files) == ["signals.c", "include/luahier_signals.h"])
-        for file in files {
-            let text = try String(contentsOf: signals.appendingPathComponent(file), encoding: .utf8)
-            let included = Self.includes(of: text)
-            #expect(included.allSatisfy { !$0.hasPrefix("lua") || $0 == "luahier_signals.h" }, "\(file) includes \(included)")
         }
     }
 
