@@ -95,7 +95,7 @@ extension RulesServer {
         do {
             let answer = try await pool.dispatch(body)
             metrics.record(answer.status)
-            answer.json.withUnsafeBytes { metrics.recordLimitTrip(in: $0) }
+            answer.json.withUnsafeBytes { metrics.recordRuleFailure(in: $0) }
             return Response(
                 status: answer.status == .invalid ? .badRequest : .ok,
                 headers: [.contentType: "application/json"],
@@ -120,7 +120,7 @@ extension RulesServer {
         Task { [pool] in
             do {
                 let summary: RulesPool.BatchSummary = try await pool.dispatchBatch(body) { answer in
-                    metrics.recordLimitTrip(in: answer)
+                    metrics.recordRuleFailure(in: answer)
                     // Open before pushing: a push may wait for the reader, which starts once open.
                     gate.open(nil)
                     return pipe.push(answer)

@@ -18,6 +18,10 @@ import Darwin
 /// - `luahier_request_duration_seconds`: their latency, a histogram;
 /// - `luahier_limit_trips_total{limit}`: requests a limit ended (`time`, `instructions`,
 ///   `memory`), and batches whose time budget ran out (`batch_time`);
+/// - `luahier_rule_errors_total{type}`: request lines whose rules failed, by the error the host
+///   made of it (`LuaError`, `ResponderContractError`, a limit's, ...): counted apart from
+///   `unhandled`, which a rule's own error types and unclaimed events also end as, so a bad
+///   deploy shows as such;
 /// - `luahier_batches_stopped_total{reason}`: batches stopped early because the client went
 ///   away (`client_gone`) or left the answers unread too long (`client_stalled`);
 /// - `luahier_reloads_total{result}`: `loaded`, `unchanged`, `failed`;
@@ -66,6 +70,7 @@ final class ServerMetrics: Sendable {
         for result in ["loaded", "unchanged", "failed"] { reloads(result).increment(by: Int64(0)) }
         for reason in ["client_gone", "client_stalled"] { batchesStopped(reason).increment(by: Int64(0)) }
         for limit in ["time", "instructions", "memory", "batch_time"] { trips(limit).increment(by: Int64(0)) }
+        for type in ["LuaError", "ResponderContractError"] { ruleErrors(type).increment(by: Int64(0)) }
         for code in [200, 400, 413, 503] { requests(code: code).increment(by: Int64(0)) }
     }
 
@@ -104,9 +109,17 @@ final class ServerMetrics: Sendable {
         latency.record(seconds)
     }
 
-    /// An outcome line a limit ended, if it is one: its value's type names the limit.
-    func recordLimitTrip(in outcome: UnsafeRawBufferPointer) {
-        guard let type = LimitTrip.type(in: outcome) else { return }
+    private func ruleErrors(_ type: String) -> Counter {
+        registry.makeCounter(
+            descriptor: .named("luahier_rule_errors_total", "Request lines whose rules failed, by the error the host made of it."),
+            labels: [("type", type)])
+    }
+
+    /// An outcome line whose rules failed (a raise, a broken responder contract, a limit), if
+    /// it is one: counted by the error's type, and a limit's also by limit.
+    func recordRuleFailure(in outcome: UnsafeRawBufferPointer) {
+        guard let type = RuleFailure.type(in: outcome) else { return }
+        ruleErrors(type).increment()
         switch type {
         case "TimeLimitExceeded": trips("time").increment()
         case "InstructionLimitExceeded": trips("instructions").increment()
@@ -142,15 +155,21 @@ final class ServerMetrics: Sendable {
     }
 }
 
-/// Which limit ended a request, read off its outcome line.
-enum LimitTrip {
-    /// The `type` of an unhandled outcome's value when it is a limit's error. The outcome is
-    /// parsed only when its text names a limit. (A rule that returns such an error value
-    /// itself is counted as a trip: the outcome cannot tell them apart.)
+/// Whether a request's rules failed, read off its outcome line.
+enum RuleFailure {
+    /// The errors the host makes when rules fail: what no rule of its own reports.
+    static let types: Set<String> = [
+        "LuaError", "ResponderContractError", "DispatchDepthExceeded", "TimeLimitExceeded",
+        "InstructionLimitExceeded", "MemoryLimitExceeded", "HostError", "PayloadError",
+    ]
+
+    /// The `type` of an unhandled outcome's value when it is one of `types`. The outcome is
+    /// parsed only when its text names one. (A rule that returns such an error value itself
+    /// is counted too: the outcome cannot tell them apart.)
     static func type(in outcome: UnsafeRawBufferPointer) -> String? {
-        guard contains(outcome, "LimitExceeded\"") else { return nil }
+        guard contains(outcome, "Error\"") || contains(outcome, "Exceeded\"") else { return nil }
         guard let value = try? JSON.parse(outcome), value["status"]?.stringValue == "unhandled",
-            let type = value["value"]?["type"]?.stringValue, type.hasSuffix("LimitExceeded")
+            let type = value["value"]?["type"]?.stringValue, types.contains(type)
         else { return nil }
         return type
     }

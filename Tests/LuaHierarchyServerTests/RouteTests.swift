@@ -212,7 +212,38 @@ struct RouteTests {
                 let next = try await client.execute(uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: #"{"at": "/app", "event": "Ask"}"#))
                 #expect((Self.object(next)["value"] as? [String: Any])?["version"] as? Int == 1)
             }
-            #expect(try await Self.metrics(client).contains(#"luahier_limit_trips_total{limit="\#(limit)"} 1"#))
+            let metrics = try await Self.metrics(client)
+            #expect(metrics.contains(#"luahier_limit_trips_total{limit="\#(limit)"} 1"#))
+            #expect(metrics.contains(#"luahier_rule_errors_total{type="\#(expected)"} 1"#), "\(metrics)")
+        }
+    }
+
+    /// A rule that raises answers 200 and `unhandled`, as an event no rule claims and an error
+    /// a rule reports of its own do: the metrics count it apart, by the error's type, so a bad
+    /// deploy does not look like traffic. Single requests and batch lines alike.
+    @Test func ruleErrorsAreCountedApartFromUnhandledOutcomes() async throws {
+        let (server, rules) = try Self.server()
+        try (Self.rules(version: 1) + """
+
+            app:receiveEvent("Broken", function(e) return e.missing.field end)
+            app:receiveEvent("Odd", function(e) return 42 end)
+            app:receiveEvent("Own", function(e) return {type = "OutOfStock"} end)
+            """).write(to: rules, atomically: true, encoding: .utf8)
+        _ = await server.pool.reload()
+        try await server.application().test(.router) { client in
+            for event in ["Broken", "Odd", "Own", "Nobody"] {
+                let reply = try await client.execute(
+                    uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: #"{"at": "/app", "event": "\#(event)"}"#))
+                #expect(reply.status == .ok)
+                #expect(Self.object(reply)["status"] as? String == "unhandled", "\(event)")
+            }
+            let batch = [#"{"at": "/app", "event": "Broken"}"#, #"{"at": "/app", "event": "Nobody"}"#].joined(separator: "\n")
+            _ = try await client.execute(uri: "/v1/dispatch", method: .post, headers: Self.ndjson, body: ByteBuffer(string: batch))
+            let metrics = try await Self.metrics(client)
+            #expect(metrics.contains(#"luahier_rule_errors_total{type="LuaError"} 2"#), "\(metrics)")
+            #expect(metrics.contains(#"luahier_rule_errors_total{type="ResponderContractError"} 1"#), "\(metrics)")
+            #expect(metrics.contains(#"luahier_outcomes_total{status="unhandled"} 6"#), "\(metrics)")
+            #expect(!metrics.contains("OutOfStock"))
         }
     }
 
