@@ -10,7 +10,7 @@ import Synchronization
 /// dispatch ran, and a limit that ended it is an `unhandled` outcome, as for `dispatch`
 /// lines), 400 with an `invalid` outcome, 413 for a body over the limit, 503 (with
 /// `Retry-After`) when no state was free in time or the server is shutting down. A batch
-/// (`application/x-ndjson`) answers 200 and streams one outcome line per request line, each
+/// (`application/x-ndjson`, or `application/jsonl`) answers 200 and streams one outcome line per request line, each
 /// with its own status, all from one revision.
 extension RulesServer {
     func addRoutes(to router: Router<ServerContext>) {
@@ -50,9 +50,15 @@ extension RulesServer {
         return response
     }
 
+    /// NDJSON by any of its names: `application/x-ndjson`, `application/jsonl` (JSON Lines),
+    /// `application/x-jsonlines`; parameters (`; charset=utf-8`) aside.
     private func isBatch(_ request: Request) -> Bool {
-        request.headers[.contentType]?.lowercased().hasPrefix("application/x-ndjson") ?? false
+        guard let type = request.headers[.contentType]?.lowercased() else { return false }
+        let name = type.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        return Self.batchTypes.contains(name)
     }
+
+    static let batchTypes: Set<String> = ["application/x-ndjson", "application/jsonl", "application/x-jsonlines"]
 
     private func answer(_ request: Request, context: ServerContext) async -> Response {
         if let encoding = request.headers[.contentEncoding], encoding.lowercased() != "identity" {

@@ -77,6 +77,19 @@ struct RouteTests {
         }
     }
 
+    /// JSON Lines by any of its names is a batch; JSON is one request.
+    @Test(arguments: ["application/jsonl", "application/x-jsonlines; charset=utf-8", "Application/X-NDJSON"])
+    func jsonLinesByAnyNameIsABatch(_ type: String) async throws {
+        let (server, _) = try Self.server()
+        try await server.application().test(.router) { client in
+            let body = #"{"id": 1, "at": "/app", "event": "Ask"}"# + "\n" + #"{"id": 2, "at": "/app", "event": "Ask"}"#
+            let reply = try await client.execute(
+                uri: "/v1/dispatch", method: .post, headers: [.contentType: type], body: ByteBuffer(string: body))
+            #expect(reply.status == .ok)
+            #expect(Self.lines(reply).map { $0["id"] as? Int } == [1, 2])
+        }
+    }
+
     @Test func aBatchAnswersEachLineInOrderFromOneRevision() async throws {
         let (server, _) = try Self.server(workers: 2)
         try await server.application().test(.router) { client in
