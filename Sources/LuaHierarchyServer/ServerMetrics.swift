@@ -1,6 +1,7 @@
 #if Server
 import LuaHierarchy
 internal import Prometheus
+import Foundation
 import Synchronization
 
 #if canImport(Glibc)
@@ -30,7 +31,10 @@ import Darwin
 /// - `luahier_print_dropped_total`: lines the rules printed that were dropped because
 ///   stderr was not being read;
 /// - gauges: `luahier_revision`, `luahier_reload_failing` (1 while the last reload failed),
-///   `luahier_workers`, `luahier_pool_waiting`.
+///   `luahier_workers`, `luahier_pool_waiting`;
+/// - `luahier_build_info{version,lua}` (always 1), and the process's own, read from /proc when
+///   the metrics are asked for: `process_resident_memory_bytes`, `process_virtual_memory_bytes`,
+///   `process_cpu_seconds_total`, `process_open_fds`, `process_start_time_seconds`.
 final class ServerMetrics: Sendable {
     private let registry = PrometheusCollectorRegistry()
     private let pool: RulesPool
@@ -44,6 +48,7 @@ final class ServerMetrics: Sendable {
     private let overloaded: Counter
     private let printer: DetachedPrinter?
     private let printDropped: Counter
+    private let process: ProcessGauges
     /// The pool's counts as last shown: the counters grow by the difference.
     private let shown = Mutex(RulesPool.Statistics())
     private let shownDropped = Mutex(0)
@@ -67,6 +72,11 @@ final class ServerMetrics: Sendable {
         waits = registry.makeCounter(descriptor: .named("luahier_pool_waits_total", "Requests that waited for a free state."))
         overloaded = registry.makeCounter(descriptor: .named("luahier_pool_overloaded_total", "Requests refused: no state was free in time."))
         printDropped = registry.makeCounter(descriptor: .named("luahier_print_dropped_total", "Lines the rules printed that were dropped: stderr was not being read."))
+        registry.makeGauge(
+            descriptor: .named("luahier_build_info", "The build: its version and Lua's (always 1)."),
+            labels: [("version", PackageVersion.number), ("lua", Hierarchy.luaVersion)]
+        ).set(1.0)
+        process = ProcessGauges(registry: registry)
         for result in ["loaded", "unchanged", "failed"] { reloads(result).increment(by: Int64(0)) }
         for reason in ["client_gone", "client_stalled"] { batchesStopped(reason).increment(by: Int64(0)) }
         for limit in ["time", "instructions", "memory", "batch_time"] { trips(limit).increment(by: Int64(0)) }
@@ -149,10 +159,49 @@ final class ServerMetrics: Sendable {
         failing.set(pool.lastReloadFailure == nil ? 0.0 : 1.0)
         workers.set(Double(pool.workers))
         waiting.set(Double(pool.waiting))
+        process.update()
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)
         return String(decoding: buffer, as: UTF8.self)
     }
+}
+
+/// The process's own metrics, as Prometheus' client libraries name them, read from /proc (Linux;
+/// elsewhere they stay 0).
+struct ProcessGauges: Sendable {
+    let resident, virtual, cpu, fds, start: Gauge
+
+    init(registry: PrometheusCollectorRegistry) {
+        resident = registry.makeGauge(descriptor: .named("process_resident_memory_bytes", "Resident memory size in bytes."))
+        virtual = registry.makeGauge(descriptor: .named("process_virtual_memory_bytes", "Virtual memory size in bytes."))
+        cpu = registry.makeGauge(descriptor: .named("process_cpu_seconds_total", "Total user and system CPU time spent in seconds."))
+        fds = registry.makeGauge(descriptor: .named("process_open_fds", "Number of open file descriptors."))
+        start = registry.makeGauge(descriptor: .named("process_start_time_seconds", "Start time of the process since the epoch, in seconds."))
+    }
+
+    func update() {
+        #if os(Linux)
+        // /proc/self/stat: fields after the command's closing parenthesis, from the state (3).
+        guard let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        func field(_ number: Int) -> Double { Double(fields[number - 3]) ?? 0 }
+        guard fields.count > 21, ticks > 0 else { return }
+        cpu.set((field(14) + field(15)) / ticks)
+        virtual.set(field(23))
+        resident.set(field(24) * Double(sysconf(Int32(_SC_PAGESIZE))))
+        if let boot = Self.bootTime { start.set(boot + field(22) / ticks) }
+        fds.set(Double((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0))
+        #endif
+    }
+
+    /// When the machine booted (seconds since 1970), from /proc/stat's `btime`.
+    static let bootTime: Double? = {
+        guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8) else { return nil }
+        return text.split(separator: "\n").first { $0.hasPrefix("btime ") }.flatMap { Double($0.dropFirst(6)) }
+    }()
 }
 
 /// Whether a request's rules failed, read off its outcome line.

@@ -188,6 +188,17 @@ struct RouteTests {
             for line in ["luahier_revision 1.0", "luahier_workers 3.0", "luahier_pool_waiting 0.0", "luahier_reload_failing 0.0"] {
                 #expect(text.contains(line), "\(line) in \(text)")
             }
+            #expect(text.contains(#"luahier_build_info{version="\#(PackageVersion.number)",lua="\#(Hierarchy.luaVersion)"} 1.0"#), "\(text)")
+            // The process's own, read now: a process with memory, open files, CPU time and a start.
+            func value(_ name: String) -> Double? {
+                text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
+            }
+            #expect((value("process_resident_memory_bytes") ?? 0) > 1_048_576)
+            #expect((value("process_virtual_memory_bytes") ?? 0) >= (value("process_resident_memory_bytes") ?? 0))
+            #expect((value("process_open_fds") ?? 0) >= 3)
+            #expect((value("process_cpu_seconds_total") ?? 0) > 0)
+            let started = value("process_start_time_seconds") ?? 0
+            #expect(started > 1.6e9 && started <= Date().timeIntervalSince1970 + 1)
         }
     }
 
