@@ -101,6 +101,7 @@ extension RulesServer {
         do {
             let answer = try await pool.dispatch(body)
             metrics.record(answer.status)
+            metrics.recordEvaluation(answer.evaluation, batch: false)
             answer.json.withUnsafeBytes { metrics.recordRuleFailure(in: $0) }
             return Response(
                 status: answer.status == .invalid ? .badRequest : .ok,
@@ -132,6 +133,7 @@ extension RulesServer {
                     return pipe.push(answer)
                 }
                 for (status, count) in summary.counts { metrics.record(status, count: count) }
+                metrics.recordEvaluation(summary.evaluation, batch: true)
                 if summary.stoppedEarly { metrics.recordBatchStopped(stalled: pipe.gaveUp) }
                 if summary.outOfTime { metrics.recordBatchOutOfTime() }
                 metrics.record(code: 200, seconds: ContinuousClock.now - started)

@@ -17,6 +17,8 @@ import Darwin
 /// - `luahier_http_requests_total{code}`: answers of `/v1/dispatch` and refusals of any route
 ///   (404, 405) by response code;
 /// - `luahier_request_duration_seconds`: their latency, a histogram;
+/// - `luahier_evaluation_seconds{kind}`: the time on a state alone (the rules' work: read, run,
+///   written; no HTTP, no wait for a state), a histogram, for each `request` and each `batch`;
 /// - `luahier_limit_trips_total{limit}`: requests a limit ended (`time`, `instructions`,
 ///   `memory`), and batches whose time budget ran out (`batch_time`);
 /// - `luahier_rule_errors_total{type}`: request lines whose rules failed, by the error the host
@@ -40,6 +42,7 @@ final class ServerMetrics: Sendable {
     private let pool: RulesPool
     private let outcomes: [LineStatus: Counter]
     private let latency: DurationHistogram
+    private let evaluation: [String: DurationHistogram]
     private let revision: Gauge
     private let failing: Gauge
     private let workers: Gauge
@@ -65,6 +68,15 @@ final class ServerMetrics: Sendable {
             buckets: [.microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5),
                       .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
                       .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10)])
+        evaluation = Dictionary(uniqueKeysWithValues: ["request", "batch"].map { kind in
+            (kind, registry.makeDurationHistogram(
+                descriptor: .named("luahier_evaluation_seconds", "Time on a state (the rules' work: read, run, written), per request or per batch."),
+                labels: [("kind", kind)],
+                buckets: [.microseconds(10), .microseconds(25), .microseconds(50), .microseconds(100), .microseconds(250),
+                          .microseconds(500), .milliseconds(1), .milliseconds(2.5), .milliseconds(5), .milliseconds(10),
+                          .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+                          .seconds(1), .seconds(2.5), .seconds(5), .seconds(10)]))
+        })
         revision = registry.makeGauge(descriptor: .named("luahier_revision", "The number of the revision answering."))
         failing = registry.makeGauge(descriptor: .named("luahier_reload_failing", "1 while the last reload failed (the running revision answers)."))
         workers = registry.makeGauge(descriptor: .named("luahier_workers", "Lua states in the pool."))
@@ -112,6 +124,11 @@ final class ServerMetrics: Sendable {
 
     func record(_ status: LineStatus, count: Int = 1) {
         outcomes[status]?.increment(by: Int64(count))
+    }
+
+    /// The time a request (`batch` false) or a whole batch spent on its state.
+    func recordEvaluation(_ duration: Duration, batch: Bool) {
+        evaluation[batch ? "batch" : "request"]?.record(duration)
     }
 
     func record(code: Int, seconds: Duration) {

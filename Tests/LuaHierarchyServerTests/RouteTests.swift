@@ -268,6 +268,9 @@ struct RouteTests {
             #expect(metrics.contains(#"luahier_rule_errors_total{type="ResponderContractError"} 1"#), "\(metrics)")
             #expect(metrics.contains(#"luahier_outcomes_total{status="unhandled"} 6"#), "\(metrics)")
             #expect(!metrics.contains("OutOfStock"))
+            // The rules' own time, apart from HTTP: each request, and the batch as a whole.
+            #expect(metrics.contains(#"luahier_evaluation_seconds_count{kind="request"} 4"#), "\(metrics)")
+            #expect(metrics.contains(#"luahier_evaluation_seconds_count{kind="batch"} 1"#), "\(metrics)")
         }
     }
 

@@ -102,6 +102,9 @@ public final class RulesPool: @unchecked Sendable {
         public let json: [UInt8]
         /// The revision that answered it.
         public let revision: Revision
+        /// How long it took on its state (read, run and written), the wait for a free state
+        /// not counted.
+        public var evaluation: Duration = .zero
 
         /// The outcome as a string.
         public var text: String { String(decoding: json, as: UTF8.self) }
@@ -119,6 +122,8 @@ public final class RulesPool: @unchecked Sendable {
         public var stoppedEarly = false
         /// The batch's time budget (`Options.batchTime`) ran out before its last line began.
         public var outOfTime = false
+        /// How long the whole batch took on its state, the wait for a free state not counted.
+        public var evaluation: Duration = .zero
     }
 
     /// The options the pool was made with.
@@ -180,6 +185,7 @@ public final class RulesPool: @unchecked Sendable {
     /// this request.
     public func dispatch(_ request: [UInt8]) async throws(Refusal) -> Answer {
         try await onFreeState { worker in
+            let started = ContinuousClock.now
             var json: [UInt8] = []
             let held = worker.processor.outputCharge()
             let answered = request.withUnsafeBytes { bytes in
@@ -188,7 +194,9 @@ public final class RulesPool: @unchecked Sendable {
                     return true
                 }
             }
-            return Answer(status: answered.last ?? .invalid, json: json, revision: worker.generation.revision)
+            return Answer(
+                status: answered.last ?? .invalid, json: json, revision: worker.generation.revision,
+                evaluation: ContinuousClock.now - started)
         }
     }
 
@@ -246,6 +254,7 @@ public final class RulesPool: @unchecked Sendable {
         var cutter = LineCutter(maxLineBytes: options.maxLineBytes)
         let lines = cutter.cut(body)
         return try await onFreeState { worker in
+            let started = ContinuousClock.now
             let held = worker.processor.outputCharge()
             let answered = body.withUnsafeBytes { bytes in
                 worker.answer(bytes, lines: lines, held: held, timeBudget: self.options.batchTime) { answer, _ in deliver(answer) }
@@ -254,6 +263,7 @@ public final class RulesPool: @unchecked Sendable {
             for status in LineStatus.allCases where answered.counts[status.index] > 0 {
                 summary.counts[status] = answered.counts[status.index]
             }
+            summary.evaluation = ContinuousClock.now - started
             return summary
         }
     }
