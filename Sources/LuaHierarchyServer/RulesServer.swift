@@ -52,6 +52,8 @@ public final class RulesServer: Sendable {
     let inFlight = InFlight()
     /// Set when the service group `run` started has ended.
     private let ended = Mutex(false)
+    /// Set once the socket listens: a failure before it is a `ListenFailure`.
+    private let listening = Mutex(false)
     /// Told of each reload `POST /v1/reload` runs.
     let onReload: @Sendable (ReloadResult) -> Void
 
@@ -88,13 +90,16 @@ public final class RulesServer: Sendable {
     /// Serves until SIGTERM or SIGINT (`ServiceSignals`, installed here), then shuts down
     /// gracefully: it stops accepting connections, answers the requests in flight, and
     /// returns how that went. Past `shutdownGrace` it returns without waiting for those left
-    /// (`graceRanOut`). `onListening` gets the address it listens on. Throws when it cannot
-    /// listen.
+    /// (`graceRanOut`). `onListening` gets the address it listens on. Throws a
+    /// `ListenFailure` when it cannot listen (the port is taken, the address is not here).
     public func run(onListening: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Stopped {
         ServiceSignals.handleStops()
         var logger = Logger(label: "luahier")
         logger.logLevel = .warning
-        let app = application(logger: logger, onListening: onListening)
+        let app = application(logger: logger) { address in
+            self.listening.withLock { $0 = true }
+            onListening(address)
+        }
         let configuration = ServiceGroupConfiguration(services: [.init(service: app)], logger: logger)
         // No limit of the group's own: past `shutdownGrace` it would cancel the server, which
         // closes the connections of requests still under way, and they would look like clients
@@ -109,7 +114,13 @@ public final class RulesServer: Sendable {
             try? await Task.sleep(for: .milliseconds(50))
         }
         if hasEnded {
-            try await serving.value
+            do {
+                try await serving.value
+            } catch {
+                let listened = listening.withLock { $0 }
+                if !listened, let failure = ListenFailure(error, host: options.host, port: options.port) { throw failure }
+                throw error
+            }
             return inFlight.report(signal: nil, graceRanOut: false)
         }
         inFlight.stop()

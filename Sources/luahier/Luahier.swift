@@ -18,7 +18,8 @@ struct Luahier: ParsableCommand {
               1    the script failed (syntax or runtime error, limits, printed as
                    file:line: message); dispatch: some input line was invalid; check: there
                    were findings; a write to stdout failed
-              2    usage error (bad flags, missing file)
+              2    usage error (bad flags, missing file, misspelled subcommand); serve:
+                   an address it cannot listen on
               3    with --fail-on-unhandled: an error reached the root unhandled
               130  interrupted by SIGINT (143: SIGTERM)
               141  stdout was a pipe its reader closed
@@ -63,6 +64,10 @@ struct Luahier: ParsableCommand {
             let parserWords = ["Unknown", "Missing", "Unexpected", "The", "Invalid", "Error", "Please"]
             if let word = message.split(separator: " ").first, parserWords.contains(String(word)) {
                 message = message.prefix(1).lowercased() + message.dropFirst()
+            }
+            if let slip = SubcommandSlip.suggestion() {
+                Console.error("luahier: \(PrintableText.field(slip))\nluahier: see 'luahier --help'")
+                Glibc.exit(ExitStatus.usage)
             }
             let subcommand = arguments.first.flatMap { CommandLineWords.subcommands.contains($0) ? $0 : nil }
             Console.error("luahier: \(message)\nluahier: see 'luahier \(subcommand.map { "\($0) " } ?? "")--help'")

@@ -25,7 +25,8 @@ struct Serve: ParsableCommand {
             files change; a revision that fails to load leaves the running one answering. \
             SIGTERM or SIGINT: stop accepting, answer the requests in flight, exit 0; exit 1 if \
             --shutdown-grace ran out first (a second signal exits at once). Exit 1 when the \
-            rules fail to load or the address cannot be bound, 2 on usage errors.
+            rules fail to load, 2 on usage errors and when --host:--port cannot be listened \
+            on (the port taken or privileged, the address not on this machine).
             """
     )
 
@@ -138,6 +139,12 @@ struct Serve: ParsableCommand {
         watcher.stop(waiting: false)
         let stopped: RulesServer.Stopped
         switch outcome {
+        case .failure(let failure as ListenFailure):
+            pool.shutDownBlocking()
+            Console.error("luahier: \(PrintableText.field(Self.explain(failure)))")
+            // The command line names an address this machine cannot listen on: as a missing
+            // file, the fix is a different argument.
+            throw ExitCode(failure.reason.isOther ? ExitStatus.scriptFailed : ExitStatus.usage)
         case .failure(let failure):
             pool.shutDownBlocking()
             Console.error("luahier: cannot serve on \(host):\(port): \(PrintableText.field("\(failure)"))")
@@ -154,6 +161,20 @@ struct Serve: ParsableCommand {
         // Every request was answered: the states are idle. A reload still loading is left to
         // the process's end.
         _exit(0)
+    }
+
+    /// `cannot listen on 127.0.0.1:8080: the address is in use (another process listens
+    /// there; pick another --port)`: what failed, and what to change.
+    static func explain(_ failure: ListenFailure) -> String {
+        let advice: String? = switch failure.reason {
+        case .addressInUse: "another process listens there; pick another --port"
+        case .permissionDenied where failure.port < 1024: "a port below 1024 needs privileges; pick a --port of 1024 or more"
+        case .permissionDenied: nil
+        case .addressNotOnThisMachine: "give --host an address of this machine: 127.0.0.1, or 0.0.0.0 for every interface"
+        case .unknownHost: "give --host an address, or a name that resolves"
+        case .other: nil
+        }
+        return failure.description + (advice.map { " (\($0))" } ?? "")
     }
 
     /// `luahier: stopped (SIGTERM); the 4 requests in flight were answered`, and the like.

@@ -239,8 +239,8 @@ struct ServeTests {
         defer { server.stop() }
         #expect(server.stderr.contains("on http://127.0.0.1:"))
         let taken = try Luahier.run(["serve", try Luahier.script("", name: "rules.lua"), "--port", String(server.port)], timeout: 20)
-        #expect(taken.status == 1)
-        #expect(taken.stderr.contains("luahier: cannot serve on 127.0.0.1:\(server.port)"), "\(taken.stderr)")
+        #expect(taken.status == 2)
+        #expect(taken.stderr.contains("luahier: cannot listen on 127.0.0.1:\(server.port): the address is in use"), "\(taken.stderr)")
     }
 }
 

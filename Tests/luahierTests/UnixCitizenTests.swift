@@ -113,6 +113,38 @@ struct UnixCitizenTests {
         #expect(lines.last?.hasPrefix("luahier: see 'luahier") == true)
     }
 
+    /// `luahier FILE` runs a script, so a misspelled subcommand reads as a missing script: when
+    /// the word is close to a subcommand's name, the error says which one was meant.
+    @Test(arguments: [
+        (["disptach", "scripts/alerts.lua", "scripts/alerts.jsonl"], "'dispatch'"),
+        (["expalin", "scripts/alerts.lua"], "'explain'"),
+        (["chekc", "scripts/alerts.lua"], "'check'"),
+        (["tets", "Tests"], "'test'"),
+        (["serv", "rules.lua"], "'serve'"),
+        (["rnu", "scripts/signin.lua"], "'run'"),
+        (["t"], "'tree' or 'test'"),
+    ])
+    func aMisspelledSubcommandIsNamed(_ arguments: [String], _ meant: String) throws {
+        let result = try Luahier.run(arguments)
+        #expect(result.status == 2)
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr == "luahier: no such file or subcommand: \(arguments[0]) (did you mean \(meant)?)\nluahier: see 'luahier --help'\n")
+    }
+
+    /// A missing file far from every subcommand keeps its message; a file that is there runs,
+    /// however close its name is to a subcommand's.
+    @Test func aScriptNamedLikeASubcommandStillRuns() throws {
+        let missing = try Luahier.run(["no-such-job.lua", "a"])
+        #expect(missing.status == 2)
+        #expect(missing.stderr == "luahier: no such file: no-such-job.lua\nluahier: see 'luahier run --help'\n")
+        let folder = URL(fileURLWithPath: try Luahier.script("print('ran', ...)", name: "disptach")).deletingLastPathComponent()
+        let present = try Luahier.run(["disptach", "a"], in: folder)
+        #expect(present.status == 0)
+        #expect(present.stdout == "ran\ta\n")
+        let stdin = try Luahier.run(["-", "b"], stdin: "print('stdin', ...)")
+        #expect(stdin.stdout == "stdin\tb\n")
+    }
+
     @Test func versionComesFromThePackage() throws {
         let result = try Luahier.run(["--version"])
         #expect(result.status == 0)
