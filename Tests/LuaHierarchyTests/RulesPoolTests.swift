@@ -98,6 +98,37 @@ struct RulesPoolTests {
         #expect(pool.waiting == 0)
     }
 
+    /// What a job holds (a batch's body, its lines) stands in for a `Sentinel` here. Behind a
+    /// single busy state a request waits, and its wait bound (an hour) must not keep it once
+    /// answered: before, the bound's timer held every such job (and its body) for `--max-wait`,
+    /// and `serve --workers 1` grew with every batch. No clock: semaphores order the steps.
+    @Test func aJobThatWaitedIsLetGoOnceAnsweredNotWhenItsWaitBoundPasses() throws {
+        final class Sentinel: Sendable {}
+        let folder = try Self.folder(version: 1)
+        var options = RulesPool.Options(rulesFile: folder.appendingPathComponent("rules.lua").path)
+        options.maxWait = 3600
+        let pool = try RulesPool(options: options)
+        let busy = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), after = DispatchSemaphore(value: 0)
+        #expect(pool.submit(PoolJob(work: { _ in
+            busy.signal()
+            release.wait()
+        })) == nil)
+        #expect(busy.wait(timeout: .now() + 60) == .success)
+        weak var held: Sentinel?
+        do {
+            let sentinel = Sentinel()
+            held = sentinel
+            #expect(pool.submit(PoolJob(maxWait: options.maxWait, work: { _ in withExtendedLifetime(sentinel) {} })) == nil)
+            #expect(pool.waiting == 1)
+        }
+        // A job after it: once it runs, the state is done with the one that waited.
+        #expect(pool.submit(PoolJob(work: { _ in after.signal() })) == nil)
+        release.signal()
+        #expect(after.wait(timeout: .now() + 60) == .success)
+        #expect(held == nil, "the answered job is still held (by its wait bound's timer)")
+        pool.shutDownBlocking()
+    }
+
     @Test func aBatchAnswersTheLinesItsTimeBudgetLeavesNoTimeForWithoutRunningThem() async throws {
         let folder = try Self.folder(version: 1)
         try Self.write(version: 1, in: folder, rules: """

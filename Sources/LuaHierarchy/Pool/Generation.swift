@@ -76,7 +76,13 @@ final class Generation: @unchecked Sendable {
             return idle > waiting ? .started : .waiting
         }
         if admission == .waiting, let wait = job.maxWait, wait.isFinite {
-            DispatchQueue.global().asyncAfter(deadline: .now() + wait) { [weak self] in self?.expire(job) }
+            // The timer holds the job weakly: a job holds its request (a batch's body and
+            // lines), and one a worker took and answered must go then, not when its wait bound
+            // passes. Held for `--max-wait` after every request that waited (behind a single
+            // worker, most of them), those bodies grew `serve`'s memory with every batch.
+            DispatchQueue.global().asyncAfter(deadline: .now() + wait) { [weak self, weak job] in
+                if let job { self?.expire(job) }
+            }
         }
         return admission
     }
