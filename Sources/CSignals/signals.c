@@ -31,6 +31,10 @@ int luahier_installhandler(int sig, void (*handler)(int), int flags, int keep_ig
 
 static volatile sig_atomic_t luahier_hangups;
 static volatile sig_atomic_t luahier_stop_signal;
+/* While set, the second stop signal ends a shutdown delay (and clears this) instead of the
+ * process; the next one ends the process. */
+static volatile sig_atomic_t luahier_stop_deferred;
+static volatile sig_atomic_t luahier_stop_repeated;
 
 static void luahier_onhangup(int sig) {
     (void)sig;
@@ -39,6 +43,11 @@ static void luahier_onhangup(int sig) {
 
 static void luahier_onstop(int sig) {
     if (luahier_stop_signal) {
+        if (luahier_stop_deferred) {
+            luahier_stop_deferred = 0;
+            luahier_stop_repeated = 1;
+            return;
+        }
         signal(sig, SIG_DFL);
         raise(sig);
         return;
@@ -69,4 +78,12 @@ int luahier_service_takehangup(void) {
 
 int luahier_service_stopsignal(void) {
     return luahier_stop_signal;
+}
+
+void luahier_service_deferrepeatedstop(int on) {
+    luahier_stop_deferred = on ? 1 : 0;
+}
+
+int luahier_service_stoprepeated(void) {
+    return luahier_stop_repeated;
 }

@@ -26,7 +26,8 @@ import Darwin
 /// - `luahier_print_dropped_total`: lines the rules printed that were dropped because
 ///   stderr was not being read;
 /// - gauges: `luahier_revision`, `luahier_reload_failing` (1 while the last reload failed),
-///   `luahier_workers`, `luahier_pool_waiting`.
+///   `luahier_workers`, `luahier_pool_waiting`, `luahier_ready` (1 while `/readyz` answers
+///   200).
 final class ServerMetrics: Sendable {
     private let registry = PrometheusCollectorRegistry()
     private let pool: RulesPool
@@ -36,6 +37,7 @@ final class ServerMetrics: Sendable {
     private let failing: Gauge
     private let workers: Gauge
     private let waiting: Gauge
+    private let ready: Gauge
     private let waits: Counter
     private let overloaded: Counter
     private let printer: DetachedPrinter?
@@ -60,6 +62,7 @@ final class ServerMetrics: Sendable {
         failing = registry.makeGauge(descriptor: .named("luahier_reload_failing", "1 while the last reload failed (the running revision answers)."))
         workers = registry.makeGauge(descriptor: .named("luahier_workers", "Lua states in the pool."))
         waiting = registry.makeGauge(descriptor: .named("luahier_pool_waiting", "Requests waiting for a free state."))
+        ready = registry.makeGauge(descriptor: .named("luahier_ready", "1 while /readyz answers 200: not draining, not overloaded."))
         waits = registry.makeCounter(descriptor: .named("luahier_pool_waits_total", "Requests that waited for a free state."))
         overloaded = registry.makeCounter(descriptor: .named("luahier_pool_overloaded_total", "Requests refused: no state was free in time."))
         printDropped = registry.makeCounter(descriptor: .named("luahier_print_dropped_total", "Lines the rules printed that were dropped: stderr was not being read."))
@@ -123,8 +126,9 @@ final class ServerMetrics: Sendable {
         }
     }
 
-    /// The metrics as Prometheus text, the pool's gauges read now.
-    func text() -> String {
+    /// The metrics as Prometheus text, the pool's gauges read now, and `ready` as `/readyz`
+    /// would answer now.
+    func text(ready isReady: Bool) -> String {
         let statistics = pool.statistics
         let dropped = printer?.dropped ?? 0
         let before = shown.withLock { shown in defer { shown = statistics }; return shown }
@@ -136,6 +140,7 @@ final class ServerMetrics: Sendable {
         failing.set(pool.lastReloadFailure == nil ? 0.0 : 1.0)
         workers.set(Double(pool.workers))
         waiting.set(Double(pool.waiting))
+        ready.set(isReady ? 1.0 : 0.0)
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)
         return String(decoding: buffer, as: UTF8.self)

@@ -18,6 +18,13 @@ package enum ServiceSignals {
     /// Whether SIGHUP came since the last call (it clears it).
     public static func takeHangUp() -> Bool { luahier_service_takehangup() != 0 }
 
+    /// With `on`, the second SIGTERM or SIGINT only sets `stopRepeated` (a shutdown delay then
+    /// ends early); the one after it ends the process. Off (the default), the second ends it.
+    public static func deferRepeatedStop(_ on: Bool) { luahier_service_deferrepeatedstop(on ? 1 : 0) }
+
+    /// Whether a second SIGTERM or SIGINT came while `deferRepeatedStop` was on.
+    public static var stopRepeated: Bool { luahier_service_stoprepeated() != 0 }
+
     /// The first SIGTERM or SIGINT, once one came.
     public static var stopSignal: Int32? {
         let signal = luahier_service_stopsignal()
