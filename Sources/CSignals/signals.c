@@ -2,7 +2,8 @@
  * long-running service (`luahier serve`, `dispatch --watch`). SIGHUP asks for a reload; for `serve`, SIGTERM and SIGINT ask for a graceful shutdown, which running
  * scripts must not see (unlike luahier_interrupt_install's, these handlers stop nothing).
  * The handlers only set flags, which a thread of the host polls; a second SIGTERM or SIGINT
- * while a shutdown is under way ends the process the default way. */
+ * while a shutdown is under way ends the process the default way (once deferred, it ends a
+ * shutdown delay instead). */
 #include "luahier_signals.h"
 
 #include <pthread.h>

@@ -183,6 +183,7 @@ public final class RulesPool: @unchecked Sendable {
         /// free.
         public var allBusyFor: Double?
 
+        /// A load of these counts (the pool makes them; tests and embedders may too).
         public init(workers: Int, idle: Int, waiting: Int, allBusyFor: Double?) {
             (self.workers, self.idle, self.waiting, self.allBusyFor) = (workers, idle, waiting, allBusyFor)
         }

@@ -4,7 +4,8 @@ import CSignals
 /// reload and, for `serve`, SIGTERM and SIGINT ask for a graceful shutdown. Unlike
 /// `Interruption`'s, these handlers stop no running script: they set flags the service
 /// polls (`RulesWatcher` polls the hang-up). A second SIGTERM or SIGINT during a shutdown
-/// ends the process the default way.
+/// ends the process the default way, except during `serve`'s shutdown delay, which it ends
+/// (`deferRepeatedStop`).
 package enum ServiceSignals {
     /// Handles SIGHUP from now on, and unblocks it in the calling thread.
     @discardableResult
