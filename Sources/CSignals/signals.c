@@ -2,7 +2,8 @@
  * long-running service (`luahier serve`, `dispatch --watch`). SIGHUP asks for a reload; for `serve`, SIGTERM and SIGINT ask for a graceful shutdown, which running
  * scripts must not see (unlike luahier_interrupt_install's, these handlers stop nothing).
  * The handlers only set flags, which a thread of the host polls; a second SIGTERM or SIGINT
- * while a shutdown is under way ends the process the default way. */
+ * while a shutdown is under way ends the process the default way (once deferred, it ends a
+ * shutdown delay instead). */
 #include "luahier_signals.h"
 
 #include <pthread.h>
@@ -31,6 +32,10 @@ int luahier_installhandler(int sig, void (*handler)(int), int flags, int keep_ig
 
 static volatile sig_atomic_t luahier_hangups;
 static volatile sig_atomic_t luahier_stop_signal;
+/* While set, the second stop signal ends a shutdown delay (and clears this) instead of the
+ * process; the next one ends the process. */
+static volatile sig_atomic_t luahier_stop_deferred;
+static volatile sig_atomic_t luahier_stop_repeated;
 
 static void luahier_onhangup(int sig) {
     (void)sig;
@@ -39,6 +44,11 @@ static void luahier_onhangup(int sig) {
 
 static void luahier_onstop(int sig) {
     if (luahier_stop_signal) {
+        if (luahier_stop_deferred) {
+            luahier_stop_deferred = 0;
+            luahier_stop_repeated = 1;
+            return;
+        }
         signal(sig, SIG_DFL);
         raise(sig);
         return;
@@ -69,4 +79,12 @@ int luahier_service_takehangup(void) {
 
 int luahier_service_stopsignal(void) {
     return luahier_stop_signal;
+}
+
+void luahier_service_deferrepeatedstop(int on) {
+    luahier_stop_deferred = on ? 1 : 0;
+}
+
+int luahier_service_stoprepeated(void) {
+    return luahier_stop_repeated;
 }

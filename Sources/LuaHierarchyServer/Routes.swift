@@ -25,13 +25,11 @@ extension RulesServer {
                     body: .init(byteBuffer: ByteBuffer(string: #"{"error":"POST a request object or JSON lines to /v1/dispatch"}"# + "\n")))
             }
         }
-        router.get("/healthz") { _, _ in
-            self.health()
-        }
+        addHealthRoutes(to: router)
         router.get("/metrics") { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(string: self.metrics.text())))
+                body: .init(byteBuffer: ByteBuffer(string: self.metrics.text(ready: self.notReady == nil))))
         }
         router.post("/v1/reload") { _, _ in
             await self.reload()
@@ -165,24 +163,6 @@ extension RulesServer {
         if retry { headers[.retryAfter] = "1" }
         let outcome = pool.refusal(type: type, message: message, where: "request")
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: outcome + [UInt8(ascii: "\n")])))
-    }
-
-    private func health() -> Response {
-        let revision = pool.revision
-        var health: [String: Value] = [
-            "status": "ready",
-            "workers": .int(Int64(pool.workers)),
-            "revision": .map([
-                "number": .int(Int64(revision.number)), "hash": .string(revision.hash),
-                "files": .array(revision.files.map { .string($0) }), "loadedAt": .double(revision.loadedAt),
-            ]),
-        ]
-        if let failure = pool.lastReloadFailure {
-            health["lastReloadError"] = .map(["message": .string(failure.description), "at": .double(failure.at)])
-        }
-        return Response(
-            status: .ok, headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(string: JSON.encode(.map(health)) + "\n")))
     }
 
     private func reload() async -> Response {

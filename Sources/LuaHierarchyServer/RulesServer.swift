@@ -17,7 +17,9 @@ import Darwin
 ///
 /// - `POST /v1/dispatch`: one request object in, one outcome out; with `Content-Type:
 ///   application/x-ndjson`, JSON lines in and outcome lines out, streamed in order.
-/// - `GET /healthz`: ready, the running revision, the last reload failure.
+/// - `GET /livez`: 200 while the process answers at all; `GET /readyz` (and its alias
+///   `/healthz`): 200 when a request would be answered, 503 while draining or overloaded
+///   (`Health.swift`).
 /// - `GET /metrics`: Prometheus text.
 /// - `POST /v1/reload` when `reloadEndpoint` is on.
 ///
@@ -33,6 +35,10 @@ public final class RulesServer: Sendable {
         public var maxBodyBytes = 1 << 20
         /// `POST /v1/reload` reloads the rules (off: 403).
         public var reloadEndpoint = false
+        /// Seconds SIGTERM keeps serving, `/readyz` answering 503 `draining`, before the
+        /// listener closes: time for a load balancer to stop sending requests (a second signal
+        /// ends it early). 0: the listener closes at once.
+        public var shutdownDelay = 0.0
         /// Longest a graceful shutdown waits for requests in flight before it closes them.
         public var shutdownGrace = 30.0
         /// Seconds a connection may stay idle (between requests, or while a request comes in)
@@ -54,6 +60,8 @@ public final class RulesServer: Sendable {
     private let ended = Mutex(false)
     /// Set once the socket listens: a failure before it is a `ListenFailure`.
     private let listening = Mutex(false)
+    /// Set once SIGTERM or SIGINT came: `/readyz` answers 503 from then on.
+    let draining = Mutex(false)
     /// Told of each reload `POST /v1/reload` runs.
     let onReload: @Sendable (ReloadResult) -> Void
 
@@ -88,12 +96,18 @@ public final class RulesServer: Sendable {
     }
 
     /// Serves until SIGTERM or SIGINT (`ServiceSignals`, installed here), then shuts down
-    /// gracefully: it stops accepting connections, answers the requests in flight, and
+    /// gracefully: it reports not ready and goes on serving for `shutdownDelay` (cut short by
+    /// a second signal), then stops accepting connections, answers the requests in flight, and
     /// returns how that went. Past `shutdownGrace` it returns without waiting for those left
-    /// (`graceRanOut`). `onListening` gets the address it listens on. Throws a
-    /// `ListenFailure` when it cannot listen (the port is taken, the address is not here).
-    public func run(onListening: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Stopped {
+    /// (`graceRanOut`). `onListening` gets the address it listens on; `onDraining` the signal,
+    /// as the delay begins. Throws a `ListenFailure` when it cannot listen (the port is taken,
+    /// the address is not here).
+    public func run(
+        onListening: @escaping @Sendable (String) -> Void = { _ in }, onDraining: @escaping @Sendable (Int32) -> Void = { _ in }
+    ) async throws -> Stopped {
         ServiceSignals.handleStops()
+        // Set before any signal can come: the second one must end the delay, not the process.
+        ServiceSignals.deferRepeatedStop(options.shutdownDelay > 0)
         var logger = Logger(label: "luahier")
         logger.logLevel = .warning
         let app = application(logger: logger) { address in
@@ -122,6 +136,16 @@ public final class RulesServer: Sendable {
                 throw error
             }
             return inFlight.report(signal: nil, graceRanOut: false)
+        }
+        draining.withLock { $0 = true }
+        if options.shutdownDelay > 0 {
+            onDraining(ServiceSignals.stopSignal ?? SIGTERM)
+            let closeAt = ContinuousClock.now + .milliseconds(Int64(options.shutdownDelay * 1000))
+            while !ServiceSignals.stopRepeated && !hasEnded && ContinuousClock.now < closeAt {
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+            // From here a further signal ends the process, as during any drain.
+            ServiceSignals.deferRepeatedStop(false)
         }
         inFlight.stop()
         await group.triggerGracefulShutdown()

@@ -33,7 +33,8 @@ import Darwin
 /// - `luahier_print_dropped_total`: lines the rules printed that were dropped because
 ///   stderr was not being read;
 /// - gauges: `luahier_revision`, `luahier_reload_failing` (1 while the last reload failed),
-///   `luahier_workers`, `luahier_pool_waiting`;
+///   `luahier_workers`, `luahier_pool_waiting`, `luahier_ready` (1 while `/readyz` answers
+///   200);
 /// - `luahier_build_info{version,lua}` (always 1), and the process's own, read from /proc when
 ///   the metrics are asked for: `process_resident_memory_bytes`, `process_virtual_memory_bytes`,
 ///   `process_cpu_seconds_total`, `process_open_fds`, `process_start_time_seconds`.
@@ -47,6 +48,7 @@ final class ServerMetrics: Sendable {
     private let failing: Gauge
     private let workers: Gauge
     private let waiting: Gauge
+    private let ready: Gauge
     private let waits: Counter
     private let overloaded: Counter
     private let printer: DetachedPrinter?
@@ -81,6 +83,7 @@ final class ServerMetrics: Sendable {
         failing = registry.makeGauge(descriptor: .named("luahier_reload_failing", "1 while the last reload failed (the running revision answers)."))
         workers = registry.makeGauge(descriptor: .named("luahier_workers", "Lua states in the pool."))
         waiting = registry.makeGauge(descriptor: .named("luahier_pool_waiting", "Requests waiting for a free state."))
+        ready = registry.makeGauge(descriptor: .named("luahier_ready", "1 while /readyz answers 200: not draining, not overloaded."))
         waits = registry.makeCounter(descriptor: .named("luahier_pool_waits_total", "Requests that waited for a free state."))
         overloaded = registry.makeCounter(descriptor: .named("luahier_pool_overloaded_total", "Requests refused: no state was free in time."))
         printDropped = registry.makeCounter(descriptor: .named("luahier_print_dropped_total", "Lines the rules printed that were dropped: stderr was not being read."))
@@ -163,8 +166,9 @@ final class ServerMetrics: Sendable {
         }
     }
 
-    /// The metrics as Prometheus text, the pool's gauges read now.
-    func text() -> String {
+    /// The metrics as Prometheus text, the pool's gauges read now, and `ready` as `/readyz`
+    /// would answer now.
+    func text(ready isReady: Bool) -> String {
         let statistics = pool.statistics
         let dropped = printer?.dropped ?? 0
         let before = shown.withLock { shown in defer { shown = statistics }; return shown }
@@ -176,6 +180,7 @@ final class ServerMetrics: Sendable {
         failing.set(pool.lastReloadFailure == nil ? 0.0 : 1.0)
         workers.set(Double(pool.workers))
         waiting.set(Double(pool.waiting))
+        ready.set(isReady ? 1.0 : 0.0)
         process.update()
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)

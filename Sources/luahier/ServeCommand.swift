@@ -17,14 +17,17 @@ struct Serve: ParsableCommand {
             --idle-timeout), 413 (body over --max-body), 415 (compressed body), 503 (no state \
             free within --max-wait, or shutting down). With Content-Type: \
             application/x-ndjson the body is JSON lines and the answer streams one outcome \
-            line per request line, in order, all from one revision. GET /healthz: ready, \
-            revision, last reload error. GET /metrics: Prometheus text. POST /v1/reload with \
-            --reload-endpoint. Limits apply per request line; --timeout also bounds a whole \
+            line per request line, in order, all from one revision. GET /livez: 200 while the \
+            process answers. GET /readyz (alias /healthz): 200 ready, or 503 while draining or \
+            overloaded, with the revision and last reload error. GET /metrics: Prometheus \
+            text. POST /v1/reload with --reload-endpoint. Limits apply per request line; --timeout also bounds a whole \
             batch: no line begins after it, and those left are answered invalid \
             (BatchTimeLimitExceeded). The rules reload on SIGHUP and, with --watch, when their \
             files change; a revision that fails to load leaves the running one answering. \
-            SIGTERM or SIGINT: stop accepting, answer the requests in flight, exit 0; exit 1 if \
-            --shutdown-grace ran out first (a second signal exits at once). Exit 1 when the \
+            SIGTERM or SIGINT: /readyz answers 503 while requests are still served for \
+            --shutdown-delay (a second signal ends it), then stop accepting, answer the \
+            requests in flight, exit 0; exit 1 if --shutdown-grace ran out first (a second \
+            signal exits at once). Exit 1 when the \
             rules fail to load, 2 on usage errors and when --host:--port cannot be listened \
             on (the port taken or privileged, the address not on this machine).
             """
@@ -56,6 +59,10 @@ struct Serve: ParsableCommand {
         "Seconds SIGTERM waits for the requests in flight before it exits anyway.", valueName: "seconds"))
     var shutdownGrace: Double = 30
 
+    @Option(parsing: .unconditional, help: ArgumentHelp(
+        "Seconds SIGTERM keeps serving, /readyz answering 503, before it stops accepting connections.", valueName: "seconds"))
+    var shutdownDelay: Double = 0
+
     @Option(help: ArgumentHelp("Trace added to each outcome: path or full.", valueName: "off|path|full"))
     var trace: TraceOption = .off
 
@@ -80,6 +87,7 @@ struct Serve: ParsableCommand {
         guard idleTimeout > 0, idleTimeout.isFinite else { throw ValidationError("--idle-timeout must be more than 0 seconds") }
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be more than 0") }
         guard shutdownGrace >= 0, shutdownGrace.isFinite else { throw ValidationError("--shutdown-grace must be 0 or more seconds") }
+        guard shutdownDelay >= 0, shutdownDelay.isFinite else { throw ValidationError("--shutdown-delay must be 0 or more seconds") }
     }
 
     func run() throws {
@@ -121,6 +129,7 @@ struct Serve: ParsableCommand {
         serverOptions.idleTimeout = idleTimeout
         serverOptions.maxConnections = maxConnections
         serverOptions.shutdownGrace = shutdownGrace
+        serverOptions.shutdownDelay = shutdownDelay
         let server = RulesServer(pool: pool, options: serverOptions, printer: printer) {
             Console.reloaded($0, because: "POST /v1/reload")
         }
@@ -130,9 +139,13 @@ struct Serve: ParsableCommand {
         }
         let revision = pool.revision
         let workers = self.workers
+        let delay = Self.seconds(shutdownDelay)
         let outcome = Blocking.run {
             try await server.run { address in
                 Console.error("luahier: serving \(revision.files[0]) (revision \(revision), \(workers) worker\(workers == 1 ? "" : "s")) on \(address)")
+            } onDraining: { signal in
+                let name = signal == SIGTERM ? "SIGTERM" : "SIGINT"
+                Console.error("luahier: draining (\(name)): /readyz answers 503; still serving for \(delay) s (--shutdown-delay), or until a second signal")
             }
         }
         // A reload under way (a slow rules file) must not hold the exit past the grace.
@@ -180,8 +193,7 @@ struct Serve: ParsableCommand {
     /// `luahier: stopped (SIGTERM); the 4 requests in flight were answered`, and the like.
     static func describe(_ stopped: RulesServer.Stopped, grace: Double) -> String {
         let signal = stopped.signal.map { $0 == SIGTERM ? "SIGTERM" : "SIGINT" } ?? "shutdown"
-        let shownGrace = grace == grace.rounded() ? String(Int(grace)) : String(grace)
-        let after = stopped.graceRanOut ? " after the \(shownGrace) s grace" : ""
+        let after = stopped.graceRanOut ? " after the \(seconds(grace)) s grace" : ""
         func requests(_ count: Int) -> String { count == 1 ? "1 request" : "\(count) requests" }
         if stopped.inFlight == 0 { return "luahier: stopped (\(signal)); no request was in flight" }
         if stopped.answered == stopped.inFlight {
@@ -193,6 +205,11 @@ struct Serve: ParsableCommand {
         if stopped.clientsGone > 0 { parts.append("\(stopped.clientsGone) left by the client before the answer was sent") }
         if stopped.cutOff > 0 { parts.append("\(stopped.cutOff) cut off unanswered") }
         return "luahier: stopped (\(signal))\(after); of the \(requests(stopped.inFlight)) in flight, " + parts.joined(separator: ", ")
+    }
+
+    /// `5` or `2.5`: seconds as the flags took them.
+    static func seconds(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : String(value)
     }
 
     #endif

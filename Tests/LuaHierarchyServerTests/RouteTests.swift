@@ -18,6 +18,7 @@ struct RouteTests {
         app:receiveEvent("Ask", function(e) return {type = "Answer", version = VERSION} end)
         app:receiveEvent("Loop", function() while true do end end)
         app:handleError("Fault", function(e) return "handled" end)
+        app:receiveEvent("Hold", function() hold() end)
         """
     }
 
@@ -52,6 +53,17 @@ struct RouteTests {
 
     static func metrics(_ client: some TestClientProtocol) async throws -> String {
         try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
+    }
+
+    /// Polls `condition` until it holds; false past `seconds` (a bound against hangs only).
+    /// It is asked once more after the bound: on a loaded machine one sleep may outlast it.
+    static func eventually(within seconds: Double = 60, _ condition: () async throws -> Bool) async rethrows -> Bool {
+        let giveUpAt = ContinuousClock.now + .seconds(seconds)
+        while true {
+            if try await condition() { return true }
+            if ContinuousClock.now >= giveUpAt { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
     }
 
     @Test func aSingleRequestIsAnsweredWithItsOutcome() async throws {
@@ -199,6 +211,73 @@ struct RouteTests {
             #expect((value("process_cpu_seconds_total") ?? 0) > 0)
             let started = value("process_start_time_seconds") ?? 0
             #expect(started > 1.6e9 && started <= Date().timeIntervalSince1970 + 1)
+        }
+    }
+
+    @Test func livenessAndReadinessAnswerGetAndHead() async throws {
+        let (server, _) = try Self.server(workers: 2)
+        try await server.application().test(.router) { client in
+            let live = try await client.execute(uri: "/livez", method: .get)
+            #expect(live.status == .ok)
+            #expect(Self.object(live)["status"] as? String == "live")
+            for path in ["/readyz", "/healthz"] {
+                let ready = try await client.execute(uri: path, method: .get)
+                #expect(ready.status == .ok)
+                #expect(ready.headers[.contentType] == "application/json")
+                let body = Self.object(ready)
+                #expect(body["status"] as? String == "ready")
+                #expect(body["reason"] == nil)
+                #expect((body["revision"] as? [String: Any])?["number"] as? Int == 1)
+            }
+            for path in ["/livez", "/readyz", "/healthz"] {
+                let head = try await client.execute(uri: path, method: .head)
+                #expect(head.status == .ok, "HEAD \(path)")
+                #expect(head.body.readableBytes == 0, "HEAD \(path)")
+            }
+            #expect(try await Self.metrics(client).contains("luahier_ready 1.0"))
+        }
+    }
+
+    /// The only state held by a rule that waits for the test: once it has been busy for
+    /// `maxWait`, a new request would be refused, and `/readyz` says so until it is free.
+    @Test func readinessFailsWhileEveryStateIsBusyPastMaxWait() async throws {
+        let release = DispatchSemaphore(value: 0)
+        let (server, _) = try Self.server { pool, _ in
+            pool.maxWait = 0.2
+            pool.hierarchy.limits.dispatchTime = nil
+            pool.setup = { hierarchy in
+                hierarchy.register(function: "hold") { _ in
+                    release.wait()
+                    return .null
+                }
+            }
+        }
+        try await server.application().test(.router) { client in
+            let held = Task {
+                try await client.execute(
+                    uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: #"{"at": "/app", "event": "Hold"}"#)).status
+            }
+            #expect(await Self.eventually { server.pool.load.idle == 0 })
+            #expect(try await Self.eventually { try await client.execute(uri: "/readyz", method: .get).status == .serviceUnavailable })
+            let notReady = try await client.execute(uri: "/readyz", method: .get)
+            let body = Self.object(notReady)
+            #expect(body["status"] as? String == "not ready")
+            #expect(body["reason"] as? String == "overloaded")
+            #expect((body["allBusyFor"] as? Double ?? 0) >= 0.2, "\(body)")
+            #expect(try await client.execute(uri: "/healthz", method: .get).status == .serviceUnavailable)
+            let head = try await client.execute(uri: "/readyz", method: .head)
+            #expect(head.status == .serviceUnavailable)
+            #expect(head.body.readableBytes == 0)
+            #expect(try await client.execute(uri: "/livez", method: .get).status == .ok)
+            #expect(try await Self.metrics(client).contains("luahier_ready 0.0"))
+            // What readiness foretold: a request now is refused once its wait runs out.
+            let refused = try await client.execute(
+                uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: #"{"at": "/app", "event": "Ask"}"#))
+            #expect(refused.status == .serviceUnavailable)
+            release.signal()
+            #expect(try await held.value == .ok)
+            #expect(try await Self.eventually { try await client.execute(uri: "/readyz", method: .get).status == .ok })
+            #expect(try await Self.metrics(client).contains("luahier_ready 1.0"))
         }
     }
 

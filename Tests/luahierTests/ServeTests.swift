@@ -135,6 +135,39 @@ struct ServeTests {
         #expect(throws: (any Error).self) { try server.get("/healthz") }
     }
 
+    @Test func sigtermWithAShutdownDelayServesNotReadyThenExits() throws {
+        let server = try ServerProcess([try Luahier.script(Self.rules(version: 1), name: "rules.lua"), "--shutdown-delay", "3"])
+        defer { server.stop() }
+        #expect(try server.get("/readyz").status == 200)
+        let signalled = ContinuousClock.now
+        server.signal(SIGTERM)
+        #expect(server.waitForStderr { $0.contains("luahier: draining (SIGTERM)") }, "\(server.stderr)")
+        let readiness = try server.get("/readyz")
+        #expect(readiness.status == 503)
+        #expect(readiness.json["status"] as? String == "not ready")
+        #expect(readiness.json["reason"] as? String == "draining")
+        #expect(try server.get("/livez").status == 200)
+        #expect(try server.get("/metrics").text.contains("luahier_ready 0.0"))
+        let answered = try server.post("/v1/dispatch", #"{"at": "/app", "event": "Ask"}"#)
+        #expect(answered.status == 200)
+        #expect(server.waitForExit() == 0)
+        // The listener closed only once the delay ended (a lower bound: never flaky).
+        #expect(ContinuousClock.now - signalled >= .seconds(3))
+        #expect(server.stderr.contains("luahier: stopped (SIGTERM); no request was in flight"), "\(server.stderr)")
+    }
+
+    @Test func aSecondSignalEndsTheShutdownDelay() throws {
+        let server = try ServerProcess([try Luahier.script(Self.rules(version: 1), name: "rules.lua"), "--shutdown-delay", "600"])
+        defer { server.stop() }
+        server.signal(SIGTERM)
+        #expect(server.waitForStderr { $0.contains("luahier: draining (SIGTERM)") }, "\(server.stderr)")
+        #expect(try server.get("/readyz").status == 503)
+        server.signal(SIGINT)
+        // Well inside the 600 s delay: the second signal ended it, and the drain exits 0.
+        #expect(server.waitForExit(timeout: 60) == 0)
+        #expect(server.stderr.contains("luahier: stopped (SIGTERM); no request was in flight"), "\(server.stderr)")
+    }
+
     @Test func aBusyPoolRefusesWith503AfterMaxWait() throws {
         let server = try ServerProcess([try Luahier.script(Self.rules(version: 1), name: "rules.lua"), "--max-wait", "0.3"])
         defer { server.stop() }

@@ -21,5 +21,10 @@ int luahier_service_handlestops(void);
 int luahier_service_takehangup(void);
 /* The first SIGTERM or SIGINT since luahier_service_handlestops, 0 while none came. */
 int luahier_service_stopsignal(void);
+/* With `on`, the second SIGTERM or SIGINT sets the repeated flag (ending a shutdown delay)
+ * instead of ending the process, once; with 0 (the default), it ends the process. */
+void luahier_service_deferrepeatedstop(int on);
+/* 1 once a second SIGTERM or SIGINT came while deferred, else 0. */
+int luahier_service_stoprepeated(void);
 
 #endif

@@ -25,6 +25,9 @@ final class Generation: @unchecked Sendable {
     /// Jobs still in `jobs` that their wait bound already refused (a worker skips them).
     private var expiredInQueue = 0
     private var idle = 0
+    /// Since when every worker has been busy, none coming free (nil while one is free or
+    /// before they all started): how long a request queued now may have to wait.
+    private var allBusySince: ContinuousClock.Instant?
     private var retired = false
     private var loaded = 0
     private var loadFailure: ScriptError?
@@ -102,7 +105,11 @@ final class Generation: @unchecked Sendable {
     private func take() -> PoolJob? {
         monitor.locked {
             idle += 1
-            defer { idle -= 1 }
+            allBusySince = nil
+            defer {
+                idle -= 1
+                if idle == 0 { allBusySince = .now }
+            }
             while true {
                 while head == jobs.count && !retired { monitor.wait() }
                 guard head < jobs.count, let job = jobs[head] else { return nil }
@@ -137,6 +144,16 @@ final class Generation: @unchecked Sendable {
 
     /// Jobs queued and not yet taken.
     var waiting: Int { monitor.locked { jobs.count - head - expiredInQueue } }
+
+    /// Its workers' business now: free ones, jobs waiting, and how long all have been busy.
+    var load: RulesPool.Load {
+        monitor.locked {
+            let busyFor = allBusySince.map { ContinuousClock.now - $0 }
+            return RulesPool.Load(
+                workers: size, idle: idle, waiting: jobs.count - head - expiredInQueue,
+                allBusyFor: busyFor.map { Double($0.components.seconds) + Double($0.components.attoseconds) * 1e-18 })
+        }
+    }
 
     // MARK: A worker
 

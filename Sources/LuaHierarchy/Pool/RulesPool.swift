@@ -178,6 +178,36 @@ public final class RulesPool: @unchecked Sendable {
     /// Requests waiting for a state.
     public var waiting: Int { monitor.locked { current }.waiting }
 
+    /// How busy the running revision's states are, read in one step.
+    public struct Load: Sendable, Equatable {
+        /// States in the revision, and those free (waiting for a request).
+        public var workers: Int, idle: Int
+        /// Requests queued for a state.
+        public var waiting: Int
+        /// Seconds every state has been busy with none coming free since; nil while one is
+        /// free.
+        public var allBusyFor: Double?
+
+        /// A load of these counts (the pool makes them; tests and embedders may too).
+        public init(workers: Int, idle: Int, waiting: Int, allBusyFor: Double?) {
+            (self.workers, self.idle, self.waiting, self.allBusyFor) = (workers, idle, waiting, allBusyFor)
+        }
+    }
+
+    /// The running revision's load now.
+    public var load: Load { monitor.locked { current }.load }
+
+    /// Whether a request made now would be refused `overloaded`, by the pool's own state: no
+    /// state is free and `maxWaiting` requests already wait (refused at once), or every state
+    /// has been busy, none coming free, for `maxWait` or longer (a request queued as they all
+    /// became busy would have been refused by now). A reload that swapped in fresh states
+    /// ends it.
+    public var isOverloaded: Bool {
+        let load = self.load
+        if load.idle == 0 && load.waiting >= options.maxWaiting { return true }
+        return (load.allBusyFor ?? 0) >= options.maxWait
+    }
+
     // MARK: Requests
 
     /// Answers one request (a JSON object, as a `dispatch` line) on a free state. A request

@@ -1,0 +1,72 @@
+#if Server
+internal import Hummingbird
+import LuaHierarchy
+internal import NIOCore
+
+/// Liveness and readiness, for probes and load balancers:
+///
+/// - `/livez`: 200 `{"status":"live"}` whenever the process answers at all, busy or not.
+/// - `/readyz`: 200 `{"status":"ready", ...}` when a new request would be answered; 503
+///   `{"status":"not ready","reason": ...}` while `draining` (SIGTERM came) or `overloaded`
+///   (`RulesPool.isOverloaded`: a request made now would be refused). Both bodies carry the
+///   workers, the running revision and the last reload failure. The pool exists only once
+///   its first revision loaded, and the server listens only after: before that there is
+///   no connection to answer.
+/// - `/healthz`: the same as `/readyz` (kept for the setups that probe it).
+///
+/// Each answers `HEAD` with the same status and no body.
+extension RulesServer {
+    /// Why the server would not answer a new request now; nil when it would.
+    enum NotReady: String {
+        case draining, overloaded
+    }
+
+    var notReady: NotReady? {
+        if draining.withLock({ $0 }) { return .draining }
+        if pool.isOverloaded { return .overloaded }
+        return nil
+    }
+
+    func addHealthRoutes(to router: Router<ServerContext>) {
+        for method in [HTTPRequest.Method.get, .head] {
+            router.on("/livez", method: method) { request, _ in
+                Self.answer(.ok, ["status": "live"], head: request.method == .head)
+            }
+            for path in ["/readyz", "/healthz"] {
+                router.on(RouterPath(path), method: method) { request, _ in
+                    self.readiness(head: request.method == .head)
+                }
+            }
+        }
+    }
+
+    private func readiness(head: Bool) -> Response {
+        let reason = notReady
+        let revision = pool.revision
+        var body: [String: Value] = [
+            "status": reason == nil ? "ready" : "not ready",
+            "workers": .int(Int64(pool.workers)),
+            "revision": .map([
+                "number": .int(Int64(revision.number)), "hash": .string(revision.hash),
+                "files": .array(revision.files.map { .string($0) }), "loadedAt": .double(revision.loadedAt),
+            ]),
+        ]
+        if let reason { body["reason"] = .string(reason.rawValue) }
+        if reason == .overloaded {
+            let load = pool.load
+            body["waiting"] = .int(Int64(load.waiting))
+            if let busy = load.allBusyFor { body["allBusyFor"] = .double(busy) }
+        }
+        if let failure = pool.lastReloadFailure {
+            body["lastReloadError"] = .map(["message": .string(failure.description), "at": .double(failure.at)])
+        }
+        return Self.answer(reason == nil ? .ok : .serviceUnavailable, body, head: head)
+    }
+
+    private static func answer(_ status: HTTPResponse.Status, _ body: [String: Value], head: Bool) -> Response {
+        Response(
+            status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: head ? .init() : .init(byteBuffer: ByteBuffer(string: JSON.encode(.map(body)) + "\n")))
+    }
+}
+#endif
