@@ -16,8 +16,8 @@ for run in $(seq 1 "$runs"); do
   LUAHIER_WERROR=1 swift test --traits Server "$@" >"$log" 2>&1
   status=$?
   echo "run $run (load average $(cut -d' ' -f1 /proc/loadavg)): $(grep -E 'Test run with' "$log" | tail -1)"
-  grep -E '✘ Test [^r]' "$log" | head -5
+  grep -E "✘ (Test|Suite) .*(recorded|failed)" "$log" | grep -v "Test run" | head -8
   [ $status -eq 0 ] || failed=1
-  rm -f "$log"
+  if [ $status -eq 0 ]; then rm -f "$log"; else echo "  (log kept: $log)"; fi
 done
 exit $failed
