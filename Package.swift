@@ -29,6 +29,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.0.0"),
+        // Already under Hummingbird: named for the HTTP parts and fields the server's own
+        // channel handler and headers use.
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.20.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
     ],
     targets: [
         // Debian's liblua5.4-dev, found through pkg-config. Only the Lua bridge imports it.
@@ -68,6 +72,9 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["Server"])),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Server"])),
                 .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Server"])),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["Server"])),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras", condition: .when(traits: ["Server"])),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Server"])),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -9,7 +9,8 @@ internal import NIOCore
 /// - `/readyz`: 200 `{"status":"ready", ...}` when a new request would be answered; 503
 ///   `{"status":"not ready","reason": ...}` while `draining` (SIGTERM came) or `overloaded`
 ///   (`RulesPool.isOverloaded`: a request made now would be refused). Both bodies carry the
-///   workers, the running revision and the last reload failure. The pool exists only once
+///   workers, the running revision and the last reload failure; a 503's also the one error
+///   shape's `error` (`NotReady`). The pool exists only once
 ///   its first revision loaded, and the server listens only after: before that there is
 ///   no connection to answer.
 /// - `/healthz`: the same as `/readyz` (kept for the setups that probe it).
@@ -19,6 +20,13 @@ extension RulesServer {
     /// Why the server would not answer a new request now; nil when it would.
     enum NotReady: String {
         case draining, overloaded
+
+        var explanation: String {
+            switch self {
+            case .draining: "the server is shutting down: it serves the requests it has, and takes no more soon"
+            case .overloaded: "every Lua state is busy, none came free within --max-wait: a request now would be refused"
+            }
+        }
     }
 
     var notReady: NotReady? {
@@ -51,7 +59,10 @@ extension RulesServer {
                 "files": .array(revision.files.map { .string($0) }), "loadedAt": .double(revision.loadedAt),
             ]),
         ]
-        if let reason { body["reason"] = .string(reason.rawValue) }
+        if let reason {
+            body["reason"] = .string(reason.rawValue)
+            body["error"] = ErrorBody.error(type: "NotReady", message: reason.explanation)
+        }
         if reason == .overloaded {
             let load = pool.load
             body["waiting"] = .int(Int64(load.waiting))

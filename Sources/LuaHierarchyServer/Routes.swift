@@ -14,15 +14,15 @@ import Synchronization
 /// with its own status, all from one revision.
 extension RulesServer {
     func addRoutes(to router: Router<ServerContext>) {
-        router.add(middleware: RefusalCounter(metrics: metrics))
+        router.add(middleware: RequestLog(server: self))
         router.post("/v1/dispatch") { request, context in
             await self.dispatch(request, context: context)
         }
         for method in [HTTPRequest.Method.get, .head, .put, .delete, .patch, .options, .trace, .connect] {
             router.on("/v1/dispatch", method: method) { _, _ in
-                Response(
-                    status: .methodNotAllowed, headers: [.allow: "POST", .contentType: "application/json"],
-                    body: .init(byteBuffer: ByteBuffer(string: #"{"error":"POST a request object or JSON lines to /v1/dispatch"}"# + "\n")))
+                ErrorBody.response(
+                    .methodNotAllowed, type: "MethodNotAllowed", message: "POST a request object or JSON lines to /v1/dispatch",
+                    headers: [.allow: "POST"])
             }
         }
         addHealthRoutes(to: router)
@@ -31,17 +31,15 @@ extension RulesServer {
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(string: self.metrics.text(ready: self.notReady == nil))))
         }
-        router.post("/v1/reload") { _, _ in
-            await self.reload()
+        router.post("/v1/reload") { _, context in
+            await self.reload(context: context)
         }
     }
 
     private func dispatch(_ request: Request, context: ServerContext) async -> Response {
-        let started = ContinuousClock.now
         inFlight.begin()
         let response = await answer(request, context: context)
-        if response.status.code != 200 || !isBatch(request) {
-            metrics.record(code: response.status.code, seconds: ContinuousClock.now - started)
+        if !context.notes.current.streamed {
             inFlight.end(answered: true)
         }
         // A streamed batch ends when its answers are read (AnswerPipe's onEnd).
@@ -65,7 +63,8 @@ extension RulesServer {
                            message: "the body must not be compressed (Content-Encoding: \(PrintableText.field(encoding)))")
         }
         let tooLarge = "the body is over the limit of \(options.maxBodyBytes) bytes (--max-body)"
-        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > options.maxBodyBytes {
+        let length = request.headers[.contentLength].flatMap { Int($0) }
+        if let length, length > options.maxBodyBytes {
             // Said up front: refused before a byte of it is read (or a `100 Continue` sent).
             metrics.record(.invalid)
             context.closeAfterAnswer()
@@ -73,9 +72,6 @@ extension RulesServer {
         }
         var collected = ByteBuffer()
         do {
-            // The whole body within --idle-timeout: a client that trickles it a byte at a time
-            // never looks idle, so the time is counted here.
-            let giveUpAt = ContinuousClock.now + .milliseconds(Int64(options.idleTimeout * 1000))
             for try await part in request.body {
                 if collected.readableBytes + part.readableBytes > options.maxBodyBytes {
                     metrics.record(.invalid)
@@ -83,24 +79,33 @@ extension RulesServer {
                     return refusal(.contentTooLarge, type: "BodyTooLarge", message: tooLarge)
                 }
                 collected.writeImmutableBuffer(part)
-                if ContinuousClock.now > giveUpAt {
-                    metrics.record(.invalid)
-                    context.closeAfterAnswer()
-                    return refusal(.requestTimeout, type: "BodyTimeout",
-                                   message: "the body did not arrive whole within \(options.idleTimeout) s (--idle-timeout)")
-                }
             }
         } catch {
             metrics.record(.invalid)
             return refusal(.badRequest, type: "InvalidBody", message: "the body could not be read: \(error)")
         }
+        // The body ended short of its length, or (no length said) ConnectionGuard ended it.
+        let cutShort: Bool
+        if let length { cutShort = collected.readableBytes < length } else { cutShort = await bodyTimedOut(context) }
+        if cutShort {
+            metrics.record(.invalid)
+            context.closeAfterAnswer()
+            return refusal(.requestTimeout, type: "BodyTimeout",
+                           message: "the body did not arrive whole within \(options.idleTimeout) s (--idle-timeout)")
+        }
         let body = collected.readBytes(length: collected.readableBytes) ?? []
-        if isBatch(request) { return await batch(body) }
+        if isBatch(request) { return await batch(body, context: context) }
         do {
-            let answer = try await pool.dispatch(body)
+            let answer = try await pool.dispatch(body, requestID: context.identity.id)
             metrics.record(answer.status)
             metrics.recordEvaluation(answer.evaluation, batch: false)
             answer.json.withUnsafeBytes { metrics.recordRuleFailure(in: $0) }
+            let fields = OutcomeFields.read(answer.json)
+            context.notes.set {
+                $0.status = fields.status
+                $0.kind = fields.kind
+                $0.revision = answer.revision.hash
+            }
             return Response(
                 status: answer.status == .invalid ? .badRequest : .ok,
                 headers: [.contentType: "application/json"],
@@ -110,10 +115,17 @@ extension RulesServer {
         }
     }
 
+    /// Whether `ConnectionGuard` cut this connection's body short (asked only of bodies sent
+    /// without a length).
+    private func bodyTimedOut(_ context: ServerContext) async -> Bool {
+        let guarded = try? await context.channel.pipeline.handler(type: ConnectionGuard.self).map { $0.timedOut }.get()
+        return guarded ?? false
+    }
+
     /// A batch, streamed: the status is sent once the first outcome line (or the refusal)
     /// is known. The answers go through an `AnswerPipe`, so a client that reads slowly holds
     /// its state back instead of piling answers up in the server's memory.
-    private func batch(_ body: [UInt8]) async -> Response {
+    private func batch(_ body: [UInt8], context: ServerContext) async -> Response {
         let pipe = AnswerPipe(
             limit: options.batchBufferBytes, patience: options.idleTimeout, othersWaiting: { [pool] in pool.waiting > 0 }
         ) { [inFlight] readAll in
@@ -121,10 +133,11 @@ extension RulesServer {
         }
         let gate = FirstAnswer()
         let metrics = self.metrics
-        let started = ContinuousClock.now
+        let notes = context.notes
+        let requestID = context.identity.id
         Task { [pool] in
             do {
-                let summary: RulesPool.BatchSummary = try await pool.dispatchBatch(body) { answer in
+                let summary: RulesPool.BatchSummary = try await pool.dispatchBatch(body, requestID: requestID) { answer in
                     metrics.recordRuleFailure(in: answer)
                     // Open before pushing: a push may wait for the reader, which starts once open.
                     gate.open(nil)
@@ -134,7 +147,10 @@ extension RulesServer {
                 metrics.recordEvaluation(summary.evaluation, batch: true)
                 if summary.stoppedEarly { metrics.recordBatchStopped(stalled: pipe.gaveUp) }
                 if summary.outOfTime { metrics.recordBatchOutOfTime() }
-                metrics.record(code: 200, seconds: ContinuousClock.now - started)
+                notes.set {
+                    $0.revision = summary.revision.hash
+                    $0.counts = Dictionary(uniqueKeysWithValues: summary.counts.map { ($0.key.rawValue, $0.value) })
+                }
                 gate.open(nil)
             } catch {
                 gate.open(error as? RulesPool.Refusal ?? .shutDown)
@@ -145,6 +161,7 @@ extension RulesServer {
             pipe.discard()
             return refusal(refused)
         }
+        notes.set { $0.streamed = true }
         return Response(status: .ok, headers: [.contentType: "application/x-ndjson"], body: .init(asyncSequence: pipe))
     }
 
@@ -158,6 +175,8 @@ extension RulesServer {
         }
     }
 
+    /// A request of `/v1/dispatch` refused before any rule ran: an `invalid` outcome, which is
+    /// also the one error shape (`ErrorBody`).
     private func refusal(_ status: HTTPResponse.Status, type: String, message: String, retry: Bool = false) -> Response {
         var headers: HTTPFields = [.contentType: "application/json"]
         if retry { headers[.retryAfter] = "1" }
@@ -165,32 +184,33 @@ extension RulesServer {
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: outcome + [UInt8(ascii: "\n")])))
     }
 
-    private func reload() async -> Response {
+    private func reload(context: ServerContext) async -> Response {
         guard options.reloadEndpoint else {
-            return Response(
-                status: .forbidden, headers: [.contentType: "application/json"],
-                body: .init(byteBuffer: ByteBuffer(string: JSON.encode(.map([
-                    "error": "reloading over HTTP is off: start luahier serve with --reload-endpoint",
-                ])) + "\n")))
+            return ErrorBody.response(
+                .forbidden, type: "ReloadDisabled", message: "reloading over HTTP is off: start luahier serve with --reload-endpoint")
         }
         let result = await pool.reload()
         metrics.recordReload(result)
         onReload(result)
-        let reply: [String: Value]
-        let status: HTTPResponse.Status
-        switch result {
-        case .loaded(let revision):
-            (status, reply) = (.ok, ["result": "loaded", "revision": .int(Int64(revision.number)), "hash": .string(revision.hash)])
-        case .unchanged(let revision):
-            (status, reply) = (.ok, ["result": "unchanged", "revision": .int(Int64(revision.number)), "hash": .string(revision.hash)])
-        case .failed(let running, let message):
-            (status, reply) = (.unprocessableContent, [
-                "result": "failed", "revision": .int(Int64(running.number)), "hash": .string(running.hash), "error": .string(message),
-            ])
+        func revision(_ revision: Revision) -> [String: Value] {
+            context.notes.set { $0.revision = revision.hash }
+            return ["revision": .int(Int64(revision.number)), "hash": .string(revision.hash)]
         }
-        return Response(
+        switch result {
+        case .loaded(let loaded):
+            return Self.json(.ok, revision(loaded).merging(["result": "loaded"]) { $1 })
+        case .unchanged(let running):
+            return Self.json(.ok, revision(running).merging(["result": "unchanged"]) { $1 })
+        case .failed(let running, let message):
+            return ErrorBody.response(
+                .unprocessableContent, type: "ReloadFailed", message: message, extra: revision(running).merging(["result": "failed"]) { $1 })
+        }
+    }
+
+    static func json(_ status: HTTPResponse.Status, _ body: [String: Value]) -> Response {
+        Response(
             status: status, headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(string: JSON.encode(.map(reply)) + "\n")))
+            body: .init(byteBuffer: ByteBuffer(string: JSON.encode(.map(body)) + "\n")))
     }
 }
 
@@ -218,27 +238,6 @@ final class FirstAnswer: Sendable {
                 return (false, nil)
             }
             if ready.0 { continuation.resume(returning: ready.1) }
-        }
-    }
-}
-
-/// Counts in `luahier_http_requests_total` what the routes refuse before any dispatch: an
-/// unknown path (404), a method a route does not take (405). A dispatch counts its own answer
-/// (with its time) where it is made.
-struct RefusalCounter: RouterMiddleware {
-    typealias Context = ServerContext
-    let metrics: ServerMetrics
-
-    func handle(
-        _ request: Request, context: ServerContext, next: (Request, ServerContext) async throws -> Response
-    ) async throws -> Response {
-        do {
-            let response = try await next(request, context)
-            if response.status == .methodNotAllowed { metrics.requests(code: 405).increment() }
-            return response
-        } catch let error as any HTTPResponseError {
-            metrics.requests(code: error.status.code).increment()
-            throw error
         }
     }
 }

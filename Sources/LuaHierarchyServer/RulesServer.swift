@@ -1,7 +1,7 @@
 #if Server
 package import Hummingbird
 internal import HummingbirdCore
-internal import Logging
+public import Logging
 internal import NIOCore
 import LuaHierarchy
 internal import ServiceLifecycle
@@ -64,15 +64,21 @@ public final class RulesServer: Sendable {
     let draining = Mutex(false)
     /// Told of each reload `POST /v1/reload` runs.
     let onReload: @Sendable (ReloadResult) -> Void
+    /// Where the access log goes: a line per request at `info`.
+    let logger: Logger
 
     /// `printer`, when the rules print through one, has its dropped lines in the metrics.
+    /// `logger` gets an access log line per request at `info` (request id, method, route,
+    /// status, duration, revision, outcome), and the server's own warnings; by default none.
     public init(
         pool: RulesPool, options: Options, printer: DetachedPrinter? = nil,
+        logger: Logger = Logger(label: "luahier", factory: { _ in SwiftLogNoOpLogHandler() }),
         onReload: @escaping @Sendable (ReloadResult) -> Void = { _ in }
     ) {
         self.pool = pool
         self.options = options
         self.onReload = onReload
+        self.logger = logger
         metrics = ServerMetrics(pool: pool, printer: printer)
     }
 
@@ -172,9 +178,16 @@ public final class RulesServer: Sendable {
     func application(logger: Logger, onListening: @escaping @Sendable (String) -> Void) -> some ApplicationProtocol {
         let router = Router(context: ServerContext.self)
         addRoutes(to: router)
+        // The connection's idle timer runs a second past --idle-timeout, so that a body still
+        // coming in at --idle-timeout gets its 408 (`ConnectionGuard`) before the close.
+        let bodyTimeout = TimeAmount.milliseconds(Int64(options.idleTimeout * 1000))
+        let metrics = self.metrics
+        let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [ConnectionGuard(bodyTimeout: bodyTimeout) { metrics.recordUnparsed() }],
+            idleTimeout: .milliseconds(Int64(options.idleTimeout * 1000) + 1000))
         return Application(
             router: router,
-            server: .http1(configuration: .init(idleTimeout: .milliseconds(Int64(options.idleTimeout * 1000)))),
+            server: .http1(configuration: http1),
             configuration: .init(
                 address: .hostname(options.host, port: options.port), serverName: "luahier",
                 availableConnectionsDelegate: MaximumAvailableConnections(options.maxConnections, logger: logger)),

@@ -14,9 +14,9 @@ import Darwin
 ///
 /// - `luahier_outcomes_total{status}`: request lines answered, by outcome status
 ///   (`handled`, `unhandled`, `detached`, `invalid`), batch lines included;
-/// - `luahier_http_requests_total{code}`: answers of `/v1/dispatch` and refusals of any route
-///   (404, 405) by response code;
-/// - `luahier_request_duration_seconds`: their latency, a histogram;
+/// - `luahier_http_requests_total{code,method,route}`: every answer, of every route (`unmatched`
+///   when none matched, `unparsed` for bytes the HTTP parser refused);
+/// - `luahier_request_duration_seconds{route}`: their latency, a histogram;
 /// - `luahier_evaluation_seconds{kind}`: the time on a state alone (the rules' work: read, run,
 ///   written; no HTTP, no wait for a state), a histogram, for each `request` and each `batch`;
 /// - `luahier_limit_trips_total{limit}`: requests a limit ended (`time`, `instructions`,
@@ -42,7 +42,6 @@ final class ServerMetrics: Sendable {
     private let registry = PrometheusCollectorRegistry()
     private let pool: RulesPool
     private let outcomes: [LineStatus: Counter]
-    private let latency: DurationHistogram
     private let evaluation: [String: DurationHistogram]
     private let revision: Gauge
     private let failing: Gauge
@@ -65,11 +64,6 @@ final class ServerMetrics: Sendable {
         outcomes = Dictionary(uniqueKeysWithValues: LineStatus.allCases.map { status in
             (status, registry.makeCounter(descriptor: .named("luahier_outcomes_total", "Request lines answered, by outcome status."), labels: [("status", status.rawValue)]))
         })
-        latency = registry.makeDurationHistogram(
-            descriptor: .named("luahier_request_duration_seconds", "Time to answer a POST /v1/dispatch, body read to last byte written."),
-            buckets: [.microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5),
-                      .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
-                      .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10)])
         evaluation = Dictionary(uniqueKeysWithValues: ["request", "batch"].map { kind in
             (kind, registry.makeDurationHistogram(
                 descriptor: .named("luahier_evaluation_seconds", "Time on a state (the rules' work: read, run, written), per request or per batch."),
@@ -96,11 +90,36 @@ final class ServerMetrics: Sendable {
         for reason in ["client_gone", "client_stalled"] { batchesStopped(reason).increment(by: Int64(0)) }
         for limit in ["time", "instructions", "memory", "batch_time"] { trips(limit).increment(by: Int64(0)) }
         for type in ["LuaError", "ResponderContractError"] { ruleErrors(type).increment(by: Int64(0)) }
-        for code in [200, 400, 413, 503] { requests(code: code).increment(by: Int64(0)) }
+        for code in [200, 400, 413, 503] { requests(code: code, method: "POST", route: "/v1/dispatch").increment(by: Int64(0)) }
     }
 
-    func requests(code: Int) -> Counter {
-        registry.makeCounter(descriptor: .named("luahier_http_requests_total", "HTTP requests: answers of /v1/dispatch, and refusals of any route (404, 405), by response code."), labels: [("code", String(code))])
+    /// Every answer, of every route: by code, method (`other` past the nine names) and route
+    /// (the route's pattern; `unmatched` when none matched, `unparsed` when the HTTP parser
+    /// could not read the request).
+    func requests(code: Int, method: String, route: String) -> Counter {
+        registry.makeCounter(
+            descriptor: .named("luahier_http_requests_total", "HTTP requests answered, by code, method and route."),
+            labels: [("code", String(code)), ("method", method), ("route", route)])
+    }
+
+    private func latency(route: String) -> DurationHistogram {
+        registry.makeDurationHistogram(
+            descriptor: .named("luahier_request_duration_seconds", "Time to answer a request, head read to last byte written, by route."),
+            labels: [("route", route)],
+            buckets: [.microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5),
+                      .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+                      .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10)])
+    }
+
+    /// A request answered `code` on `route` after `duration`.
+    func record(code: Int, method: String, route: String, duration: Duration) {
+        requests(code: code, method: method, route: route).increment()
+        latency(route: route).record(duration)
+    }
+
+    /// Bytes the HTTP parser could not read as a request (Hummingbird answers them 400).
+    func recordUnparsed() {
+        requests(code: 400, method: "unknown", route: "unparsed").increment()
     }
 
     private func reloads(_ result: String) -> Counter {
@@ -132,11 +151,6 @@ final class ServerMetrics: Sendable {
     /// The time a request (`batch` false) or a whole batch spent on its state.
     func recordEvaluation(_ duration: Duration, batch: Bool) {
         evaluation[batch ? "batch" : "request"]?.record(duration)
-    }
-
-    func record(code: Int, seconds: Duration) {
-        requests(code: code).increment()
-        latency.record(seconds)
     }
 
     private func ruleErrors(_ type: String) -> Counter {

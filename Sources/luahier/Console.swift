@@ -150,13 +150,18 @@ enum Console {
     }
 
     @Sendable static func reloaded(_ result: ReloadResult, because trigger: String) {
+        error("luahier: " + reloadMessage(result, because: trigger))
+    }
+
+    /// `reloaded rules.lua (SIGHUP): revision 2 (sha256 …)`, and the like.
+    static func reloadMessage(_ result: ReloadResult, because trigger: String) -> String {
         switch result {
         case .loaded(let revision):
-            error("luahier: reloaded \(revision.files[0]) (\(trigger)): revision \(revision)")
+            "reloaded \(revision.files[0]) (\(trigger)): revision \(revision)"
         case .unchanged(let revision):
-            error("luahier: reload (\(trigger)) found the rules unchanged: revision \(revision) keeps answering")
+            "reload (\(trigger)) found the rules unchanged: revision \(revision) keeps answering"
         case .failed(let running, let message):
-            error("luahier: reload (\(trigger)) failed, revision \(running) keeps answering: \(PrintableText.field(message))")
+            "reload (\(trigger)) failed, revision \(running) keeps answering: \(PrintableText.field(message))"
         }
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Glibc
+import Logging
 import LuaHierarchy
 #if Server
 import LuaHierarchyServer
@@ -66,6 +67,14 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("Trace added to each outcome: path or full.", valueName: "off|path|full"))
     var trace: TraceOption = .off
 
+    @Option(help: ArgumentHelp("The log's form: text lines, or JSON objects.", valueName: "text|json"))
+    var logFormat: LogFormat = .text
+
+    @Option(help: ArgumentHelp(
+        "The least level logged: trace, debug, info (an access line per request, and the rules' print), notice (start, reload, stop), warning, error.",
+        valueName: "level"))
+    var logLevel: Logger.Level = .info
+
     @Flag(help: "Reload the rules when the file (or a module it loaded) changes.")
     var watch = false
 
@@ -110,9 +119,17 @@ struct Serve: ParsableCommand {
         options.maxLineBytes = try maxBodyBytes()
         options.maxWait = maxWait
         options.batchTime = options.hierarchy.limits.time
-        // A state never waits for stderr's reader: a blocked write is out of every limit's reach.
+        // A state never waits for stderr's reader: a blocked write is out of every limit's
+        // reach. The log, the rules' print among it, goes through a printer of its own thread.
         let printer = DetachedPrinter()
-        options.print = printer.print
+        let (format, level) = (logFormat, logLevel)
+        let log = Logger(label: "luahier") { _ in ServeLogHandler(format: format, level: level, printer: printer) }
+        options.hierarchy.logger = log
+        options.printForRequest = { line, requestID in
+            var fields: Logger.Metadata = ["text": .string(line)]
+            if let requestID { fields["request_id"] = .string(requestID) }
+            log.info("print", metadata: fields)
+        }
         options.presentWhileLoading = { Console.present($0) }
         let pool: RulesPool
         do {
@@ -130,22 +147,22 @@ struct Serve: ParsableCommand {
         serverOptions.maxConnections = maxConnections
         serverOptions.shutdownGrace = shutdownGrace
         serverOptions.shutdownDelay = shutdownDelay
-        let server = RulesServer(pool: pool, options: serverOptions, printer: printer) {
-            Console.reloaded($0, because: "POST /v1/reload")
+        let server = RulesServer(pool: pool, options: serverOptions, printer: printer, logger: log) {
+            Self.logReload($0, because: "POST /v1/reload", to: log)
         }
         let watcher = RulesWatcher(pool: pool, files: watch, hangUp: true) { result, trigger in
             server.recordReload(result)
-            Console.reloaded(result, trigger: trigger)
+            Self.logReload(result, because: trigger.rawValue, to: log)
         }
         let revision = pool.revision
         let workers = self.workers
         let delay = Self.seconds(shutdownDelay)
         let outcome = Blocking.run {
             try await server.run { address in
-                Console.error("luahier: serving \(revision.files[0]) (revision \(revision), \(workers) worker\(workers == 1 ? "" : "s")) on \(address)")
+                log.notice("serving \(revision.files[0]) (revision \(revision), \(workers) worker\(workers == 1 ? "" : "s")) on \(address)")
             } onDraining: { signal in
                 let name = signal == SIGTERM ? "SIGTERM" : "SIGINT"
-                Console.error("luahier: draining (\(name)): /readyz answers 503; still serving for \(delay) s (--shutdown-delay), or until a second signal")
+                log.notice("draining (\(name)): /readyz answers 503; still serving for \(delay) s (--shutdown-delay), or until a second signal")
             }
         }
         // A reload under way (a slow rules file) must not hold the exit past the grace.
@@ -165,7 +182,7 @@ struct Serve: ParsableCommand {
         case .success(let result):
             stopped = result
         }
-        Console.error(Self.describe(stopped, grace: shutdownGrace))
+        log.notice("\(Self.describe(stopped, grace: shutdownGrace))")
         printer.flush(seconds: 1)
         if stopped.graceRanOut {
             // The states still run what was cut off: leave them to the process's end.
@@ -190,21 +207,28 @@ struct Serve: ParsableCommand {
         return failure.description + (advice.map { " (\($0))" } ?? "")
     }
 
-    /// `luahier: stopped (SIGTERM); the 4 requests in flight were answered`, and the like.
+    /// A reload, logged: `notice` when it loaded or found the rules unchanged, `error` when it
+    /// failed.
+    static func logReload(_ result: ReloadResult, because trigger: String, to log: Logger) {
+        let message = Console.reloadMessage(result, because: trigger)
+        if case .failed = result { log.error("\(message)") } else { log.notice("\(message)") }
+    }
+
+    /// `stopped (SIGTERM); the 4 requests in flight were answered`, and the like.
     static func describe(_ stopped: RulesServer.Stopped, grace: Double) -> String {
         let signal = stopped.signal.map { $0 == SIGTERM ? "SIGTERM" : "SIGINT" } ?? "shutdown"
         let after = stopped.graceRanOut ? " after the \(seconds(grace)) s grace" : ""
         func requests(_ count: Int) -> String { count == 1 ? "1 request" : "\(count) requests" }
-        if stopped.inFlight == 0 { return "luahier: stopped (\(signal)); no request was in flight" }
+        if stopped.inFlight == 0 { return "stopped (\(signal)); no request was in flight" }
         if stopped.answered == stopped.inFlight {
             return stopped.inFlight == 1
-                ? "luahier: stopped (\(signal)); the request in flight was answered"
-                : "luahier: stopped (\(signal)); all \(stopped.inFlight) requests in flight were answered"
+                ? "stopped (\(signal)); the request in flight was answered"
+                : "stopped (\(signal)); all \(stopped.inFlight) requests in flight were answered"
         }
         var parts = ["\(stopped.answered) answered"]
         if stopped.clientsGone > 0 { parts.append("\(stopped.clientsGone) left by the client before the answer was sent") }
         if stopped.cutOff > 0 { parts.append("\(stopped.cutOff) cut off unanswered") }
-        return "luahier: stopped (\(signal))\(after); of the \(requests(stopped.inFlight)) in flight, " + parts.joined(separator: ", ")
+        return "stopped (\(signal))\(after); of the \(requests(stopped.inFlight)) in flight, " + parts.joined(separator: ", ")
     }
 
     /// `5` or `2.5`: seconds as the flags took them.

@@ -45,6 +45,11 @@ struct RouteTests {
         (try? JSONSerialization.jsonObject(with: Data(buffer: response.body))) as? [String: Any] ?? [:]
     }
 
+    /// The one error shape's `error` member: `{"type", "message"}`.
+    static func error(_ response: TestResponse) -> [String: Any]? {
+        object(response)["error"] as? [String: Any]
+    }
+
     static func lines(_ response: TestResponse) -> [[String: Any]] {
         String(buffer: response.body).split(separator: "\n").map {
             (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] ?? [:]
@@ -162,9 +167,9 @@ struct RouteTests {
             let after = try await client.execute(uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: #"{"at": "/app", "event": "Ask"}"#))
             #expect(after.status == .ok)
             let metrics = try await Self.metrics(client)
-            #expect(metrics.contains(#"luahier_http_requests_total{code="413"} 2"#), "\(metrics)")
-            #expect(metrics.contains(#"luahier_http_requests_total{code="415"} 1"#))
-            #expect(metrics.contains(#"luahier_http_requests_total{code="400"} 8"#))
+            #expect(metrics.contains(#"luahier_http_requests_total{code="413",method="POST",route="/v1/dispatch"} 2"#), "\(metrics)")
+            #expect(metrics.contains(#"luahier_http_requests_total{code="415",method="POST",route="/v1/dispatch"} 1"#))
+            #expect(metrics.contains(#"luahier_http_requests_total{code="400",method="POST",route="/v1/dispatch"} 8"#))
             #expect(metrics.contains(#"luahier_outcomes_total{status="invalid"} 11"#))
         }
     }
@@ -176,11 +181,17 @@ struct RouteTests {
                 let reply = try await client.execute(uri: "/v1/dispatch", method: method)
                 #expect(reply.status == .methodNotAllowed, "\(method)")
                 #expect(reply.headers[.allow] == "POST")
+                #expect(Self.error(reply)?["type"] as? String == "MethodNotAllowed")
             }
-            #expect(try await client.execute(uri: "/no/such/route", method: .get).status == .notFound)
+            let missing = try await client.execute(uri: "/no/such/route", method: .get)
+            #expect(missing.status == .notFound)
+            #expect(Self.error(missing)?["type"] as? String == "NotFound")
+            #expect((Self.error(missing)?["message"] as? String)?.contains("/v1/dispatch") == true)
             let metrics = try await Self.metrics(client)
-            #expect(metrics.contains(#"luahier_http_requests_total{code="405"} 4"#), "\(metrics)")
-            #expect(metrics.contains(#"luahier_http_requests_total{code="404"} 1"#), "\(metrics)")
+            for method in ["GET", "PUT", "DELETE", "OPTIONS"] {
+                #expect(metrics.contains(#"luahier_http_requests_total{code="405",method="\#(method)",route="/v1/dispatch"} 1"#), "\(metrics)")
+            }
+            #expect(metrics.contains(#"luahier_http_requests_total{code="404",method="GET",route="unmatched"} 1"#), "\(metrics)")
         }
     }
 
@@ -373,7 +384,8 @@ struct RouteTests {
             #expect(reload.status == .unprocessableContent)
             #expect(Self.object(reload)["result"] as? String == "failed")
             #expect(Self.object(reload)["revision"] as? Int == 1)
-            #expect((Self.object(reload)["error"] as? String)?.contains("rules.lua:1:") == true, "\(String(buffer: reload.body))")
+            #expect((Self.error(reload)?["message"] as? String)?.contains("rules.lua:1:") == true, "\(String(buffer: reload.body))")
+            #expect(Self.error(reload)?["type"] as? String == "ReloadFailed")
             let answer = try await client.execute(uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: #"{"at": "/app", "event": "Ask"}"#))
             #expect((Self.object(answer)["value"] as? [String: Any])?["version"] as? Int == 1)
             let health = Self.object(try await client.execute(uri: "/healthz", method: .get))

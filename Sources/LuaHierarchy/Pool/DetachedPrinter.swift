@@ -47,6 +47,22 @@ public final class DetachedPrinter: @unchecked Sendable {
         }
     }
 
+    /// Queues one line as it is (a log record its formatter made printable): from any
+    /// thread, never blocking on the descriptor; dropped and counted as `print`'s lines.
+    public func write(line: String) {
+        let count = line.utf8.count + 1
+        monitor.locked {
+            if waiting.count + count > capacity {
+                droppedLines += 1
+                droppedUnreported += 1
+                return
+            }
+            waiting.append(contentsOf: line.utf8)
+            waiting.append(UInt8(ascii: "\n"))
+            monitor.broadcast()
+        }
+    }
+
     /// Lines dropped so far because too much waited.
     public var dropped: Int { monitor.locked { droppedLines } }
 

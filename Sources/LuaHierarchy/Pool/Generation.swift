@@ -168,7 +168,12 @@ final class Generation: @unchecked Sendable {
                 return modules!
             }
             let hierarchy = try Hierarchy(options: options.hierarchy)
-            if let print = options.print { hierarchy.output = print }
+            let request = RequestTag()
+            if let print = options.printForRequest {
+                hierarchy.output = { [request] line in print(line, request.id) }
+            } else if let print = options.print {
+                hierarchy.output = print
+            }
             if let setup = options.setup {
                 do {
                     try setup(hierarchy)
@@ -197,7 +202,7 @@ final class Generation: @unchecked Sendable {
                 }
             }
             let processor = LineProcessor(hierarchy: hierarchy, inputName: options.inputName, maxLineBytes: options.maxLineBytes)
-            worker = PoolWorker(processor: processor, generation: self)
+            worker = PoolWorker(processor: processor, generation: self, request: request)
         } catch let error as ScriptError {
             fail(error)
             return

@@ -8,9 +8,13 @@ final class PoolWorker {
     /// An answer with the revision spliced in.
     private var stamped: [UInt8] = []
 
-    init(processor: LineProcessor, generation: Generation) {
+    /// The id of the request being answered, for the rules' `print` (`printForRequest`).
+    let request: RequestTag
+
+    init(processor: LineProcessor, generation: Generation, request: RequestTag) {
         self.processor = processor
         self.generation = generation
+        self.request = request
     }
 
     struct Answered {
@@ -167,4 +171,10 @@ final class PoolWorker {
 private extension Double {
     /// `30`, `0.5`: seconds as a person writes them.
     var formatted: String { self == rounded() && abs(self) < 1e15 ? String(Int(self)) : String(self) }
+}
+
+/// The id of the request a state answers now: set and read on the state's own thread only
+/// (by the work it runs, and by the `print` of the rules that work runs).
+final class RequestTag: @unchecked Sendable {
+    var id: String?
 }

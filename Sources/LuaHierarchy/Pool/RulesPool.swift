@@ -62,6 +62,10 @@ public final class RulesPool: @unchecked Sendable {
         /// Where the rules' `print` goes, from the states' threads. Nil (the default): to
         /// `hierarchy.logger`, at `info`, as a `Hierarchy` prints.
         public var print: (@Sendable (String) -> Void)?
+        /// Where the rules' `print` goes, with the id of the request being answered (the
+        /// `requestID` given to `dispatch` or `dispatchBatch`; nil when none was, and while the
+        /// rules load). Takes the place of `print` when set.
+        public var printForRequest: (@Sendable (_ line: String, _ requestID: String?) -> Void)?
         /// Errors that pass the root while the first revision loads (a rule that reports at
         /// load time), from its first state only.
         public var presentWhileLoading: (@Sendable (PresentedError) -> Void)?
@@ -213,8 +217,11 @@ public final class RulesPool: @unchecked Sendable {
     /// Answers one request (a JSON object, as a `dispatch` line) on a free state. A request
     /// that is not valid gets an `invalid` answer, as a line does; limits that trip fail only
     /// this request.
-    public func dispatch(_ request: [UInt8]) async throws(Refusal) -> Answer {
+    /// `requestID` names the request to the rules' `print` (`Options.printForRequest`).
+    public func dispatch(_ request: [UInt8], requestID: String? = nil) async throws(Refusal) -> Answer {
         try await onFreeState { worker in
+            worker.request.id = requestID
+            defer { worker.request.id = nil }
             let started = ContinuousClock.now
             var json: [UInt8] = []
             let held = worker.processor.outputCharge()
@@ -278,12 +285,15 @@ public final class RulesPool: @unchecked Sendable {
     /// all; each outcome line (with its newline) goes to `deliver` as it is written, from the
     /// state's thread. Blank lines are skipped; `line` counts from 1. `deliver` returns false
     /// when no one wants more answers (the client went away): the batch stops there.
+    /// `requestID` names the batch to the rules' `print` (`Options.printForRequest`).
     public func dispatchBatch(
-        _ body: [UInt8], deliver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool
+        _ body: [UInt8], requestID: String? = nil, deliver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool
     ) async throws(Refusal) -> BatchSummary {
         var cutter = LineCutter(maxLineBytes: options.maxLineBytes)
         let lines = cutter.cut(body)
         return try await onFreeState { worker in
+            worker.request.id = requestID
+            defer { worker.request.id = nil }
             let started = ContinuousClock.now
             let held = worker.processor.outputCharge()
             let answered = body.withUnsafeBytes { bytes in

@@ -1,0 +1,84 @@
+#if Server
+internal import NIOHTTPTypes
+internal import NIOCore
+internal import NIOHTTP1
+
+/// Per connection, between the HTTP decoder and the server: what must be watched where the
+/// bytes arrive, not in a route.
+///
+/// - A request whose body has not arrived whole within `bodyTimeout` of its head is ended
+///   here, as if its body had ended (`timedOut` is then set, and what comes after is
+///   dropped): its route sees a short body and answers 408 in the one error shape, then
+///   closes the connection. Without this, the connection's idle timer would close it
+///   without a word.
+/// - Bytes the HTTP parser cannot read are counted (`onParserError`); Hummingbird answers
+///   them 400 and closes.
+final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+
+    private let bodyTimeout: TimeAmount
+    private let onParserError: @Sendable () -> Void
+    private var reading = false
+    private var deadline: Scheduled<Void>?
+    /// The body did not come whole in time: the rest of this connection's input is dropped.
+    private(set) var timedOut = false
+    private var parserFailed = false
+
+    init(bodyTimeout: TimeAmount, onParserError: @escaping @Sendable () -> Void) {
+        self.bodyTimeout = bodyTimeout
+        self.onParserError = onParserError
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !timedOut else { return }
+        switch unwrapInboundIn(data) {
+        case .head: reading = true
+        case .end: endReading()
+        case .body: break
+        }
+        context.fireChannelRead(data)
+    }
+
+    /// A request still coming in when a read ends gets its deadline (most arrive whole in one
+    /// read, and never need one).
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if reading && deadline == nil && !timedOut {
+            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            deadline = context.eventLoop.scheduleTask(in: bodyTimeout) {
+                let (handler, context) = loopBound.value
+                handler.expire(context: context)
+            }
+        }
+        context.fireChannelReadComplete()
+    }
+
+    private func expire(context: ChannelHandlerContext) {
+        deadline = nil
+        guard reading else { return }
+        reading = false
+        timedOut = true
+        context.fireChannelRead(wrapInboundOut(.end(nil)))
+        context.fireChannelReadComplete()
+    }
+
+    private func endReading() {
+        reading = false
+        deadline?.cancel()
+        deadline = nil
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // The decoder may report one bad request more than once: counted once per connection.
+        if error is HTTPParserError && !parserFailed {
+            parserFailed = true
+            onParserError()
+        }
+        context.fireErrorCaught(error)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        endReading()
+    }
+}
+#endif

@@ -1,0 +1,110 @@
+#if Server
+internal import Hummingbird
+import LuaHierarchy
+internal import Logging
+internal import NIOCore
+
+/// Every request, whatever its route: gives it its identity (`X-Request-Id`, `traceparent`),
+/// answers what the router refuses (no route, no method) in the one error shape
+/// (`ErrorBody`), echoes the request id, counts it in `luahier_http_requests_total{code,
+/// method, route}` and its time, and writes its access log line at `info`. A streamed batch is
+/// counted and logged when its last answer was written.
+struct RequestLog: RouterMiddleware {
+    typealias Context = ServerContext
+    let server: RulesServer
+
+    func handle(
+        _ request: Request, context: ServerContext, next: (Request, ServerContext) async throws -> Response
+    ) async throws -> Response {
+        let started = ContinuousClock.now
+        var context = context
+        context.identity = RequestIdentity(request.headers)
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as any HTTPResponseError {
+            response = ErrorBody.response(
+                error.status, type: ErrorBody.type(for: error.status), message: Self.message(for: error.status, request),
+                headers: error.status == .methodNotAllowed ? [.allow: "POST"] : [:])
+        } catch {
+            response = ErrorBody.response(.internalServerError, type: "InternalError", message: "the server failed to answer: \(error)")
+        }
+        response.headers[RequestIdentity.requestIDField] = context.identity.id
+        let access = Access(
+            method: Self.method(request.method), route: context.endpointPath.flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "unmatched", identity: context.identity,
+            notes: context.notes, started: started)
+        guard context.notes.current.streamed else {
+            server.record(access, code: response.status.code)
+            return response
+        }
+        let body = response.body
+        let code = response.status.code
+        response.body = ResponseBody(contentLength: body.contentLength) { [server] writer in
+            do {
+                try await body.write(writer)
+            } catch {
+                server.record(access, code: code)
+                throw error
+            }
+            server.record(access, code: code)
+        }
+        return response
+    }
+
+    /// A method as a label: the nine HTTP names, any other `other` (a label's values stay few).
+    static func method(_ method: HTTPRequest.Method) -> String {
+        switch method {
+        case .get, .head, .post, .put, .delete, .patch, .options, .trace, .connect: method.rawValue
+        default: "other"
+        }
+    }
+
+    private static func message(for status: HTTPResponse.Status, _ request: Request) -> String {
+        switch status {
+        case .notFound: "no such route; the routes are POST /v1/dispatch, POST /v1/reload, GET /livez, /readyz, /healthz, /metrics, /openapi.json"
+        case .methodNotAllowed: "this route does not take \(method(request.method))"
+        default: status.reasonPhrase
+        }
+    }
+}
+
+/// One request as the access log and the HTTP metrics see it.
+struct Access: Sendable {
+    var method: String
+    var route: String
+    var identity: RequestIdentity
+    var notes: RequestNotes
+    var started: ContinuousClock.Instant
+}
+
+extension RulesServer {
+    /// Counts `access`, answered `code`, and logs its line.
+    func record(_ access: Access, code: Int) {
+        let elapsed = ContinuousClock.now - access.started
+        metrics.record(code: code, method: access.method, route: access.route, duration: elapsed)
+        logger.info("request", metadata: Self.accessFields(access, code: code, elapsed: elapsed))
+    }
+
+    private static func accessFields(_ access: Access, code: Int, elapsed: Duration) -> Logger.Metadata {
+        let notes = access.notes.current
+        var fields: Logger.Metadata = [
+            "request_id": .string(access.identity.id), "method": .string(access.method), "route": .string(access.route),
+            "status": .stringConvertible(code),
+            "duration_ms": .stringConvertible(Self.milliseconds(elapsed)),
+        ]
+        if let trace = access.identity.traceID { fields["trace_id"] = .string(trace) }
+        if let parent = access.identity.parentSpanID { fields["parent_id"] = .string(parent) }
+        if let revision = notes.revision { fields["revision"] = .string(String(revision.prefix(16))) }
+        if let status = notes.status { fields["outcome"] = .string(status) }
+        if let kind = notes.kind { fields["kind"] = .string(kind) }
+        if !notes.counts.isEmpty { fields["outcomes"] = .dictionary(notes.counts.mapValues { .stringConvertible($0) }) }
+        return fields
+    }
+
+    /// Milliseconds, to the microsecond.
+    static func milliseconds(_ duration: Duration) -> Double {
+        let micros = duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
+        return Double(micros) / 1000
+    }
+}
+#endif
