@@ -3,7 +3,12 @@
 /// skipping over the other members (an object id or a large value is stepped over, not
 /// parsed), in one pass over the text.
 enum OutcomeFields {
-    static func read(_ outcome: [UInt8]) -> (status: String?, kind: String?) {
+    struct Fields: Equatable {
+        var status: String?
+        var kind: String?
+    }
+
+    static func read(_ outcome: [UInt8]) -> Fields {
         var status: String?, kind: String?
         var index = 0, depth = 0
         var key: ArraySlice<UInt8>?
@@ -40,13 +45,13 @@ enum OutcomeFields {
                     if name.elementsEqual("status".utf8) { status = String(decoding: text, as: UTF8.self) }
                     if name.elementsEqual("kind".utf8) { kind = String(decoding: text, as: UTF8.self) }
                     key = nil
-                    if status != nil && kind != nil { return (status, kind) }
+                    if status != nil && kind != nil { return Fields(status: status, kind: kind) }
                 }
             default:
                 index += 1
             }
         }
-        return (status, kind)
+        return Fields(status: status, kind: kind)
     }
 }
 #endif

@@ -87,11 +87,12 @@ extension RulesServer {
 
     private static func accessFields(_ access: Access, code: Int, elapsed: Duration) -> Logger.Metadata {
         let notes = access.notes.current
-        var fields: Logger.Metadata = [
-            "request_id": .string(access.identity.id), "method": .string(access.method), "route": .string(access.route),
-            "status": .stringConvertible(code),
-            "duration_ms": .stringConvertible(Self.milliseconds(elapsed)),
-        ]
+        var fields = Logger.Metadata(minimumCapacity: 12)
+        fields["request_id"] = .string(access.identity.id)
+        fields["method"] = .string(access.method)
+        fields["route"] = .string(access.route)
+        fields["status"] = .stringConvertible(code)
+        fields["duration_ms"] = .stringConvertible(Self.milliseconds(elapsed))
         if let trace = access.identity.traceID { fields["trace_id"] = .string(trace) }
         if let parent = access.identity.parentSpanID { fields["parent_id"] = .string(parent) }
         if let revision = notes.revision { fields["revision"] = .string(String(revision.prefix(16))) }

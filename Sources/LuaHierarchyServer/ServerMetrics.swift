@@ -113,9 +113,25 @@ final class ServerMetrics: Sendable {
 
     /// A request answered `code` on `route` after `duration`.
     func record(code: Int, method: String, route: String, duration: Duration) {
-        requests(code: code, method: method, route: route).increment()
-        latency(route: route).record(duration)
+        let key = AnswerKey(code: code, method: method, route: route)
+        let (counter, histogram) = answerMetrics.withLock { known in
+            if let found = known[key] { return found }
+            let made = (requests(code: code, method: method, route: route), latency(route: route))
+            known[key] = made
+            return made
+        }
+        counter.increment()
+        histogram.record(duration)
     }
+
+    /// The registry finds a metric by building its name and labels each time: the few that
+    /// every request updates are kept at hand.
+    private struct AnswerKey: Hashable {
+        var code: Int
+        var method, route: String
+    }
+
+    private let answerMetrics = Mutex<[AnswerKey: (Counter, DurationHistogram)]>([:])
 
     /// Bytes the HTTP parser could not read as a request (Hummingbird answers them 400).
     func recordUnparsed() {

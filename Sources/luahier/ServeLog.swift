@@ -36,34 +36,49 @@ struct ServeLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        var fields = metadata
-        if let more = event.metadata { fields.merge(more) { $1 } }
-        printer.write(line: Self.line(format: format, level: event.level, message: "\(event.message)", fields: fields))
+        var fields = event.metadata ?? [:]
+        if !metadata.isEmpty { fields.merge(metadata) { given, _ in given } }
+        printer.write(line: Self.line(format: format, level: event.level, message: event.message.description, fields: fields))
     }
 
     static func line(format: LogFormat, level: Logger.Level, message: String, fields: Logger.Metadata, time: String = now()) -> String {
         let keys = fields.keys.sorted()
         switch format {
         case .text:
-            var line = "\(time) \(level) luahier: \(PrintableText.field(message))"
-            for key in keys { line += " \(key)=\(text(fields[key]!))" }
-            return line
+            // Bytes, then one String: an access line is made per request.
+            var line: [UInt8] = []
+            line.reserveCapacity(320)
+            line += time.utf8
+            line.append(UInt8(ascii: " "))
+            line += level.rawValue.utf8
+            line += " luahier: ".utf8
+            line += PrintableText.field(message).utf8
+            for key in keys {
+                line.append(UInt8(ascii: " "))
+                line += key.utf8
+                line.append(UInt8(ascii: "="))
+                appendText(fields[key]!, to: &line)
+            }
+            return String(decoding: line, as: UTF8.self)
         case .json:
-            var object: [String: Value] = ["time": .string(time), "level": .string("\(level)"), "message": .string(message)]
+            var object: [String: Value] = ["time": .string(time), "level": .string(level.rawValue), "message": .string(message)]
             for key in keys where object[key] == nil { object[key] = value(fields[key]!) }
             return JSON.encode(.map(object))
         }
     }
 
     /// A field's value in a text line: as it is when it is one plain word, else a JSON string.
-    private static func text(_ field: Logger.Metadata.Value) -> String {
+    private static func appendText(_ field: Logger.Metadata.Value, to line: inout [UInt8]) {
+        let plain: String
         switch field {
-        case .dictionary, .array: return JSON.encode(value(field))
-        case .string, .stringConvertible:
-            let plain = "\(field)"
-            let safe = !plain.isEmpty && plain.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "=") }
-            return safe ? plain : JSON.encode(.string(plain))
+        case .dictionary, .array:
+            line += JSON.encode(value(field)).utf8
+            return
+        case .string(let text): plain = text
+        case .stringConvertible(let convertible): plain = convertible.description
         }
+        let safe = !plain.isEmpty && plain.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "=") }
+        line += safe ? plain.utf8 : JSON.encode(.string(plain)).utf8
     }
 
     private static func value(_ field: Logger.Metadata.Value) -> Value {
@@ -84,10 +99,24 @@ struct ServeLogHandler: LogHandler {
         var seconds = spec.tv_sec
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        let millis = Int(spec.tv_nsec / 1_000_000)
-        let fraction = millis < 10 ? "00\(millis)" : millis < 100 ? "0\(millis)" : "\(millis)"
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
-            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(fraction)Z"
+        var text = [UInt8](repeating: 0, count: 24)
+        func put(_ value: Int, at offset: Int, digits: Int) {
+            var rest = value
+            for index in stride(from: offset + digits - 1, through: offset, by: -1) {
+                text[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            }
+        }
+        put(Int(parts.tm_year) + 1900, at: 0, digits: 4)
+        put(Int(parts.tm_mon) + 1, at: 5, digits: 2)
+        put(Int(parts.tm_mday), at: 8, digits: 2)
+        put(Int(parts.tm_hour), at: 11, digits: 2)
+        put(Int(parts.tm_min), at: 14, digits: 2)
+        put(Int(parts.tm_sec), at: 17, digits: 2)
+        put(Int(spec.tv_nsec / 1_000_000), at: 20, digits: 3)
+        for (offset, mark) in [(4, "-"), (7, "-"), (10, "T"), (13, ":"), (16, ":"), (19, "."), (23, "Z")] as [(Int, Unicode.Scalar)] {
+            text[offset] = UInt8(ascii: mark)
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 }

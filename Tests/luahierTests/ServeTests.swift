@@ -183,7 +183,15 @@ struct ServeTests {
         #expect(refused.status == 503)
         #expect(refused.headers["retry-after"] == "1")
         #expect((refused.json["error"] as? [String: Any])?["type"] as? String == "Overloaded")
+        // Not ready while the only state stays busy past --max-wait (4 s of work against 0.3).
+        let readiness = try server.get("/readyz")
+        if !slowAnswered.value {
+            #expect(readiness.status == 503)
+            #expect(readiness.json["reason"] as? String == "overloaded")
+            #expect((readiness.json["error"] as? [String: Any])?["type"] as? String == "NotReady")
+        }
         slow.wait()
+        #expect(try server.get("/readyz").status == 200)
         #expect(try server.post("/v1/dispatch", #"{"at": "/app", "event": "Ask"}"#).status == 200)
         let metrics = try server.get("/metrics").text
         #expect(metrics.contains("luahier_pool_overloaded_total 1"))
