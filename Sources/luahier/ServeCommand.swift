@@ -21,7 +21,11 @@ struct Serve: ParsableCommand {
             line per request line, in order, all from one revision. GET /livez: 200 while the \
             process answers. GET /readyz (alias /healthz): 200 ready, or 503 while draining or \
             overloaded, with the revision and last reload error. GET /metrics: Prometheus \
-            text. POST /v1/reload with --reload-endpoint. Limits apply per request line; --timeout also bounds a whole \
+            text. POST /v1/reload with --reload-endpoint. Every other answer that is not 2xx is \
+            {"error": {"type", "message"}}, and every answer carries X-Request-Id (the \
+            client's, or one made). The log goes to stderr, one record a line \
+            (--log-format text|json): an access line per request and the rules' print at \
+            info, start, reload and stop at notice. Limits apply per request line; --timeout also bounds a whole \
             batch: no line begins after it, and those left are answered invalid \
             (BatchTimeLimitExceeded). The rules reload on SIGHUP and, with --watch, when their \
             files change; a revision that fails to load leaves the running one answering. \
