@@ -4,27 +4,35 @@
 # target. docs/deploy.md says what it needs there instead.
 #   tools/release.sh                   # dist/luahier
 #   tools/release.sh /out/luahier      # elsewhere (the Dockerfile's build stage)
+#   tools/release.sh --check BINARY    # only the checks, on a binary built before
 #
 # In tools/, not scripts/: scripts/ holds the Lua rules the tests and docs run; tools/ holds
 # the shell tooling (lint, sanitizers, benchmarks), which this is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-output="${1:-dist/luahier}"
-
 fail() { echo "release: $*" >&2; exit 1; }
+
+if [ "${1:-}" = --check ]; then
+    [ -n "${2:-}" ] || fail "--check needs a binary"
+    output="$2"
+else
+    output="${1:-dist/luahier}"
+fi
 
 # docs/cli.md's "Installing for speed" line, with the Server trait: Swift's runtime, Foundation
 # and Dispatch linked in, and the executable linked with -static (liblua5.4-dev's liblua5.4.a).
 build=(swift build -c release --traits Server --static-swift-stdlib -Xswiftc -static-executable)
-echo "release: ${build[*]}"
-"${build[@]}"
-binary="$("${build[@]}" --show-bin-path)/luahier"
-[ -x "$binary" ] || fail "the build left no executable at $binary"
-
-mkdir -p "$(dirname "$output")"
-cp "$binary" "$output"
-# Symbols and debug info only: Swift's reflection metadata lives in sections strip keeps.
-strip "$output"
+if [ "${1:-}" != --check ]; then
+    echo "release: ${build[*]}"
+    "${build[@]}"
+    binary="$("${build[@]}" --show-bin-path)/luahier"
+    [ -x "$binary" ] || fail "the build left no executable at $binary"
+    mkdir -p "$(dirname "$output")"
+    cp "$binary" "$output"
+    # Symbols and debug info only: Swift's reflection metadata lives in sections strip keeps.
+    strip "$output"
+fi
+[ -f "$output" ] || fail "no file at $output"
 
 # What the loader would bring in. A static executable has no dynamic section: ldd says
 # "not a dynamic executable" (exit 1), which is the best answer.
@@ -50,5 +58,5 @@ echo "release: $output, $(stat -c %s "$output") bytes ($(du -h "$output" | cut -
 echo "release: ldd $output:"
 sed 's/^/  /' <<<"$lddout"
 if [ -z "$needed" ]; then
-    echo "release: no dynamic section: runs on any x86-64 Linux kernel, no library needed"
+    echo "release: no dynamic section: needs no library on the target (docs/deploy.md)"
 fi

@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# Checks deploy/ where no container engine runs (docs/deploy.md#what-was-verified):
+#  1. the release binary serves from a root that holds nothing else: as uid 10001, the root
+#     read-only, under the kernel's W^X (PR_SET_MDWE, systemd's MemoryDenyWriteExecute); it
+#     gets ready, answers a dispatch `handled`, passes the Dockerfile's HEALTHCHECK command,
+#     and exits 0 on SIGTERM;
+#  2. deploy/luahier.service passes systemd-analyze verify, and its security score is shown;
+#  3. deploy/kubernetes.yaml passes yamllint and kubernetes-validate --strict (the API
+#     schemas, offline), and its ConfigMap's rules load and answer.
+# Run as root (chroot, mounts). Installs what it lacks from Debian and PyPI.
+#   tools/deploy-check.sh                  # bare root: the binary, the rules, the libs ldd lists
+#   tools/deploy-check.sh --root debian    # debootstrap --variant=minbase bookworm (cached)
+#   tools/deploy-check.sh --binary PATH    # a binary already built (default: tools/release.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+package="$PWD"
+
+kind=bare
+binary=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --root) kind="$2"; shift 2 ;;
+        --binary) binary="$(realpath "$2")"; shift 2 ;;
+        *) echo "usage: tools/deploy-check.sh [--root bare|debian] [--binary PATH]" >&2; exit 2 ;;
+    esac
+done
+[ "$kind" = bare ] || [ "$kind" = debian ] || { echo "deploy-check: --root is bare or debian" >&2; exit 2; }
+[ "$(id -u)" -eq 0 ] || { echo "deploy-check: needs root (chroot, mount namespaces)" >&2; exit 2; }
+
+# Outside git, kept between runs: the Debian root and the validators' virtualenv.
+cache="${LUAHIER_DEPLOY_CACHE:-/var/cache/luahier-deploy}"
+uid=10001
+failures=0
+step() { echo "deploy-check: $*"; }
+fail() { echo "deploy-check: FAIL: $*" >&2; failures=$((failures + 1)); }
+elapsed() { echo "$(( $(date +%s%N) / 1000000 - $1 )) ms"; }
+now() { echo $(( $(date +%s%N) / 1000000 )); }
+
+apt_updated=""
+need() { # need COMMAND DEBIAN_PACKAGE
+    command -v "$1" >/dev/null && return
+    [ -n "$apt_updated" ] || { apt-get update -qq; apt_updated=1; }
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
+}
+need curl curl
+need unshare util-linux
+need strings binutils
+need systemd-analyze systemd
+
+# --- 1. the binary in a root of its own -------------------------------------------------
+if [ -z "$binary" ]; then
+    tools/release.sh dist/luahier >/dev/null
+    binary="$package/dist/luahier"
+fi
+step "binary $binary, $(stat -c %s "$binary") bytes"
+
+started=$(now)
+if [ "$kind" = debian ]; then
+    need debootstrap debootstrap
+    root="$cache/root-bookworm"
+    if [ ! -x "$root/bin/bash" ]; then
+        step "debootstrap --variant=minbase bookworm $root (once; needs the network)"
+        rm -rf "$root.partial"
+        debootstrap --variant=minbase bookworm "$root.partial" >/dev/null
+        mv "$root.partial" "$root"
+    fi
+    install -m 755 "$binary" "$root/usr/local/bin/luahier"
+    install -D -m 644 scripts/alerts.lua "$root/etc/luahier/rules.lua"
+else
+    root="$(mktemp -d /tmp/luahier-root.XXXXXX)"
+    chmod 755 "$root"  # mktemp makes it 0700: uid $uid must get in
+    trap 'rm -rf "$root"' EXIT
+    mkdir -p "$root/usr/local/bin" "$root/etc/luahier" "$root/proc"
+    install -m 755 "$binary" "$root/usr/local/bin/luahier"
+    install -m 644 scripts/alerts.lua "$root/etc/luahier/rules.lua"
+    # Whatever the loader needs, at the same paths (none for the static executable).
+    for lib in $(ldd "$binary" 2>/dev/null | grep -Eo '/[^ ]+' || true); do
+        mkdir -p "$root$(dirname "$lib")"
+        cp -L "$lib" "$root$lib"
+    done
+fi
+step "root ($kind) ready in $(elapsed "$started"): $(du -sh "$root" | cut -f1), $(find "$root" -type f | wc -l) files"
+
+# The kernel's W^X for this process and all it execs (Linux 6.3+), proven before the exec.
+mdwe='
+import ctypes, mmap, os, sys
+if ctypes.CDLL(None, use_errno=True).prctl(65, 1, 0, 0, 0) != 0:  # PR_SET_MDWE, REFUSE_EXEC_GAIN
+    sys.exit("deploy-check: this kernel has no PR_SET_MDWE (Linux 6.3+): W^X not checked")
+try:
+    mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    sys.exit("deploy-check: PR_SET_MDWE set, yet a writable executable page was mapped")
+except PermissionError:
+    pass
+os.execvp(sys.argv[1], sys.argv[1:])
+'
+log="$(mktemp)"
+served=$(now)
+# A mount namespace of its own (gone with the process): the root bound read-only with /proc
+# in it, as readOnlyRootFilesystem; then W^X, then the chroot as uid 10001. Each step execs
+# the next, so $! is luahier's pid.
+unshare --mount --propagation private -- sh -c '
+    root=$1; shift
+    mount --bind "$root" "$root" && mount -t proc proc "$root/proc" && mount -o remount,bind,ro "$root" && exec "$@"
+' sh "$root" python3 -c "$mdwe" chroot --userspec=$uid:$uid "$root" \
+    /usr/local/bin/luahier serve /etc/luahier/rules.lua --port 0 --workers 2 \
+    --shutdown-delay 0 --shutdown-grace 5 2>"$log" &
+pid=$!
+
+# The port it took (--port 0), from its first line; then /readyz until 200. Both bounded.
+port=""
+for _ in $(seq 300); do
+    port="$(grep -Eo 'on http://127\.0\.0\.1:[0-9]+' "$log" | grep -Eo '[0-9]+$' || true)"
+    [ -n "$port" ] || ! kill -0 "$pid" 2>/dev/null && break
+    sleep 0.05
+done
+if [ -z "$port" ]; then
+    cat "$log" >&2
+    fail "luahier serve did not start in the $kind root"
+    kill -KILL "$pid" 2>/dev/null || true
+    exit 1
+fi
+url="http://127.0.0.1:$port"
+ready=""
+for _ in $(seq 300); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/readyz")" = 200 ] && { ready=1; break; }
+    sleep 0.05
+done
+[ -n "$ready" ] && step "ready on $url in $(elapsed "$served") (as uid $uid, root read-only, W^X)" || fail "/readyz never answered 200"
+
+request='{"id":"deploy-check","at":"/org/platform/api","event":{"type":"Alert","severity":"info","message":"deploy check"}}'
+answer="$(curl -s -H 'Content-Type: application/json' --data "$request" "$url/v1/dispatch")"
+grep -q '"status":"handled"' <<<"$answer" && step "POST /v1/dispatch: $answer" || fail "dispatch was not handled: $answer"
+
+# The Dockerfile's HEALTHCHECK command, as written there, on this server's port: in the
+# Debian root by its bash as uid 10001 (as in the image), else by this machine's bash.
+health="$(python3 -c '
+import json, re, sys
+text = open("deploy/Dockerfile").read().replace("\\\n", " ")
+print(json.dumps(json.loads(re.search(r"HEALTHCHECK[^\n]*?CMD (\[.*\])", text).group(1))))
+')"
+inside=()
+[ "$kind" = debian ] && inside=(chroot --userspec=$uid:$uid "$root")
+if python3 -c 'import json, subprocess, sys
+argv = sys.argv[3:] + [a.replace("/8080", "/" + sys.argv[2]) for a in json.loads(sys.argv[1])]
+sys.exit(subprocess.run(argv, timeout=3).returncode)' "$health" "$port" "${inside[@]}"; then
+    step "the Dockerfile's HEALTHCHECK passes"
+else
+    fail "the Dockerfile's HEALTHCHECK failed: $health"
+fi
+rss_kib="$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")"
+step "resident memory after one request: $((rss_kib / 1024)) MiB"
+
+stopped=$(now)
+kill -TERM "$pid"
+status=0; wait "$pid" || status=$?
+[ "$status" -eq 0 ] && step "SIGTERM: exit 0 in $(elapsed "$stopped"): $(tail -1 "$log")" || { cat "$log" >&2; fail "SIGTERM: exit $status"; }
+step "serve in a $kind root: $(elapsed "$started") from an empty root to exit"
+rm -f "$log"
+
+# --- 2. the systemd unit -------------------------------------------------------------------
+# In a mount namespace of its own, /usr/local/bin holds the binary, so ExecStart resolves as
+# on a host where it is installed; the man page in Documentation= is not installed here.
+[ -x /bin/kill ] || { [ -n "$apt_updated" ] || { apt-get update -qq; apt_updated=1; }; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq procps >/dev/null; }
+unit_bin="$(mktemp -d)"
+install -m 755 "$binary" "$unit_bin/luahier"
+if verify="$(unshare --mount --propagation private -- sh -c '
+    mount --bind "$1" /usr/local/bin && exec systemd-analyze verify --man=no deploy/luahier.service
+' sh "$unit_bin" 2>&1)" && [ -z "$verify" ]; then
+    step "systemd-analyze verify deploy/luahier.service: no findings"
+else
+    fail "systemd-analyze verify deploy/luahier.service: $verify"
+fi
+rm -rf "$unit_bin"
+score="$(systemd-analyze security --offline=true deploy/luahier.service 2>&1 | grep 'Overall exposure' || true)"
+step "systemd-analyze security --offline=true: ${score:-no score (systemd before 250?)}"
+
+# --- 3. the Kubernetes manifest ------------------------------------------------------------
+venv="$cache/venv"
+if [ ! -x "$venv/bin/kubernetes-validate" ]; then
+    step "installing kubernetes-validate and yamllint from PyPI into $venv"
+    python3 -m venv "$venv" 2>/dev/null || { need_venv=1; }
+    if [ -n "${need_venv:-}" ]; then
+        [ -n "$apt_updated" ] || { apt-get update -qq; apt_updated=1; }
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+        python3 -m venv "$venv"
+    fi
+    "$venv/bin/pip" install -q kubernetes-validate==1.37.0 yamllint==1.38.0
+fi
+if "$venv/bin/yamllint" -d '{extends: relaxed, rules: {line-length: {max: 100}}}' deploy/kubernetes.yaml; then
+    step "yamllint deploy/kubernetes.yaml: no findings"
+else
+    fail "yamllint deploy/kubernetes.yaml"
+fi
+if "$venv/bin/kubernetes-validate" --strict deploy/kubernetes.yaml; then
+    step "kubernetes-validate --strict deploy/kubernetes.yaml: valid"
+else
+    fail "kubernetes-validate --strict deploy/kubernetes.yaml"
+fi
+# The ConfigMap's rules: they load, `check` finds nothing, and a request is handled.
+rules_dir="$(mktemp -d)"
+"$venv/bin/python" - "$rules_dir/rules.lua" <<'PY'
+import sys, yaml
+for doc in yaml.safe_load_all(open("deploy/kubernetes.yaml")):
+    if doc["kind"] == "ConfigMap":
+        open(sys.argv[1], "w").write(doc["data"]["rules.lua"])
+PY
+if (cd "$rules_dir" && "$binary" check rules.lua) \
+    && printf '%s\n' '{"id":1,"at":"/services/api","event":{"type":"Alert","severity":"warning","message":"slow"}}' \
+        | (cd "$rules_dir" && "$binary" dispatch rules.lua 2>/dev/null) | grep -q '"status":"handled"'; then
+    step "the ConfigMap's rules.lua: check finds nothing; a warning is handled"
+else
+    fail "the ConfigMap's rules.lua"
+fi
+rm -rf "$rules_dir"
+
+if [ "$failures" -gt 0 ]; then
+    echo "deploy-check: $failures check(s) failed" >&2
+    exit 1
+fi
+step "all passed"
