@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Checks deploy/ where no container engine runs (docs/deploy.md#what-was-verified):
-#  1. the release binary serves from a root that holds nothing else: as uid 10001, the root
-#     read-only, under the kernel's W^X (PR_SET_MDWE, systemd's MemoryDenyWriteExecute); it
-#     gets ready, answers a dispatch `handled`, passes the Dockerfile's HEALTHCHECK command,
-#     and exits 0 on SIGTERM;
+#  1. the release binary serves from a root that holds nothing else, read-only, as uid 10001,
+#     under the unit's system call filter, address families and W^X (tools/deploy-sandbox.py);
+#     it gets ready, answers a dispatch `handled`, passes the Dockerfile's HEALTHCHECK
+#     command, and exits 0 on SIGTERM;
 #  2. deploy/luahier.service passes systemd-analyze verify, and its security score is shown;
 #  3. deploy/kubernetes.yaml passes yamllint and kubernetes-validate --strict (the API
 #     schemas, offline), and its ConfigMap's rules load and answer.
@@ -36,6 +36,15 @@ fail() { echo "deploy-check: FAIL: $*" >&2; failures=$((failures + 1)); }
 elapsed() { echo "$(( $(date +%s%N) / 1000000 - $1 )) ms"; }
 now() { echo $(( $(date +%s%N) / 1000000 )); }
 
+# Whatever happens, the server started here stops and the temporary root goes.
+pid=""
+temporary_root=""
+cleanup() {
+    [ -z "$pid" ] || kill -KILL "$pid" 2>/dev/null || true
+    [ -z "$temporary_root" ] || rm -rf "$temporary_root"
+}
+trap cleanup EXIT
+
 apt_updated=""
 need() { # need COMMAND DEBIAN_PACKAGE
     command -v "$1" >/dev/null && return
@@ -46,6 +55,7 @@ need curl curl
 need unshare util-linux
 need strings binutils
 need systemd-analyze systemd
+/usr/bin/python3 -c 'import seccomp' 2>/dev/null || { apt-get update -qq; apt_updated=1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-seccomp >/dev/null; }
 
 # --- 1. the binary in a root of its own -------------------------------------------------
 if [ -z "$binary" ]; then
@@ -69,7 +79,7 @@ if [ "$kind" = debian ]; then
 else
     root="$(mktemp -d /tmp/luahier-root.XXXXXX)"
     chmod 755 "$root"  # mktemp makes it 0700: uid $uid must get in
-    trap 'rm -rf "$root"' EXIT
+    temporary_root="$root"
     mkdir -p "$root/usr/local/bin" "$root/etc/luahier" "$root/proc"
     install -m 755 "$binary" "$root/usr/local/bin/luahier"
     install -m 644 scripts/alerts.lua "$root/etc/luahier/rules.lua"
@@ -81,27 +91,15 @@ else
 fi
 step "root ($kind) ready in $(elapsed "$started"): $(du -sh "$root" | cut -f1), $(find "$root" -type f | wc -l) files"
 
-# The kernel's W^X for this process and all it execs (Linux 6.3+), proven before the exec.
-mdwe='
-import ctypes, mmap, os, sys
-if ctypes.CDLL(None, use_errno=True).prctl(65, 1, 0, 0, 0) != 0:  # PR_SET_MDWE, REFUSE_EXEC_GAIN
-    sys.exit("deploy-check: this kernel has no PR_SET_MDWE (Linux 6.3+): W^X not checked")
-try:
-    mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
-    sys.exit("deploy-check: PR_SET_MDWE set, yet a writable executable page was mapped")
-except PermissionError:
-    pass
-os.execvp(sys.argv[1], sys.argv[1:])
-'
 log="$(mktemp)"
 served=$(now)
 # A mount namespace of its own (gone with the process): the root bound read-only with /proc
-# in it, as readOnlyRootFilesystem; then W^X, then the chroot as uid 10001. Each step execs
-# the next, so $! is luahier's pid.
+# in it (Swift's runtime reads /proc/self/exe), as readOnlyRootFilesystem; then the unit's
+# sandbox (tools/deploy-sandbox.py) as uid 10001. Each step execs the next: $! is luahier.
 unshare --mount --propagation private -- sh -c '
     root=$1; shift
     mount --bind "$root" "$root" && mount -t proc proc "$root/proc" && mount -o remount,bind,ro "$root" && exec "$@"
-' sh "$root" python3 -c "$mdwe" chroot --userspec=$uid:$uid "$root" \
+' sh "$root" /usr/bin/python3 tools/deploy-sandbox.py "$root" $uid \
     /usr/local/bin/luahier serve /etc/luahier/rules.lua --port 0 --workers 2 \
     --shutdown-delay 0 --shutdown-grace 5 2>"$log" &
 pid=$!
@@ -116,7 +114,6 @@ done
 if [ -z "$port" ]; then
     cat "$log" >&2
     fail "luahier serve did not start in the $kind root"
-    kill -KILL "$pid" 2>/dev/null || true
     exit 1
 fi
 url="http://127.0.0.1:$port"
@@ -125,7 +122,8 @@ for _ in $(seq 300); do
     [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/readyz")" = 200 ] && { ready=1; break; }
     sleep 0.05
 done
-[ -n "$ready" ] && step "ready on $url in $(elapsed "$served") (as uid $uid, root read-only, W^X)" || fail "/readyz never answered 200"
+step "$(grep -m1 '^deploy-sandbox:' "$log")"
+[ -n "$ready" ] && step "ready on $url in $(elapsed "$served") (uid $uid, root read-only, the unit's syscall filter, W^X)" || fail "/readyz never answered 200"
 
 request='{"id":"deploy-check","at":"/org/platform/api","event":{"type":"Alert","severity":"info","message":"deploy check"}}'
 answer="$(curl -s -H 'Content-Type: application/json' --data "$request" "$url/v1/dispatch")"
@@ -147,12 +145,23 @@ sys.exit(subprocess.run(argv, timeout=3).returncode)' "$health" "$port" "${insid
 else
     fail "the Dockerfile's HEALTHCHECK failed: $health"
 fi
+# systemctl reload (ExecReload=kill -HUP): the rules are read again; unchanged, they keep answering.
+kill -HUP "$pid"
+reloaded=""
+for _ in $(seq 100); do
+    grep -q 'reload (SIGHUP)' "$log" && { reloaded=1; break; }
+    sleep 0.05
+done
+[ -n "$reloaded" ] && step "SIGHUP: $(grep -m1 'reload (SIGHUP)' "$log")" || fail "SIGHUP: no reload logged"
 rss_kib="$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")"
 step "resident memory after one request: $((rss_kib / 1024)) MiB"
 
 stopped=$(now)
 kill -TERM "$pid"
+for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; fail "SIGTERM: still running after 15 s"; fi
 status=0; wait "$pid" || status=$?
+pid=""
 [ "$status" -eq 0 ] && step "SIGTERM: exit 0 in $(elapsed "$stopped"): $(tail -1 "$log")" || { cat "$log" >&2; fail "SIGTERM: exit $status"; }
 step "serve in a $kind root: $(elapsed "$started") from an empty root to exit"
 rm -f "$log"
@@ -204,10 +213,10 @@ for doc in yaml.safe_load_all(open("deploy/kubernetes.yaml")):
     if doc["kind"] == "ConfigMap":
         open(sys.argv[1], "w").write(doc["data"]["rules.lua"])
 PY
-if (cd "$rules_dir" && "$binary" check rules.lua) \
-    && printf '%s\n' '{"id":1,"at":"/services/api","event":{"type":"Alert","severity":"warning","message":"slow"}}' \
-        | (cd "$rules_dir" && "$binary" dispatch rules.lua 2>/dev/null) | grep -q '"status":"handled"'; then
-    step "the ConfigMap's rules.lua: check finds nothing; a warning is handled"
+outcome="$(cd "$rules_dir" && printf '%s\n' '{"id":1,"at":"/services/api","event":{"type":"Alert","severity":"warning","message":"slow"}}' \
+    | "$binary" dispatch rules.lua 2>/dev/null || true)"
+if (cd "$rules_dir" && "$binary" check rules.lua) && grep -q '"status":"handled"' <<<"$outcome"; then
+    step "the ConfigMap's rules.lua: check finds nothing; a warning is handled: $outcome"
 else
     fail "the ConfigMap's rules.lua"
 fi
