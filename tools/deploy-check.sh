@@ -57,6 +57,38 @@ need strings binutils
 need systemd-analyze systemd
 /usr/bin/python3 -c 'import seccomp' 2>/dev/null || { apt-get update -qq; apt_updated=1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-seccomp >/dev/null; }
 
+# serve LOG COMMAND...: starts a `luahier serve --port 0` command in the background ($pid),
+# reads the port it took from LOG ($port, $url), and polls /readyz until 200. Bounded.
+serve() {
+    local log="$1"; shift
+    "$@" 2>"$log" &
+    pid=$!
+    port=""
+    for _ in $(seq 300); do
+        port="$(grep -Eo 'on http://127\.0\.0\.1:[0-9]+' "$log" | grep -Eo '[0-9]+$' || true)"
+        [ -n "$port" ] || ! kill -0 "$pid" 2>/dev/null && break
+        sleep 0.05
+    done
+    [ -n "$port" ] || { cat "$log" >&2; return 1; }
+    url="http://127.0.0.1:$port"
+    for _ in $(seq 300); do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/readyz")" = 200 ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+# stop: SIGTERM (twice with "again": the second ends a --shutdown-delay), then the exit
+# status within 15 s ($status).
+stop() {
+    kill -TERM "$pid"
+    [ "${1:-}" != again ] || kill -TERM "$pid"
+    for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; fail "SIGTERM: still running after 15 s"; fi
+    status=0; wait "$pid" || status=$?
+    pid=""
+}
+
 # --- 1. the binary in a root of its own -------------------------------------------------
 if [ -z "$binary" ]; then
     tools/release.sh dist/luahier >/dev/null
@@ -96,34 +128,18 @@ served=$(now)
 # A mount namespace of its own (gone with the process): the root bound read-only with /proc
 # in it (Swift's runtime reads /proc/self/exe), as readOnlyRootFilesystem; then the unit's
 # sandbox (tools/deploy-sandbox.py) as uid 10001. Each step execs the next: $! is luahier.
-unshare --mount --propagation private -- sh -c '
+if serve "$log" unshare --mount --propagation private -- sh -c '
     root=$1; shift
     mount --bind "$root" "$root" && mount -t proc proc "$root/proc" && mount -o remount,bind,ro "$root" && exec "$@"
 ' sh "$root" /usr/bin/python3 tools/deploy-sandbox.py "$root" $uid \
     /usr/local/bin/luahier serve /etc/luahier/rules.lua --port 0 --workers 2 \
-    --shutdown-delay 0 --shutdown-grace 5 2>"$log" &
-pid=$!
-
-# The port it took (--port 0), from its first line; then /readyz until 200. Both bounded.
-port=""
-for _ in $(seq 300); do
-    port="$(grep -Eo 'on http://127\.0\.0\.1:[0-9]+' "$log" | grep -Eo '[0-9]+$' || true)"
-    [ -n "$port" ] || ! kill -0 "$pid" 2>/dev/null && break
-    sleep 0.05
-done
-if [ -z "$port" ]; then
-    cat "$log" >&2
-    fail "luahier serve did not start in the $kind root"
+    --shutdown-delay 0 --shutdown-grace 5; then
+    step "$(grep -m1 '^deploy-sandbox:' "$log")"
+    step "ready on $url in $(elapsed "$served") (uid $uid, root read-only, the unit's sandbox)"
+else
+    fail "luahier serve never got ready in the $kind root"
     exit 1
 fi
-url="http://127.0.0.1:$port"
-ready=""
-for _ in $(seq 300); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/readyz")" = 200 ] && { ready=1; break; }
-    sleep 0.05
-done
-step "$(grep -m1 '^deploy-sandbox:' "$log")"
-[ -n "$ready" ] && step "ready on $url in $(elapsed "$served") (uid $uid, root read-only, the unit's syscall filter, W^X)" || fail "/readyz never answered 200"
 
 request='{"id":"deploy-check","at":"/org/platform/api","event":{"type":"Alert","severity":"info","message":"deploy check"}}'
 answer="$(curl -s -H 'Content-Type: application/json' --data "$request" "$url/v1/dispatch")"
@@ -157,11 +173,7 @@ rss_kib="$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")"
 step "resident memory after one request: $((rss_kib / 1024)) MiB"
 
 stopped=$(now)
-kill -TERM "$pid"
-for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; fail "SIGTERM: still running after 15 s"; fi
-status=0; wait "$pid" || status=$?
-pid=""
+stop
 [ "$status" -eq 0 ] && step "SIGTERM: exit 0 in $(elapsed "$stopped"): $(tail -1 "$log")" || { cat "$log" >&2; fail "SIGTERM: exit $status"; }
 step "serve in a $kind root: $(elapsed "$started") from an empty root to exit"
 rm -f "$log"
@@ -205,21 +217,46 @@ if "$venv/bin/kubernetes-validate" --strict deploy/kubernetes.yaml; then
 else
     fail "kubernetes-validate --strict deploy/kubernetes.yaml"
 fi
-# The ConfigMap's rules: they load, `check` finds nothing, and a request is handled.
+# The ConfigMap's rules, served with the Deployment's args (on 127.0.0.1, port 0 here): they
+# load, `check` finds nothing, a request is handled; on SIGTERM, --shutdown-delay answers
+# /readyz 503 while requests are still served, as the endpoints update.
 rules_dir="$(mktemp -d)"
-"$venv/bin/python" - "$rules_dir/rules.lua" <<'PY'
+mapfile -t args < <("$venv/bin/python" - "$rules_dir" <<'PY'
 import sys, yaml
 for doc in yaml.safe_load_all(open("deploy/kubernetes.yaml")):
     if doc["kind"] == "ConfigMap":
-        open(sys.argv[1], "w").write(doc["data"]["rules.lua"])
+        open(sys.argv[1] + "/rules.lua", "w").write(doc["data"]["rules.lua"])
+    if doc["kind"] == "Deployment":
+        args = doc["spec"]["template"]["spec"]["containers"][0]["args"]
+        swap = {"0.0.0.0": "127.0.0.1", "8080": "0", "/etc/luahier/rules.lua": sys.argv[1] + "/rules.lua"}
+        print("\n".join(swap.get(arg, arg) for arg in args))
 PY
-outcome="$(cd "$rules_dir" && printf '%s\n' '{"id":1,"at":"/services/api","event":{"type":"Alert","severity":"warning","message":"slow"}}' \
-    | "$binary" dispatch rules.lua 2>/dev/null || true)"
-if (cd "$rules_dir" && "$binary" check rules.lua) && grep -q '"status":"handled"' <<<"$outcome"; then
-    step "the ConfigMap's rules.lua: check finds nothing; a warning is handled: $outcome"
+)
+(cd "$rules_dir" && "$binary" check rules.lua) || fail "luahier check of the ConfigMap's rules.lua"
+log="$(mktemp)"
+if serve "$log" "$binary" "${args[@]}"; then
+    step "the Deployment's args serve the ConfigMap's rules: ${args[*]}"
+    request='{"id":1,"at":"/services/api","event":{"type":"Alert","severity":"warning","message":"slow"}}'
+    answer="$(curl -s --data "$request" "$url/v1/dispatch")"
+    grep -q '"status":"handled"' <<<"$answer" && step "POST /v1/dispatch: $answer" || fail "dispatch was not handled: $answer"
+    kill -TERM "$pid"
+    draining=""
+    for _ in $(seq 100); do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/readyz")" = 503 ] && { draining=1; break; }
+        sleep 0.05
+    done
+    answer="$(curl -s --data "$request" "$url/v1/dispatch")"
+    if [ -n "$draining" ] && grep -q '"status":"handled"' <<<"$answer"; then
+        step "SIGTERM: /readyz 503 and dispatch still handled during --shutdown-delay"
+    else
+        fail "SIGTERM: during --shutdown-delay, /readyz ${draining:+answered 503}${draining:-never answered 503}; dispatch: $answer"
+    fi
+    stop again
+    [ "$status" -eq 0 ] && step "a second SIGTERM ends the delay: exit 0: $(tail -1 "$log")" || { cat "$log" >&2; fail "second SIGTERM: exit $status"; }
 else
-    fail "the ConfigMap's rules.lua"
+    fail "the Deployment's args never got ready: ${args[*]}"
 fi
+rm -f "$log"
 rm -rf "$rules_dir"
 
 if [ "$failures" -gt 0 ]; then
