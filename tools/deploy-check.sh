@@ -143,7 +143,11 @@ fi
 
 request='{"id":"deploy-check","at":"/org/platform/api","event":{"type":"Alert","severity":"info","message":"deploy check"}}'
 answer="$(curl -s -H 'Content-Type: application/json' --data "$request" "$url/v1/dispatch")"
-grep -q '"status":"handled"' <<<"$answer" && step "POST /v1/dispatch: $answer" || fail "dispatch was not handled: $answer"
+if grep -q '"status":"handled"' <<<"$answer"; then
+    step "POST /v1/dispatch: $answer"
+else
+    fail "dispatch was not handled: $answer"
+fi
 
 # The Dockerfile's HEALTHCHECK command, as written there, on this server's port: in the
 # Debian root by its bash as uid 10001 (as in the image), else by this machine's bash.
@@ -153,7 +157,7 @@ text = open("deploy/Dockerfile").read().replace("\\\n", " ")
 print(json.dumps(json.loads(re.search(r"HEALTHCHECK[^\n]*?CMD (\[.*\])", text).group(1))))
 ')"
 inside=()
-[ "$kind" = debian ] && inside=(chroot --userspec=$uid:$uid "$root")
+[ "$kind" = debian ] && inside=(chroot --userspec="$uid:$uid" "$root")
 if python3 -c 'import json, subprocess, sys
 argv = sys.argv[3:] + [a.replace("/8080", "/" + sys.argv[2]) for a in json.loads(sys.argv[1])]
 sys.exit(subprocess.run(argv, timeout=3).returncode)' "$health" "$port" "${inside[@]}"; then
@@ -168,13 +172,22 @@ for _ in $(seq 100); do
     grep -q 'reload (SIGHUP)' "$log" && { reloaded=1; break; }
     sleep 0.05
 done
-[ -n "$reloaded" ] && step "SIGHUP: $(grep -m1 'reload (SIGHUP)' "$log")" || fail "SIGHUP: no reload logged"
+if [ -n "$reloaded" ]; then
+    step "SIGHUP: $(grep -m1 'reload (SIGHUP)' "$log")"
+else
+    fail "SIGHUP: no reload logged"
+fi
 rss_kib="$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")"
 step "resident memory after one request: $((rss_kib / 1024)) MiB"
 
 stopped=$(now)
 stop
-[ "$status" -eq 0 ] && step "SIGTERM: exit 0 in $(elapsed "$stopped"): $(tail -1 "$log")" || { cat "$log" >&2; fail "SIGTERM: exit $status"; }
+if [ "$status" -eq 0 ]; then
+    step "SIGTERM: exit 0 in $(elapsed "$stopped"): $(tail -1 "$log")"
+else
+    cat "$log" >&2
+    fail "SIGTERM: exit $status"
+fi
 step "serve in a $kind root: $(elapsed "$started") from an empty root to exit"
 rm -f "$log"
 
@@ -245,7 +258,11 @@ if serve "$log" "$binary" "${args[@]}"; then
     step "the Deployment's args serve the ConfigMap's rules: ${args[*]}"
     request='{"id":1,"at":"/services/api","event":{"type":"Alert","severity":"warning","message":"slow"}}'
     answer="$(curl -s --data "$request" "$url/v1/dispatch")"
-    grep -q '"status":"handled"' <<<"$answer" && step "POST /v1/dispatch: $answer" || fail "dispatch was not handled: $answer"
+    if grep -q '"status":"handled"' <<<"$answer"; then
+        step "POST /v1/dispatch: $answer"
+    else
+        fail "dispatch was not handled: $answer"
+    fi
     kill -TERM "$pid"
     draining=""
     for _ in $(seq 100); do
@@ -259,7 +276,12 @@ if serve "$log" "$binary" "${args[@]}"; then
         fail "SIGTERM: during --shutdown-delay, /readyz ${draining:+answered 503}${draining:-never answered 503}; dispatch: $answer"
     fi
     stop
-    [ "$status" -eq 0 ] && step "a second SIGTERM ends the delay: exit 0: $(tail -1 "$log")" || { cat "$log" >&2; fail "second SIGTERM: exit $status"; }
+    if [ "$status" -eq 0 ]; then
+        step "a second SIGTERM ends the delay: exit 0: $(tail -1 "$log")"
+    else
+        cat "$log" >&2
+        fail "second SIGTERM: exit $status"
+    fi
 else
     fail "the Deployment's args never got ready: ${args[*]}"
 fi

@@ -56,7 +56,7 @@ fi
 
 echo "release: $output, $(stat -c %s "$output") bytes ($(du -h "$output" | cut -f1))"
 echo "release: ldd $output:"
-sed 's/^/  /' <<<"$lddout"
+sed 's/^/  /' <<<"$lddout"  # indented under its heading
 if [ -z "$needed" ]; then
     echo "release: no dynamic section: needs no library on the target (docs/deploy.md)"
 fi
