@@ -23,6 +23,10 @@ import Darwin
 /// - `GET /metrics`: Prometheus text.
 /// - `POST /v1/reload` when `reloadEndpoint` is on.
 ///
+/// Every answer that is not 2xx is `{"error": {"type", "message"}}` (with more members for
+/// some routes, `ErrorBody`); every answer carries the request's `X-Request-Id`; `logger`
+/// gets an access line per request.
+///
 /// The service keeps no state between requests (each is answered by whichever state is
 /// free), so it scales out as replicas behind any HTTP load balancer.
 public final class RulesServer: Sendable {
