@@ -22,8 +22,9 @@ public struct BearerTokens: Sendable, CustomStringConvertible, CustomReflectable
     /// variable).
     public init(text: String, source: String, role: String = "token") throws(SetupFileError) {
         var tokens: [[UInt8]] = []
-        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let token = Self.trimmed(line.utf8)
+        // Split as bytes: as Characters, "\r\n" is one, and a CRLF file would be one line.
+        for (index, line) in text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
+            let token = Self.trimmed(line)
             if token.isEmpty { continue }
             // The error names the line, never its text.
             guard Self.isToken(token) else {
