@@ -196,7 +196,7 @@ extension RulesServer {
         // Reload tokens turn the endpoint on for their holders (BearerAuth let this one in).
         guard options.reloadEndpoint || options.reloadTokens != nil else {
             return ErrorBody.response(
-                .forbidden, type: "ReloadDisabled", message: "reloading over HTTP is off: start luahier serve with --reload-endpoint")
+                .forbidden, type: "ReloadDisabled", message: "reloading over HTTP is off: start luahier serve with --reload-token-file (or --reload-endpoint)")
         }
         let result = await pool.reload()
         metrics.recordReload(result)
