@@ -27,9 +27,12 @@ struct ServeSecurityTests {
     @Test func tlsServesHTTPSAndAPlainRequestGetsNoAnswer() throws {
         let folder = try Self.folder(tokens: ["dispatch.token": "tls-dispatch-token-1\n"])
         let server = try ServerProcess(
-            ["rules.lua", "--tls-cert", Self.certificate, "--tls-key", Self.key, "--dispatch-token-file", "dispatch.token"], in: folder)
+            ["rules.lua", "--tls-cert", Self.certificate, "--tls-key", Self.key, "--dispatch-token-file", "dispatch.token", "--reload-endpoint"],
+            in: folder)
         defer { server.stop() }
         #expect(server.scheme == "https", "\(server.stderr)")
+        // A dispatch token beside a reload endpoint open to all is worth a word.
+        #expect(server.stderr.contains("POST /v1/reload takes no token"), "\(server.stderr)")
         let url = "https://127.0.0.1:\(server.port)"
 
         let live = try Curl.request("\(url)/livez", caCertificate: Self.certificate)
@@ -93,7 +96,7 @@ struct ServeSecurityTests {
         let folder = try Self.folder()
         let (dispatch, reload) = ("env-dispatch-CCCC", "env-reload-DDDD")
         let server = try ServerProcess(
-            ["rules.lua", "--log-level", "debug"], in: folder,
+            ["rules.lua", "--log-level", "trace"], in: folder,
             environment: ["LUAHIER_DISPATCH_TOKEN": dispatch, "LUAHIER_RELOAD_TOKEN": reload])
         defer { server.stop() }
 
