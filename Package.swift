@@ -15,7 +15,7 @@ let package = Package(
     // NIO or Prometheus package. `swift build --traits Server` (or an embedder's
     // `traits: ["Server"]`) brings them in.
     traits: [
-        .trait(name: "Server", description: "luahier serve and the LuaHierarchyServer library (Hummingbird, Prometheus)"),
+        .trait(name: "Server", description: "luahier serve and the LuaHierarchyServer library (Hummingbird, Prometheus, swift-nio-ssl)"),
         .default(enabledTraits: []),
     ],
     dependencies: [
@@ -33,6 +33,9 @@ let package = Package(
         // channel handler and headers use.
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.20.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        // Already under Hummingbird (HummingbirdTLS): named for the certificate and key checks
+        // `RulesServer.TLS` makes before the server starts.
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.0.0"),
     ],
     targets: [
         // Debian's liblua5.4-dev, found through pkg-config. Only the Lua bridge imports it.
@@ -69,6 +72,8 @@ let package = Package(
                 "LuaHierarchy",
                 .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Server"])),
                 .product(name: "HummingbirdCore", package: "hummingbird", condition: .when(traits: ["Server"])),
+                .product(name: "HummingbirdTLS", package: "hummingbird", condition: .when(traits: ["Server"])),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["Server"])),
                 .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["Server"])),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Server"])),
                 .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Server"])),

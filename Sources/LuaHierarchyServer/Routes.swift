@@ -15,7 +15,7 @@ import Synchronization
 extension RulesServer {
     func addRoutes(to router: Router<ServerContext>) {
         router.add(middleware: RequestLog(server: self))
-        router.post("/v1/dispatch") { request, context in
+        guarded(router, by: options.dispatchTokens, route: "POST /v1/dispatch").post("/v1/dispatch") { request, context in
             await self.dispatch(request, context: context)
         }
         for method in [HTTPRequest.Method.get, .head, .put, .delete, .patch, .options, .trace, .connect] {
@@ -31,9 +31,17 @@ extension RulesServer {
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(string: self.metrics.text(ready: self.notReady == nil))))
         }
-        router.post("/v1/reload") { _, context in
+        guarded(router, by: options.reloadTokens, route: "POST /v1/reload").post("/v1/reload") { _, context in
             await self.reload(context: context)
         }
+    }
+
+    /// Where a route that may take bearer tokens is added: behind `BearerAuth` when `tokens`
+    /// are set. The other methods of the same path stay outside it: their 405 tells nothing.
+    private func guarded(_ router: Router<ServerContext>, by tokens: BearerTokens?, route: String) -> RouterGroup<ServerContext> {
+        let group = router.group()
+        if let tokens { group.add(middleware: BearerAuth(tokens: tokens, route: route)) }
+        return group
     }
 
     private func dispatch(_ request: Request, context: ServerContext) async -> Response {
@@ -185,9 +193,10 @@ extension RulesServer {
     }
 
     private func reload(context: ServerContext) async -> Response {
-        guard options.reloadEndpoint else {
+        // Reload tokens turn the endpoint on for their holders (BearerAuth let this one in).
+        guard options.reloadEndpoint || options.reloadTokens != nil else {
             return ErrorBody.response(
-                .forbidden, type: "ReloadDisabled", message: "reloading over HTTP is off: start luahier serve with --reload-endpoint")
+                .forbidden, type: "ReloadDisabled", message: "reloading over HTTP is off: start luahier serve with --reload-token-file (or --reload-endpoint)")
         }
         let result = await pool.reload()
         metrics.recordReload(result)

@@ -1,6 +1,7 @@
 #if Server
 package import Hummingbird
 internal import HummingbirdCore
+internal import HummingbirdTLS
 public import Logging
 internal import NIOCore
 import LuaHierarchy
@@ -21,7 +22,11 @@ import Darwin
 ///   `/healthz`): 200 when a request would be answered, 503 while draining or overloaded
 ///   (`Health.swift`).
 /// - `GET /metrics`: Prometheus text.
-/// - `POST /v1/reload` when `reloadEndpoint` is on.
+/// - `POST /v1/reload` when `reloadEndpoint` is on, or `reloadTokens` are set.
+///
+/// With `tls` set it answers HTTPS only; with `dispatchTokens` and `reloadTokens`, those two
+/// routes take a bearer token each (`BearerTokens`). Health and metrics stay open: probes and
+/// scrapers carry no token.
 ///
 /// Every answer that is not 2xx is `{"error": {"type", "message"}}` (with more members for
 /// some routes, `ErrorBody`); every answer carries the request's `X-Request-Id`; `logger`
@@ -37,8 +42,18 @@ public final class RulesServer: Sendable {
         public var port = 8080
         /// Larger bodies are refused with 413 before any rule runs.
         public var maxBodyBytes = 1 << 20
-        /// `POST /v1/reload` reloads the rules (off: 403).
+        /// `POST /v1/reload` reloads the rules (off: 403), for anyone who reaches the port
+        /// unless `reloadTokens` are set.
         public var reloadEndpoint = false
+        /// HTTPS with this certificate and key; nil: plain HTTP.
+        public var tls: TLS?
+        /// The bearer tokens `POST /v1/dispatch` takes; nil: any client that reaches the port
+        /// may dispatch.
+        public var dispatchTokens: BearerTokens?
+        /// The bearer tokens `POST /v1/reload` takes. Set, they turn the endpoint on (as
+        /// `reloadEndpoint`) for their holders only; a dispatch token does not reload, nor a
+        /// reload token dispatch.
+        public var reloadTokens: BearerTokens?
         /// Seconds SIGTERM keeps serving, `/readyz` answering 503 `draining`, before the
         /// listener closes: time for a load balancer to stop sending requests (a second signal
         /// ends it early). 0: the listener closes at once.
@@ -120,7 +135,7 @@ public final class RulesServer: Sendable {
         ServiceSignals.deferRepeatedStop(options.shutdownDelay > 0)
         var logger = Logger(label: "luahier")
         logger.logLevel = .warning
-        let app = application(logger: logger) { address in
+        let app = try application(logger: logger) { address in
             self.listening.withLock { $0 = true }
             onListening(address)
         }
@@ -172,14 +187,14 @@ public final class RulesServer: Sendable {
 
     /// The application `run` serves, for the package's tests to drive in process
     /// (HummingbirdTesting), without a socket or signals.
-    package func application() -> some ApplicationProtocol {
+    package func application() throws -> some ApplicationProtocol {
         var logger = Logger(label: "luahier")
         logger.logLevel = .warning
-        return application(logger: logger, onListening: { _ in })
+        return try application(logger: logger, onListening: { _ in })
     }
 
-    /// The HTTP application: the routes, the limits on connections, the address.
-    func application(logger: Logger, onListening: @escaping @Sendable (String) -> Void) -> some ApplicationProtocol {
+    /// The HTTP application: the routes, the limits on connections, TLS, the address.
+    func application(logger: Logger, onListening: @escaping @Sendable (String) -> Void) throws -> some ApplicationProtocol {
         let router = Router(context: ServerContext.self)
         addRoutes(to: router)
         // The connection's idle timer runs a second past --idle-timeout, so that a body still
@@ -189,9 +204,13 @@ public final class RulesServer: Sendable {
         let http1 = HTTP1Channel.Configuration(
             additionalChannelHandlers: [ConnectionGuard(bodyTimeout: bodyTimeout) { metrics.recordUnparsed() }],
             idleTimeout: .milliseconds(Int64(options.idleTimeout * 1000) + 1000))
+        // TLS wraps the same HTTP/1 channel: ConnectionGuard's limits hold for HTTPS too.
+        let plain = HTTPServerBuilder.http1(configuration: http1)
+        let server = try options.tls.map { try HTTPServerBuilder.tls(plain, tlsConfiguration: $0.configuration) } ?? plain
+        let scheme = options.tls == nil ? "http" : "https"
         return Application(
             router: router,
-            server: .http1(configuration: http1),
+            server: server,
             configuration: .init(
                 address: .hostname(options.host, port: options.port), serverName: "luahier",
                 availableConnectionsDelegate: MaximumAvailableConnections(options.maxConnections, logger: logger)),
@@ -199,7 +218,7 @@ public final class RulesServer: Sendable {
                 let address = channel.localAddress
                 let host = address?.ipAddress ?? "?"
                 let shown = host.contains(":") ? "[\(host)]" : host
-                onListening("http://\(shown):\(address?.port ?? 0)")
+                onListening("\(scheme)://\(shown):\(address?.port ?? 0)")
             },
             logger: logger
         )

@@ -21,7 +21,12 @@ struct Serve: ParsableCommand {
             line per request line, in order, all from one revision. GET /livez: 200 while the \
             process answers. GET /readyz (alias /healthz): 200 ready, or 503 while draining or \
             overloaded, with the revision and last reload error. GET /metrics: Prometheus \
-            text. POST /v1/reload with --reload-endpoint. Every other answer that is not 2xx is \
+            text. POST /v1/reload with --reload-endpoint. With --tls-cert and --tls-key (PEM) it \
+            serves HTTPS only. --dispatch-token-file (or LUAHIER_DISPATCH_TOKEN) and \
+            --reload-token-file (or LUAHIER_RELOAD_TOKEN, which also turns POST /v1/reload \
+            on) make those routes take Authorization: Bearer TOKEN, any token of the file (one \
+            a line): 401 without one, 403 for another; the health routes and /metrics stay \
+            open. A token is never taken from the command line. Every other answer that is not 2xx is \
             {"error": {"type", "message"}}, and every answer carries X-Request-Id (the \
             client's, or one made). The log goes to stderr, one record a line \
             (--log-format text|json): an access line per request and the rules' print at \
@@ -33,7 +38,7 @@ struct Serve: ParsableCommand {
             --shutdown-delay (a second signal ends it), then stop accepting, answer the \
             requests in flight, exit 0; exit 1 if --shutdown-grace ran out first (a second \
             signal exits at once). Exit 1 when the \
-            rules fail to load, 2 on usage errors and when --host:--port cannot be listened \
+            rules fail to load, 2 on usage errors, a TLS or token file that cannot be used, and when --host:--port cannot be listened \
             on (the port taken or privileged, the address not on this machine).
             """
     )
@@ -82,8 +87,22 @@ struct Serve: ParsableCommand {
     @Flag(help: "Reload the rules when the file (or a module it loaded) changes.")
     var watch = false
 
-    @Flag(help: "Allow POST /v1/reload (anyone who can reach the port can then reload the rules).")
+    @Flag(help: "Allow POST /v1/reload (anyone who can reach the port can then reload the rules, unless --reload-token-file).")
     var reloadEndpoint = false
+
+    @Option(help: ArgumentHelp("Serve HTTPS with this certificate chain (PEM; with --tls-key).", valueName: "file"))
+    var tlsCert: String?
+
+    @Option(help: ArgumentHelp("The private key of --tls-cert (PEM, unencrypted).", valueName: "file"))
+    var tlsKey: String?
+
+    @Option(help: ArgumentHelp(
+        "POST /v1/dispatch takes a bearer token of this file (one a line); or set LUAHIER_DISPATCH_TOKEN.", valueName: "file"))
+    var dispatchTokenFile: String?
+
+    @Option(help: ArgumentHelp(
+        "POST /v1/reload is on, for a bearer token of this file (one a line); or set LUAHIER_RELOAD_TOKEN.", valueName: "file"))
+    var reloadTokenFile: String?
 
     @OptionGroup
     var rules: ScriptArguments
@@ -101,6 +120,9 @@ struct Serve: ParsableCommand {
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be more than 0") }
         guard shutdownGrace >= 0, shutdownGrace.isFinite else { throw ValidationError("--shutdown-grace must be 0 or more seconds") }
         guard shutdownDelay >= 0, shutdownDelay.isFinite else { throw ValidationError("--shutdown-delay must be 0 or more seconds") }
+        #if Server
+        try validateSecurity()
+        #endif
     }
 
     func run() throws {
@@ -116,6 +138,13 @@ struct Serve: ParsableCommand {
     private func serve() throws {
         // From here SIGTERM and SIGINT shut the server down gracefully; they stop no rule.
         ServiceSignals.handleStops()
+        let security: Security
+        do {
+            security = try readSecurity()
+        } catch {
+            Console.error("luahier: \(PrintableText.field(error.description))")
+            throw ExitCode(ExitStatus.usage)
+        }
         var options = RulesPool.Options(rulesFile: rules.file, workers: workers)
         options.arguments = arguments
         options.hierarchy = try rules.host.hierarchyOptions()
@@ -151,6 +180,10 @@ struct Serve: ParsableCommand {
         serverOptions.maxConnections = maxConnections
         serverOptions.shutdownGrace = shutdownGrace
         serverOptions.shutdownDelay = shutdownDelay
+        serverOptions.tls = security.tls
+        serverOptions.dispatchTokens = security.dispatchTokens
+        serverOptions.reloadTokens = security.reloadTokens
+        for warning in securityWarnings(security) { log.warning("\(warning)") }
         let server = RulesServer(pool: pool, options: serverOptions, printer: printer, logger: log) {
             Self.logReload($0, because: "POST /v1/reload", to: log)
         }

@@ -4,20 +4,27 @@ import Foundation
 /// `luahier serve` running as a child process on a free loopback port, as a user runs it.
 final class ServerProcess: @unchecked Sendable {
     let child: LuahierProcess
-    /// `http://127.0.0.1:PORT`'s port, read off the line serve prints when it listens.
+    /// `http://127.0.0.1:PORT`'s (or `https://`'s) port, read off the line serve prints when
+    /// it listens.
     let port: UInt16
+    /// `https` when it serves TLS (`--tls-cert`), else `http`.
+    let scheme: String
 
-    /// Starts `luahier serve ARGS --port 0` in `folder` and waits until it listens.
-    init(_ arguments: [String], in folder: URL = Luahier.packageRoot, timeout: Double = 60) throws {
-        child = try LuahierProcess(["serve"] + arguments + ["--port", "0"], folder: folder, stdout: .file("/dev/null"), stdin: false)
-        let listening = #/on http://127\.0\.0\.1:(\d+)/#
+    /// Starts `luahier serve ARGS --port 0` in `folder` and waits until it listens. The
+    /// variables of `environment` are set beside the test's own.
+    init(_ arguments: [String], in folder: URL = Luahier.packageRoot, environment: [String: String] = [:], timeout: Double = 60) throws {
+        let variables = environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        child = try LuahierProcess(
+            ["serve"] + arguments + ["--port", "0"], environment: variables, folder: folder, stdout: .file("/dev/null"), stdin: false)
+        let listening = #/on (https?)://127\.0\.0\.1:(\d+)/#
         guard child.waitForStderr(timeout: timeout, { $0.firstMatch(of: listening) != nil }),
-            let match = child.stderr.firstMatch(of: listening), let port = UInt16(match.1)
+            let match = child.stderr.firstMatch(of: listening), let port = UInt16(match.2)
         else {
             child.send(SIGKILL)
             throw ServerFailure(message: "serve did not start listening: \(child.stderr)")
         }
         self.port = port
+        scheme = String(match.1)
     }
 
     /// Stops reading its stderr: the pipe fills, and its writes there would block.
