@@ -26,6 +26,7 @@ extension RulesServer {
             }
         }
         addHealthRoutes(to: router)
+        addDocumentRoutes(to: router)
         router.get("/metrics") { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
