@@ -24,7 +24,8 @@ final class APIConformance: @unchecked Sendable {
     /// `POST /v1/dispatch 200`: each answer checked.
     private(set) var seen: Set<String> = []
 
-    /// Every method, path and status the document lists, as `seen` names them.
+    /// Every method, path and status the document lists, as `seen` names them: `OTHER` for
+    /// the methods a path does not list (its `x-otherMethods`).
     static var documented: Set<String> {
         var all: Set<String> = []
         for (path, item) in document["paths"]?.mapValue ?? [:] {
@@ -33,27 +34,32 @@ final class APIConformance: @unchecked Sendable {
                     all.insert("\(method.uppercased()) \(path) \(status)")
                 }
             }
+            for status in (item["x-otherMethods"]?.mapValue ?? [:]).keys { all.insert("OTHER \(path) \(status)") }
         }
         return all
     }
 
     /// Records an issue for each way `response`, to `method` `path`, departs from the document.
     func check(_ response: TestResponse, _ method: HTTPRequest.Method, _ path: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        let key = "\(method.rawValue) \(path) \(response.status.code)"
+        let item = Self.document["paths"]?[path]
+        let listed = item?[method.rawValue.lowercased()] != nil
+        let key = "\(listed || item == nil ? method.rawValue : "OTHER") \(path) \(response.status.code)"
         seen.insert(key)
         for failure in failures(of: response, method, path) {
-            Issue.record("\(key): \(failure)\n\(String(buffer: response.body).prefix(600))", sourceLocation: sourceLocation)
+            Issue.record("\(method.rawValue) \(key): \(failure)\n\(String(buffer: response.body).prefix(600))", sourceLocation: sourceLocation)
         }
     }
 
     func failures(of response: TestResponse, _ method: HTTPRequest.Method, _ path: String) -> [String] {
-        let code = response.status.code
-        guard let operation = Self.document["paths"]?[path]?[method.rawValue.lowercased()] else {
-            // A path or method the document does not list: the router's 404, in the one error shape.
-            guard code == 404 else { return ["the document lists no \(method.rawValue) \(path), yet it answered \(code), not 404"] }
+        let code = String(response.status.code)
+        guard let item = Self.document["paths"]?[path] else {
+            // A path the document does not list: the router's 404, in the one error shape.
+            guard code == "404" else { return ["the document lists no \(path), yet it answered \(code), not 404"] }
             return failures(of: response, against: validator.resolve("#/components/responses/NotFound"), head: method == .head)
         }
-        guard let documented = operation["responses"]?[String(code)] else {
+        // A method the path does not list answers as its `x-otherMethods` say.
+        let responses = item[method.rawValue.lowercased()]?["responses"] ?? item["x-otherMethods"]
+        guard let documented = responses?[code] else {
             return ["status \(code) is not documented for \(method.rawValue) \(path)"]
         }
         return failures(of: response, against: validator.followed(documented), head: method == .head)

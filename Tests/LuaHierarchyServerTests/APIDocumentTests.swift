@@ -83,8 +83,9 @@ struct APIDocumentTests {
             problems += validator.problems(in: schema, at: "#/components/schemas/\(name)")
         }
         for (path, item) in document["paths"]?.mapValue ?? [:] {
-            for method in APIConformance.methods {
-                guard let operation = item[method] else { continue }
+            if item["x-otherMethods"]?.mapValue?.isEmpty != false { problems.append("\(path): no x-otherMethods") }
+            for method in APIConformance.methods + ["x-otherMethods"] {
+                guard let operation = method == "x-otherMethods" ? item[method].map({ Value.map(["responses": $0]) }) : item[method] else { continue }
                 let place = "\(method.uppercased()) \(path)"
                 for parameter in operation["parameters"]?.arrayValue ?? [] {
                     guard let parameter = validator.followed(parameter), let schema = parameter["schema"] else {
@@ -216,6 +217,11 @@ struct APIDocumentTests {
                 #expect(reply.status == .methodNotAllowed, "\(method)")
                 conformance.check(reply, method, "/v1/dispatch")
             }
+            // A method outside the standard nine: no route has it.
+            let query = try #require(HTTPRequest.Method("QUERY"))
+            let unknown = try await client.execute(uri: "/v1/dispatch", method: query)
+            #expect(unknown.status == .notFound)
+            conformance.check(unknown, query, "/v1/dispatch")
             // The request id: a usable one echoed, another replaced.
             let echoed = try await post(#"{"at": "/app", "event": "Ask"}"#, headers: [RequestIdentity.requestIDField: "client-42"])
             #expect(echoed.headers[RequestIdentity.requestIDField] == "client-42")
@@ -245,8 +251,9 @@ struct APIDocumentTests {
             try (Self.rules + "\n-- mended\n").write(to: rules, atomically: true, encoding: .utf8)
             #expect(try await call(.post, "/v1/reload").status == .ok)   // loaded
             // Paths and methods the document does not list: 404 in the one error shape.
-            for (method, path) in [(HTTPRequest.Method.get, "/no/such/route"), (.post, "/livez"), (.put, "/metrics"), (.get, "/v1/reload"),
-                                   (.delete, "/openapi.json"), (.head, "/metrics"), (.get, "/v1/dispatch/extra")] {
+            for (method, path) in [(HTTPRequest.Method.get, "/no/such/route"), (.post, "/livez"), (.put, "/readyz"), (.delete, "/healthz"),
+                                   (.put, "/metrics"), (.head, "/metrics"), (.get, "/v1/reload"), (.delete, "/openapi.json"),
+                                   (.get, "/v1/dispatch/extra")] {
                 #expect(try await call(method, path).status == .notFound, "\(method) \(path)")
             }
         }
