@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 schemathesis=${SCHEMATHESIS:-schemathesis}
 port=${PORT:-18080}
-swift build --traits Server >/dev/null
+swift build --traits Server >/dev/null 2>&1 || { echo "tools/schemathesis.sh: swift build failed" >&2; exit 1; }
 .build/debug/luahier serve scripts/alerts.lua --port "$port" --reload-endpoint --trace path 2>/tmp/luahier-schemathesis.log &
 server=$!
 trap 'kill "$server" 2>/dev/null' EXIT

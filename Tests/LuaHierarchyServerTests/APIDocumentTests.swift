@@ -133,6 +133,7 @@ struct APIDocumentTests {
         #expect(try check(#"{\#(revision),"id":7,"status":"handled","kind":"error","value":"handled","by":"/app","responder":"r.lua:5"}"#, "Outcome") == [])
         #expect(try check(#"{"line":3,\#(revision),"status":"invalid","error":{"type":"NoSuchNode","message":"no node","where":"request:3"}}"#, "BatchLine") == [])
         #expect(try check(#"{"error":{"type":"NotFound","message":"no such route"}}"#, "ErrorBody") == [])
+        #expect(try check(#"{"id":null,"at":"/app","event":null,"error":{"type":"Fault"}}"#, "Request") == [])
         #expect(try check(#"{"result":"loaded","revision":2,"hash":"\#(String(repeating: "a", count: 64))"}"#, "Reloaded") == [])
         // Wrong: each fails, and says why.
         let wrong: [(String, String, String)] = [
@@ -150,7 +151,9 @@ struct APIDocumentTests {
             (#"{"error":"NotFound"}"#, "ErrorBody", "not of type object"),
             (#"{"status":"ready","workers":1,"revision":{"number":1,"hash":"x","files":[],"loadedAt":1}}"#, "Ready", "does not match"),
             (#"{"status":"ready","reason":"draining","workers":1,"revision":{"number":1,"hash":"\#(String(repeating: "a", count: 64))","files":[],"loadedAt":1}}"#, "Ready", "must not"),
-            (#"{"at":"/app","event":"A","error":"B"}"#, "Request", "matches 2"),
+            (#"{"at":"/app","event":"A","error":"B"}"#, "Request", "matches none"),
+            (#"{"at":"/app","event":null,"error":null}"#, "Request", "matches none"),
+            (#"{"at":"app/x","event":"A"}"#, "Request", "does not match"),
             (#"{"at":"/app"}"#, "Request", "matches none"),
             (#"{"at":"/app","event":{"kind":"A"}}"#, "Request", "matches none"),
         ]
@@ -183,14 +186,21 @@ struct APIDocumentTests {
                 conformance.check(reply, .post, "/v1/dispatch")
                 return reply
             }
+            // The requests sent are checked too: those answered 200 fit the document's Request;
+            // those refused 400 do not, but the one whose node the rules lack.
+            let request = Value.map(["$ref": "#/components/schemas/Request"])
+            func fits(_ body: String) -> Bool {
+                (try? JSON.parse(body)).map { conformance.validator.failures(of: $0, against: request).isEmpty } ?? false
+            }
             var statuses: Set<String> = []
             for body in [
-                #"{"id": 7, "at": "/app", "event": "Ask"}"#, #"{"id": null, "at": "/app", "error": {"type": "Fault"}}"#,
+                #"{"id": 7, "at": "/app", "event": "Ask"}"#, #"{"id": null, "at": "/app", "event": null, "error": {"type": "Fault"}}"#,
                 #"{"id": {"k": [1, 2.5]}, "at": "/app", "event": {"type": "Renamed", "n": 1}}"#, #"{"at": "/app", "event": "Nested"}"#,
                 #"{"at": "/app", "event": "Broken"}"#, #"{"at": "/", "error": "oops"}"#,
             ] {
                 let reply = try await post(body, headers: [.contentType: "application/json"])
                 #expect(reply.status == .ok, "\(body)")
+                #expect(fits(body), "\(body)")
                 statuses.insert(Self.object(reply)["status"]?.stringValue ?? "")
             }
             #expect(statuses == ["handled", "unhandled"])
@@ -199,6 +209,7 @@ struct APIDocumentTests {
                 #"{"at": "/app", "event": 12}"#, #"{"at": "/app", "event": "Ask", "extra": 1}"#, "\u{FF}\u{FE}garbage",
             ] {
                 #expect(try await post(body).status == .badRequest, "\(body)")
+                #expect(fits(body) == body.contains("/nowhere"), "\(body)")
             }
             let large = String(repeating: "x", count: 8 << 10)
             #expect(try await post(large, headers: [.contentLength: String(8 << 10)]).status == .contentTooLarge)
