@@ -3,14 +3,14 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import LuaHierarchy
+import Synchronization
 import Testing
 
 /// Checks the server's real answers against docs/openapi.json: the status is documented for the
 /// route and method, every header the document requires is there and fits its schema, and the
 /// body fits the schema of its content type (each line of a JSON Lines answer the item schema).
-/// It remembers what it saw, so a test can ask whether every documented status was seen. Used
-/// by one test at a time, in order.
-final class APIConformance: @unchecked Sendable {
+/// It remembers what it saw, so a test can ask whether every documented status was seen.
+final class APIConformance: Sendable {
     static let documentURL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("docs/openapi.json")
@@ -22,7 +22,8 @@ final class APIConformance: @unchecked Sendable {
 
     let validator = SchemaValidator(document: APIConformance.document)
     /// `POST /v1/dispatch 200`: each answer checked.
-    private(set) var seen: Set<String> = []
+    var seen: Set<String> { answered.withLock { $0 } }
+    private let answered = Mutex<Set<String>>([])
 
     /// Every method, path and status the document lists, as `seen` names them: `OTHER` for
     /// the methods a path does not list (its `x-otherMethods`).
@@ -39,12 +40,13 @@ final class APIConformance: @unchecked Sendable {
         return all
     }
 
-    /// Records an issue for each way `response`, to `method` `path`, departs from the document.
+    /// Records a failure of the running test for each way `response`, to `method` `path`,
+    /// departs from the document.
     func check(_ response: TestResponse, _ method: HTTPRequest.Method, _ path: String, sourceLocation: SourceLocation = #_sourceLocation) {
         let item = Self.document["paths"]?[path]
         let listed = item?[method.rawValue.lowercased()] != nil
         let key = "\(listed || item == nil ? method.rawValue : "OTHER") \(path) \(response.status.code)"
-        seen.insert(key)
+        answered.withLock { _ = $0.insert(key) }
         for failure in failures(of: response, method, path) {
             Issue.record("\(method.rawValue) \(key): \(failure)\n\(String(buffer: response.body).prefix(600))", sourceLocation: sourceLocation)
         }
