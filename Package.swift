@@ -62,7 +62,8 @@ let package = Package(
             name: "LuaHierarchy",
             dependencies: ["CLua", "CLuaHost", "CJSONReader", "CSignals", .product(name: "Logging", package: "swift-log")],
             plugins: [.plugin(name: "EmbedLua")]),
-        // Lua files to Swift string constants, for the EmbedLua build-tool plugin.
+        // Files to Swift string constants, for the EmbedLua build-tool plugin (the library's
+        // Lua, the server's docs/openapi.json).
         .executableTarget(name: "embed-lua"),
         .plugin(name: "EmbedLua", capability: .buildTool(), dependencies: ["embed-lua"]),
         // The HTTP service over a RulesPool (`luahier serve`); knows nothing of Lua.
@@ -81,7 +82,9 @@ let package = Package(
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras", condition: .when(traits: ["Server"])),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Server"])),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // docs/openapi.json, embedded as `ServerDocuments.openapi`: `GET /openapi.json`.
+            plugins: [.plugin(name: "EmbedLua")]
         ),
         .executableTarget(
             name: "luahier",

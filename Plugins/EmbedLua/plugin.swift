@@ -1,23 +1,49 @@
 import Foundation
 import PackagePlugin
 
-/// Embeds the package's Lua (the files in Lua/) in the target it is applied to, at build time:
-/// `embed-lua` turns them into one generated Swift file of string constants (`LuaSources`), made
-/// again whenever one of them changes. The binary carries its Lua; nothing is read at run time.
+/// Embeds files of the package in the target it is applied to, at build time: `embed-lua`
+/// turns them into one generated Swift file of string constants, made again whenever one of
+/// them changes. The binary carries them; nothing is read at run time.
+///
+/// What each target embeds is said once, in `embeddings`: the library its Lua (the files in
+/// Lua/, as `LuaSources`), the server its API document (docs/openapi.json, as
+/// `ServerDocuments`, byte for byte: `GET /openapi.json` answers exactly the file).
 @main
 struct EmbedLua: BuildToolPlugin {
+    /// Files a target embeds, and the enum that holds them.
+    struct Embedding: Sendable {
+        /// The generated enum (and file) name.
+        var enumName: String
+        /// The files, from the package root.
+        var files: @Sendable (URL) throws -> [URL]
+        /// Kept byte for byte; otherwise a final newline is dropped (a Lua chunk's text).
+        var exact: Bool
+    }
+
+    static let embeddings: [String: Embedding] = [
+        "LuaHierarchy": Embedding(enumName: "LuaSources", files: { root in
+            try FileManager.default.contentsOfDirectory(at: root.appendingPathComponent("Lua"), includingPropertiesForKeys: nil)
+                .filter { $0.pathExtension == "lua" }
+                .sorted { $0.lastPathComponent < $1.lastPathComponent }
+        }, exact: false),
+        "LuaHierarchyServer": Embedding(enumName: "ServerDocuments", files: { root in
+            [root.appendingPathComponent("docs/openapi.json")]
+        }, exact: true),
+    ]
+
     func createBuildCommands(context: PluginContext, target: Target) throws -> [Command] {
-        let folder = context.package.directoryURL.appendingPathComponent("Lua")
-        let scripts = try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)
-            .filter { $0.pathExtension == "lua" }
-            .sorted { $0.lastPathComponent < $1.lastPathComponent }
-        let output = context.pluginWorkDirectoryURL.appendingPathComponent("LuaSources.swift")
+        guard let embedding = Self.embeddings[target.name] else {
+            Diagnostics.error("EmbedLua: \(target.name) has no entry in the plugin's embeddings")
+            return []
+        }
+        let files = try embedding.files(context.package.directoryURL)
+        let output = context.pluginWorkDirectoryURL.appendingPathComponent("\(embedding.enumName).swift")
         return [
             .buildCommand(
-                displayName: "Embedding \(scripts.count) Lua files in \(target.name)",
+                displayName: "Embedding \(files.count) files in \(target.name)",
                 executable: try context.tool(named: "embed-lua").url,
-                arguments: [output.path] + scripts.map(\.path),
-                inputFiles: scripts,
+                arguments: ["--enum", embedding.enumName] + (embedding.exact ? ["--exact"] : []) + [output.path] + files.map(\.path),
+                inputFiles: files,
                 outputFiles: [output]
             )
         ]

@@ -24,8 +24,7 @@ struct RequestLog: RouterMiddleware {
             response = try await next(request, context)
         } catch let error as any HTTPResponseError {
             response = ErrorBody.response(
-                error.status, type: ErrorBody.type(for: error.status), message: Self.message(for: error.status, request),
-                headers: error.status == .methodNotAllowed ? [.allow: "POST"] : [:])
+                error.status, type: ErrorBody.type(for: error.status), message: Self.message(for: error.status, request))
         } catch {
             response = ErrorBody.response(.internalServerError, type: "InternalError", message: "the server failed to answer: \(error)")
         }

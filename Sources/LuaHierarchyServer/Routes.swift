@@ -10,29 +10,51 @@ import Synchronization
 /// dispatch ran, and a limit that ended it is an `unhandled` outcome, as for `dispatch`
 /// lines), 400 with an `invalid` outcome, 413 for a body over the limit, 503 (with
 /// `Retry-After`) when no state was free in time or the server is shutting down. A batch
-/// (`application/x-ndjson`, or `application/jsonl`) answers 200 and streams one outcome line per request line, each
-/// with its own status, all from one revision.
+/// (`application/x-ndjson`, `application/jsonl` or `application/x-jsonlines`) answers 200 and
+/// streams one outcome line per request line, each with its own status, all from one
+/// revision. The health routes, `/metrics` and `/openapi.json` take GET and HEAD; every route
+/// answers the other standard methods 405 with `Allow` (docs/openapi.json).
 extension RulesServer {
     func addRoutes(to router: Router<ServerContext>) {
         router.add(middleware: RequestLog(server: self))
         guarded(router, by: options.dispatchTokens, route: "POST /v1/dispatch").post("/v1/dispatch") { request, context in
             await self.dispatch(request, context: context)
         }
-        for method in [HTTPRequest.Method.get, .head, .put, .delete, .patch, .options, .trace, .connect] {
-            router.on("/v1/dispatch", method: method) { _, _ in
-                ErrorBody.response(
-                    .methodNotAllowed, type: "MethodNotAllowed", message: "POST a request object or JSON lines to /v1/dispatch",
-                    headers: [.allow: "POST"])
-            }
-        }
         addHealthRoutes(to: router)
-        router.get("/metrics") { _, _ in
-            Response(
-                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(string: self.metrics.text(ready: self.notReady == nil))))
+        addDocumentRoutes(to: router)
+        for method in [HTTPRequest.Method.get, .head] {
+            router.on("/metrics", method: method) { request, _ in
+                let text = self.metrics.text(ready: self.notReady == nil)
+                return Response(
+                    status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                    body: request.method == .head ? .init() : .init(byteBuffer: ByteBuffer(string: text)))
+            }
         }
         guarded(router, by: options.reloadTokens, route: "POST /v1/reload").post("/v1/reload") { _, context in
             await self.reload(context: context)
+        }
+        for (path, methods) in Self.routeMethods {
+            refuseOtherMethods(on: path, taking: methods, router: router)
+        }
+    }
+
+    /// Every route and the methods it takes: any other of the nine standard methods gets 405.
+    static let routeMethods: [(String, [HTTPRequest.Method])] = [
+        ("/v1/dispatch", [.post]), ("/v1/reload", [.post]), ("/livez", [.get, .head]), ("/readyz", [.get, .head]),
+        ("/healthz", [.get, .head]), ("/metrics", [.get, .head]), ("/openapi.json", [.get, .head]),
+    ]
+
+    /// 405 `MethodNotAllowed` with `Allow` for the standard methods `path` does not take (a
+    /// method outside the nine finds no route: 404).
+    private func refuseOtherMethods(on path: String, taking methods: [HTTPRequest.Method], router: Router<ServerContext>) {
+        let allowed = methods.map(\.rawValue).joined(separator: ", ")
+        let message = path == "/v1/dispatch"
+            ? "POST a request object or JSON lines to /v1/dispatch" : "\(path) takes \(allowed)"
+        let standard: [HTTPRequest.Method] = [.get, .head, .post, .put, .delete, .patch, .options, .trace, .connect]
+        for method in standard where !methods.contains(method) {
+            router.on(RouterPath(path), method: method) { _, _ in
+                ErrorBody.response(.methodNotAllowed, type: "MethodNotAllowed", message: message, headers: [.allow: allowed])
+            }
         }
     }
 

@@ -21,7 +21,7 @@ import Darwin
 /// - `GET /livez`: 200 while the process answers at all; `GET /readyz` (and its alias
 ///   `/healthz`): 200 when a request would be answered, 503 while draining or overloaded
 ///   (`Health.swift`).
-/// - `GET /metrics`: Prometheus text.
+/// - `GET /metrics`: Prometheus text; `GET /openapi.json`: the API document.
 /// - `POST /v1/reload` when `reloadEndpoint` is on, or `reloadTokens` are set.
 ///
 /// With `tls` set it answers HTTPS only; with `dispatchTokens` and `reloadTokens`, those two
