@@ -71,7 +71,6 @@ struct ServeConfiguration {
         settings = ServeSetting.all()
         let words = Array(arguments.dropFirst())
         commandLine = ServeWords(words, settings: settings)
-        self.arguments = arguments
         if let path = commandLine.value(of: "config") {
             configFile = (path, .commandLine)
         } else if let path = environment("LUAHIER_CONFIG"), !path.isEmpty {
@@ -129,6 +128,7 @@ struct ServeConfiguration {
         }
     }
 
+    /// The process's environment variable `name`, if it is set.
     static func variable(_ name: String) -> String? {
         getenv(name).map { String(cString: $0) }
     }
