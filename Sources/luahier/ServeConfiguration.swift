@@ -57,11 +57,12 @@ struct ServeConfiguration {
     private(set) var configFile: (path: String, source: Source)?
     let commandLine: ServeWords
 
-    /// Whether `arguments` (the subcommand's) run serve, rather than ask for its help.
+    /// Whether `arguments` (the subcommand's) run serve, rather than ask for its help or
+    /// version, which answer whatever the environment holds.
     static func applies(to arguments: [String]) -> Bool {
         guard arguments.first == "serve" else { return false }
         let own = arguments.dropFirst().prefix { $0 != "--" }
-        return !own.contains { ["-h", "--help", "-help", "--experimental-dump-help"].contains($0) }
+        return !own.contains { ["-h", "--help", "-help", "--version", "--experimental-dump-help"].contains($0) }
     }
 
     /// `arguments` (the subcommand's: `serve ...`) with the environment's and the config
