@@ -41,8 +41,14 @@ struct Luahier: ParsableCommand {
     }
 
     private static func runCommand() {
-        let arguments = CommandLineWords.subcommandArguments()
+        var arguments = CommandLineWords.subcommandArguments()
+        // serve's settings from the environment and a config file, as words before its own.
+        var configuration: ServeConfiguration?
         do {
+            if ServeConfiguration.applies(to: arguments) {
+                configuration = try ServeConfiguration(arguments)
+                arguments = configuration?.arguments ?? arguments
+            }
             if let run = ScriptRun.withoutOptions(arguments) {
                 try run.validate()
                 try run.execute()
@@ -65,6 +71,7 @@ struct Luahier: ParsableCommand {
             if let word = message.split(separator: " ").first, parserWords.contains(String(word)) {
                 message = message.prefix(1).lowercased() + message.dropFirst()
             }
+            message = configuration?.explain(message) ?? message
             if let slip = SubcommandSlip.suggestion() {
                 Console.error("luahier: \(PrintableText.field(slip))\nluahier: see 'luahier --help'")
                 Glibc.exit(ExitStatus.usage)

@@ -40,7 +40,7 @@ struct Serve: ParsableCommand {
             signal exits at once). Exit 1 when the \
             rules fail to load, 2 on usage errors, a TLS or token file that cannot be used, and when --host:--port cannot be listened \
             on (the port taken or privileged, the address not on this machine).
-            """
+            """ + ServeConfiguration.discussion
     )
 
     @Option(help: "The address to listen on (loopback by default; 0.0.0.0 for every interface).")
@@ -104,6 +104,12 @@ struct Serve: ParsableCommand {
         "POST /v1/reload is on, for a bearer token of this file (one a line); or set LUAHIER_RELOAD_TOKEN.", valueName: "file"))
     var reloadTokenFile: String?
 
+    @Option(help: ArgumentHelp("A JSON file of settings, keyed by long option name (also LUAHIER_CONFIG).", valueName: "file"))
+    var config: String?
+
+    @Flag(help: "Print each setting's effective value and where it came from, and exit.")
+    var printConfig = false
+
     @OptionGroup
     var rules: ScriptArguments
 
@@ -126,6 +132,10 @@ struct Serve: ParsableCommand {
     }
 
     func run() throws {
+        if printConfig {
+            for line in try ServeConfiguration(CommandLineWords.subcommandArguments()).effectiveSettings() { Console.out(line) }
+            return try ExitStatus.finishCommand()
+        }
         #if Server
         try serve()
         #else
