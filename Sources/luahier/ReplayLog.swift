@@ -1,0 +1,161 @@
+import Glibc
+import LuaHierarchy
+
+/// A decision log read a line at a time, in bounded memory: each record's bytes (at most
+/// `maxRecord`; a longer line is skipped as it streams past, named by its line), with its
+/// line number in the log. Blank lines are skipped.
+struct DecisionLogReader {
+    enum Line {
+        case record(number: Int, bytes: ArraySlice<UInt8>)
+        case tooLong(number: Int, bytes: Int)
+    }
+
+    let descriptor: Int32
+    let maxRecord: Int
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var number = 0
+    private var ended = false
+    /// A line over `maxRecord` being skipped: its bytes so far.
+    private var skipping: Int?
+    /// Why reading failed, if it did (the lines before it were read).
+    private(set) var failure: String?
+
+    init(descriptor: Int32, maxRecord: Int) {
+        self.descriptor = descriptor
+        self.maxRecord = maxRecord
+    }
+
+    /// The next line, or nil at the end of the log (or an interrupt).
+    mutating func next() -> Line? {
+        while true {
+            if let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                number += 1
+                let line = buffer[start..<newline]
+                start = newline + 1
+                if let skipped = skipping {
+                    skipping = nil
+                    return .tooLong(number: number, bytes: skipped + line.count)
+                }
+                if let found = Self.record(line, number: number) { return found }
+                continue
+            }
+            if ended {
+                guard start < buffer.count || skipping != nil else { return nil }
+                number += 1
+                let line = buffer[start...]
+                start = buffer.count
+                if let skipped = skipping {
+                    skipping = nil
+                    return .tooLong(number: number, bytes: skipped + line.count)
+                }
+                if let found = Self.record(line, number: number) { return found }
+                return nil
+            }
+            // The line so far is over the bound: dropped as it streams, counted.
+            if buffer.count - start > maxRecord || skipping != nil {
+                skipping = (skipping ?? 0) + buffer.count - start
+                start = buffer.count
+            }
+            if start > 0 {
+                buffer.removeFirst(start)
+                start = 0
+            }
+            fill()
+        }
+    }
+
+    private static func record(_ line: ArraySlice<UInt8>, number: Int) -> Line? {
+        var line = line
+        if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
+        guard line.contains(where: { $0 != 0x20 && $0 != 0x09 }) else { return nil }
+        return .record(number: number, bytes: line)
+    }
+
+    private mutating func fill() {
+        let chunk = 256 << 10
+        let old = buffer.count
+        buffer.reserveCapacity(old + chunk)
+        buffer.append(contentsOf: repeatElement(0, count: chunk))
+        let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + old, chunk) }
+        if count < 0 && errno == EINTR && Interruption.signal == nil {
+            buffer.removeLast(chunk)
+            return
+        }
+        buffer.removeLast(chunk - max(count, 0))
+        if count < 0 { failure = "cannot read the log: \(String(cString: strerror(errno)))" }
+        if count <= 0 { ended = true }
+    }
+}
+
+/// Where a record's top-level `"request"` member's value is in its bytes, and its `"line"`,
+/// found without parsing the record (the request is replayed as the bytes the client sent).
+/// Nil when the record has no such member spelled plainly, or is not a JSON object; the
+/// record is parsed in full later, and one that is not JSON is reported then.
+enum RecordScan {
+    private static let requestKey = Array(#""request""#.utf8)
+    private static let lineKey = Array(#""line""#.utf8)
+
+    static func requestSpan(in record: ArraySlice<UInt8>) -> (request: Range<Int>, line: Int?)? {
+        var line: Int?
+        var request: Range<Int>?
+        var index = record.startIndex
+        func skipSpace() {
+            while index < record.endIndex, [0x20, 0x09, 0x0A, 0x0D].contains(record[index]) { index += 1 }
+        }
+        /// Past the value at `index` (a string, a number or word, or a container).
+        func skipValue() -> Bool {
+            var depth = 0
+            var inString = false
+            while index < record.endIndex {
+                let byte = record[index]
+                if inString {
+                    if byte == UInt8(ascii: "\\") { index += 1 } else if byte == UInt8(ascii: "\"") { inString = false }
+                    index += 1
+                    if !inString && depth == 0 { return true }
+                    continue
+                }
+                switch byte {
+                case UInt8(ascii: "\""): inString = true
+                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    if depth == 0 { return true }
+                    depth -= 1
+                    if depth == 0 {
+                        index += 1
+                        return true
+                    }
+                case UInt8(ascii: ","):
+                    if depth == 0 { return true }
+                default: break
+                }
+                index += 1
+            }
+            return depth == 0 && !inString
+        }
+        skipSpace()
+        guard index < record.endIndex, record[index] == UInt8(ascii: "{") else { return nil }
+        index += 1
+        while true {
+            skipSpace()
+            guard index < record.endIndex, record[index] == UInt8(ascii: "\"") else { return request.map { ($0, line) } }
+            let keyStart = index
+            guard skipValue() else { return nil }
+            let name = record[keyStart..<index]
+            skipSpace()
+            guard index < record.endIndex, record[index] == UInt8(ascii: ":") else { return nil }
+            index += 1
+            skipSpace()
+            let valueStart = index
+            guard skipValue() else { return nil }
+            if name.elementsEqual(requestKey) { request = valueStart..<index }
+            if name.elementsEqual(lineKey) {
+                line = Int(String(decoding: record[valueStart..<index], as: UTF8.self).filter { $0 != " " && $0 != "\t" })
+            }
+            if let request, line != nil { return (request, line) }
+            skipSpace()
+            guard index < record.endIndex, record[index] == UInt8(ascii: ",") else { return request.map { ($0, line) } }
+            index += 1
+        }
+    }
+}
