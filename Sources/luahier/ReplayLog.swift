@@ -14,6 +14,8 @@ struct DecisionLogReader {
     let maxRecord: Int
     private var buffer: [UInt8] = []
     private var start = 0
+    /// Where the search for the next newline goes on (the bytes before it have none).
+    private var searched = 0
     private var number = 0
     private var ended = false
     /// A line over `maxRecord` being skipped: its bytes so far.
@@ -29,10 +31,11 @@ struct DecisionLogReader {
     /// The next line, or nil at the end of the log (or an interrupt).
     mutating func next() -> Line? {
         while true {
-            if let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
+            if let newline = buffer[max(start, searched)...].firstIndex(of: UInt8(ascii: "\n")) {
                 number += 1
                 let line = buffer[start..<newline]
                 start = newline + 1
+                searched = start
                 if let skipped = skipping {
                     skipping = nil
                     return .tooLong(number: number, bytes: skipped + line.count)
@@ -61,6 +64,7 @@ struct DecisionLogReader {
                 buffer.removeFirst(start)
                 start = 0
             }
+            searched = buffer.count
             fill()
         }
     }

@@ -87,9 +87,9 @@ extension LuaEngine {
                 return withUnsafeMutablePointer(to: &handler) { handler in
                     run.pointee.context = UnsafeMutableRawPointer(handler)
                     run.pointee.deliver = { context, bytes, size in
-                        let delivery = context!.assumingMemoryBound(to: RunDelivery.self).pointee
-                        if let keys = delivery.keys { keys.note(delivery.run.pointee) }
-                        return delivery.deliver(UnsafeRawBufferPointer(start: bytes, count: size)) ? 1 : 0
+                        let delivery = context!.assumingMemoryBound(to: RunDelivery.self)
+                        if let keys = delivery.pointee.keys { keys.note(delivery.pointee.run.pointee) }
+                        return delivery.pointee.deliver(UnsafeRawBufferPointer(start: bytes, count: size)) ? 1 : 0
                     }
                     return withUnsafeMutablePointer(to: &ended) { ended in
                         run.pointee.result = ended
