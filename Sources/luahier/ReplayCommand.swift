@@ -134,6 +134,8 @@ final class ReplayBatch: RequestBatch, @unchecked Sendable {
         var tooLong: Int?
         /// Its request's place in `requestSpans`.
         var span: Int?
+        /// Its members, when it reads as a JSON object.
+        var scanned: ScannedRecord?
     }
     private var records: [Record] = []
     /// Set on the state's thread, read by the caller after the pool hands the batch back.
@@ -160,9 +162,11 @@ final class ReplayBatch: RequestBatch, @unchecked Sendable {
         let start = requestBytes.count
         requestBytes.append(contentsOf: bytes)
         var record = Record(logLine: logLine, bytes: start..<requestBytes.count)
-        if let found = RecordScan.requestSpan(in: requestBytes[start...]) {
+        let scanned = ScannedRecord(requestBytes[start...])
+        if scanned.complete { record.scanned = scanned }
+        if let request = scanned.request {
             record.span = requestSpans.count
-            requestSpans.append(RequestSpan(number: found.line ?? 1, start: found.request.lowerBound, count: found.request.count))
+            requestSpans.append(RequestSpan(number: scanned.line ?? 1, start: request.lowerBound, count: request.count))
         } else if let text = Self.requestText(bytes) {
             // Not valid JSON when it was logged: replayed as the same text.
             record.span = requestSpans.count
@@ -187,6 +191,13 @@ final class ReplayBatch: RequestBatch, @unchecked Sendable {
             }
             if let tooLong = record.tooLong {
                 verdicts.append(.unreadable(logLine: record.logLine, reason: "the record is \(tooLong) bytes, over --max-record"))
+                continue
+            }
+            if let span = record.span, let scanned = record.scanned, let outcome = scanned.outcome,
+                ReplayComparison.sameBytes(
+                    logged: requestBytes[outcome], loggedKey: scanned.responderKey.map { requestBytes[$0] }, answer: answers[span])
+            {
+                verdicts.append(.same(logLine: record.logLine))
                 continue
             }
             verdicts.append(

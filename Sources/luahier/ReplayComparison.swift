@@ -68,6 +68,36 @@ enum ReplayComparison {
                 request: request, old: old, new: new, oldKey: oldKey, newKey: answer.responderKey, changed: changed))
     }
 
+    /// Whether the logged outcome's bytes are the new outcome's, once the members replay
+    /// ignores at their front (`line`, then `revision`, as outcomes are written) are taken off,
+    /// and the logged `responder_key` (a JSON string's bytes, when the record has one) is the
+    /// new key: then nothing changed and nothing need be parsed, the common case, kept cheap.
+    /// False says only that the slow comparison must decide.
+    static func sameBytes(logged: ArraySlice<UInt8>, loggedKey: ArraySlice<UInt8>?, answer: AnsweredRequest) -> Bool {
+        guard logged.first == UInt8(ascii: "{"), answer.outcome.first == UInt8(ascii: "{") else { return false }
+        var rest = logged.dropFirst()
+        if rest.starts(with: lineMember) {
+            rest = rest.dropFirst(lineMember.count).drop { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+            guard rest.first == UInt8(ascii: ",") else { return false }
+            rest = rest.dropFirst()
+        }
+        if rest.starts(with: revisionMember) {
+            guard let end = rest.firstIndex(of: UInt8(ascii: "}")), rest.index(after: end) < rest.endIndex,
+                rest[rest.index(after: end)] == UInt8(ascii: ",")
+            else { return false }
+            rest = rest[(end + 2)...]
+        }
+        guard rest.elementsEqual(answer.outcome.dropFirst()) else { return false }
+        guard let loggedKey, !loggedKey.elementsEqual("null".utf8) else { return true }
+        guard let newKey = answer.responderKey, !loggedKey.contains(UInt8(ascii: "\\")), loggedKey.count == newKey.utf8.count + 2 else {
+            return false
+        }
+        return loggedKey.dropFirst().dropLast().elementsEqual(newKey.utf8)
+    }
+
+    private static let lineMember = Array(#""line":"#.utf8)
+    private static let revisionMember = Array(#""revision":{"#.utf8)
+
     /// The compared fields in which `old` and `new` differ.
     static func differences(_ old: Value, _ new: Value, oldKey: String?, newKey: String?) -> [String] {
         var changed: [String] = []

@@ -92,20 +92,33 @@ struct DecisionLogReader {
     }
 }
 
-/// Where a record's top-level `"request"` member's value is in its bytes, and its `"line"`,
-/// found without parsing the record (the request is replayed as the bytes the client sent).
-/// Nil when the record has no such member spelled plainly, or is not a JSON object; the
-/// record is parsed in full later, and one that is not JSON is reported then.
-enum RecordScan {
-    private static let requestKey = Array(#""request""#.utf8)
-    private static let lineKey = Array(#""line""#.utf8)
+/// A record's top-level members that replay reads, found without parsing the record: the
+/// request is replayed as the bytes the client sent, and a record whose outcome comes back
+/// byte for byte needs no parsing at all. Members spelled with escapes are not found; the
+/// record is parsed in full then, and one that is not JSON is reported then.
+struct ScannedRecord {
+    /// `request`'s value, `outcome`'s, `responder_key`'s (a JSON string, quotes included).
+    var request: Range<Int>?
+    var outcome: Range<Int>?
+    var responderKey: Range<Int>?
+    var line: Int?
+    /// The object was read to its closing brace, and nothing but space follows.
+    var complete = false
 
-    static func requestSpan(in record: ArraySlice<UInt8>) -> (request: Range<Int>, line: Int?)? {
-        var line: Int?
-        var request: Range<Int>?
+    private static let requestName = Array(#""request""#.utf8)
+    private static let outcomeName = Array(#""outcome""#.utf8)
+    private static let keyName = Array(#""responder_key""#.utf8)
+    private static let lineName = Array(#""line""#.utf8)
+
+    init(_ record: ArraySlice<UInt8>) {
         var index = record.startIndex
         func skipSpace() {
-            while index < record.endIndex, [0x20, 0x09, 0x0A, 0x0D].contains(record[index]) { index += 1 }
+            while index < record.endIndex {
+                switch record[index] {
+                case 0x20, 0x09, 0x0A, 0x0D: index += 1
+                default: return
+                }
+            }
         }
         /// Past the value at `index` (a string, a number or word, or a container).
         func skipValue() -> Bool {
@@ -138,28 +151,47 @@ enum RecordScan {
             return depth == 0 && !inString
         }
         skipSpace()
-        guard index < record.endIndex, record[index] == UInt8(ascii: "{") else { return nil }
+        guard index < record.endIndex, record[index] == UInt8(ascii: "{") else { return }
         index += 1
-        while true {
-            skipSpace()
-            guard index < record.endIndex, record[index] == UInt8(ascii: "\"") else { return request.map { ($0, line) } }
-            let keyStart = index
-            guard skipValue() else { return nil }
-            let name = record[keyStart..<index]
-            skipSpace()
-            guard index < record.endIndex, record[index] == UInt8(ascii: ":") else { return nil }
+        skipSpace()
+        if index < record.endIndex, record[index] == UInt8(ascii: "}") {
             index += 1
-            skipSpace()
-            let valueStart = index
-            guard skipValue() else { return nil }
-            if name.elementsEqual(requestKey) { request = valueStart..<index }
-            if name.elementsEqual(lineKey) {
-                line = Int(String(decoding: record[valueStart..<index], as: UTF8.self).filter { $0 != " " && $0 != "\t" })
+        } else {
+            while true {
+                skipSpace()
+                guard index < record.endIndex, record[index] == UInt8(ascii: "\"") else { return }
+                let nameStart = index
+                guard skipValue() else { return }
+                let name = record[nameStart..<index]
+                skipSpace()
+                guard index < record.endIndex, record[index] == UInt8(ascii: ":") else { return }
+                index += 1
+                skipSpace()
+                let valueStart = index
+                guard skipValue(), index > valueStart else { return }
+                var valueEnd = index
+                while valueEnd > valueStart, [0x20, 0x09].contains(record[valueEnd - 1]) { valueEnd -= 1 }
+                let value = valueStart..<valueEnd
+                if name.elementsEqual(Self.requestName) {
+                    request = value
+                } else if name.elementsEqual(Self.outcomeName) {
+                    outcome = value
+                } else if name.elementsEqual(Self.keyName) {
+                    responderKey = value
+                } else if name.elementsEqual(Self.lineName) {
+                    line = Int(String(decoding: record[value], as: UTF8.self))
+                }
+                skipSpace()
+                guard index < record.endIndex else { return }
+                if record[index] == UInt8(ascii: "}") {
+                    index += 1
+                    break
+                }
+                guard record[index] == UInt8(ascii: ",") else { return }
+                index += 1
             }
-            if let request, line != nil { return (request, line) }
-            skipSpace()
-            guard index < record.endIndex, record[index] == UInt8(ascii: ",") else { return request.map { ($0, line) } }
-            index += 1
         }
+        skipSpace()
+        complete = index == record.endIndex
     }
 }

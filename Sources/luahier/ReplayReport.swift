@@ -108,7 +108,7 @@ final class ReplayReport {
     /// `12 requests: 9 same, 3 changed (by 2, value 3), 1 newly invalid; 0 unreadable records`.
     var summary: String {
         let fields = ReplayComparison.fields.compactMap { field in fieldCounts[field].map { "\(field) \($0)" } }
-        var text = "\(requests) requests: \(same) same, \(changed) changed"
+        var text = "\(requests) request\(requests == 1 ? "" : "s"): \(same) same, \(changed) changed"
         if !fields.isEmpty { text += " (\(fields.joined(separator: ", ")))" }
         return text + ", \(newlyInvalid) newly invalid; \(unreadable) unreadable record\(unreadable == 1 ? "" : "s")"
     }
