@@ -82,12 +82,14 @@ struct DecisionLogReader {
         buffer.reserveCapacity(old + chunk)
         buffer.append(contentsOf: repeatElement(0, count: chunk))
         let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + old, chunk) }
-        if count < 0 && errno == EINTR && Interruption.signal == nil {
+        let error = errno
+        if count < 0 && error == EINTR && Interruption.signal == nil {
             buffer.removeLast(chunk)
             return
         }
         buffer.removeLast(chunk - max(count, 0))
-        if count < 0 { failure = "cannot read the log: \(String(cString: strerror(errno)))" }
+        // A signal that cut the read short ends the reading; it is no failure of the log's.
+        if count < 0 && error != EINTR { failure = "cannot read the log: \(String(cString: strerror(error)))" }
         if count <= 0 { ended = true }
     }
 }

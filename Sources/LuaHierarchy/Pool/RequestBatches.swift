@@ -41,7 +41,7 @@ extension RulesPool {
         var done = Set<Int>()   // guarded by `monitor`
         var pending: [(number: Int, batch: Batch)] = []   // at most `inFlight`
         var made = 0
-        var open = true
+        var accepting = true
         func finishFirst() {
             let first = pending.removeFirst()
             monitor.locked {
@@ -50,7 +50,7 @@ extension RulesPool {
             }
             finish(first.batch)
         }
-        while open, let batch = next() {
+        while accepting, let batch = next() {
             let number = made
             made += 1
             let limit = options.maxLineBytes
@@ -74,13 +74,13 @@ extension RulesPool {
                 }
             }
             guard submitted else {
-                open = false
+                accepting = false
                 break
             }
             pending.append((number, batch))
             while pending.count >= max(1, inFlight) { finishFirst() }
         }
         while !pending.isEmpty { finishFirst() }
-        return open
+        return accepting
     }
 }
