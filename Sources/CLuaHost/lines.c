@@ -408,6 +408,23 @@ static void luahier_fillresult(lua_State *L, luahier_Outcome *o, const luahier_R
     }
 }
 
+/* [-0, +0, -] Names the responder that handled `r` along the plan at `plan` in the run's
+ * responder_* fields (NULL and 0 when none did). The strings stay in the plan, which outlives
+ * the line's delivery. */
+static void luahier_nameresponder(lua_State *L, luahier_LineRun *run, const luahier_Result *r, int plan) {
+    run->responder_where = run->responder_node = NULL;
+    run->responder_where_length = run->responder_node_length = 0;
+    run->responder_index = 0;
+    if (r->status != LUAHIER_STATUS_HANDLED) return;
+    lua_rawgeti(L, plan, r->slot + LUAHIER_ENTRY_WHERE);
+    run->responder_where = lua_tolstring(L, -1, &run->responder_where_length);
+    lua_rawgeti(L, plan, r->slot + LUAHIER_ENTRY_NODE);
+    run->responder_node = lua_tolstring(L, -1, &run->responder_node_length);
+    lua_rawgeti(L, plan, r->slot + LUAHIER_ENTRY_INDEX);
+    run->responder_index = (long)lua_tointeger(L, -1);
+    lua_pop(L, 3);
+}
+
 int luahier_answerrun(lua_State *L, luahier_Engine *e, luahier_LineRun *run) {
     luahier_Guard *g = luahier_guard(L);
     luahier_JSONOut *out = e->json_out;
@@ -473,6 +490,7 @@ int luahier_answerrun(lua_State *L, luahier_Engine *e, luahier_LineRun *run) {
             }
         }
         luahier_endentry(L);
+        if (run->names_responders && written == LUAHIER_JSON_WRITTEN) luahier_nameresponder(L, run, r, top + 2);
         if (written == LUAHIER_JSON_WRITTEN && !run->deliver(run->context, out->bytes, out->size)) {
             written = LUAHIER_JSON_LIMIT;
         }

@@ -63,12 +63,29 @@ struct Explain: ParsableCommand {
         } catch {
             throw ValidationError("--\(domain.rawValue): \(error)")
         }
-        guard case .map(var fields) = parsed else { throw ValidationError("--\(domain.rawValue) takes an object") }
-        if domain == .error, fields["type"] == nil { fields["type"] = "Error" }
-        guard fields["type"]?.stringValue != nil else {
-            throw ValidationError("--\(domain.rawValue) needs a string \"type\"")
+        guard let message = Self.message(parsed, as: domain) else {
+            if case .map = parsed { throw ValidationError("--\(domain.rawValue) needs a string \"type\"") }
+            throw ValidationError("--\(domain.rawValue) takes an object")
         }
-        return (domain, .map(fields))
+        return (domain, message)
+    }
+
+    /// The message a parsed E (an object) or a request's `event`/`error` (an object or a
+    /// string) describes: an error without a type is an `Error`; nil for any other shape.
+    static func message(_ parsed: Value, as domain: Domain) -> Value? {
+        if case .string(let text) = parsed, !text.isEmpty {
+            return domain == .event ? .event(text) : .error(text, message: text)
+        }
+        guard case .map(var fields) = parsed else { return nil }
+        if domain == .error, fields["type"] == nil { fields["type"] = "Error" }
+        guard fields["type"]?.stringValue != nil else { return nil }
+        return .map(fields)
+    }
+
+    /// `--run`'s drawing: `value` dispatched at `node` on `hierarchy` (a throwaway state) with
+    /// its full trace, as a tree, one string per line (`replay` draws its changes with it).
+    static func drawnRun(of value: Value, as domain: Domain, at node: Node, on hierarchy: Hierarchy) throws -> TraceDrawing {
+        try hierarchy.drawDispatch(value, as: domain, at: node).drawing
     }
 
     func run() throws {
@@ -86,7 +103,7 @@ struct Explain: ParsableCommand {
             throw ExitCode(ExitStatus.scriptFailed)
         }
         if runsDispatch {
-            let drawing = try hierarchy.drawDispatch(value, as: domain, at: node).drawing
+            let drawing = try Self.drawnRun(of: value, as: domain, at: node, on: hierarchy)
             switch format {
             case .text: for line in drawing.lines() { Console.out(line) }
             case .json: Console.out(JSON.encode(drawing.json))

@@ -5,7 +5,7 @@ import Glibc
 /// path of `luahier FILE` does no work for it.
 enum SubcommandSlip {
     /// The names a slip is compared with (`help` included: it is a subcommand too).
-    static let names = ["run", "dispatch", "serve", "check", "tree", "test", "explain", "help"]
+    static let names = ["run", "dispatch", "serve", "check", "tree", "test", "explain", "replay", "help"]
 
     /// `no such file or subcommand: disptach (did you mean 'dispatch'?)` when the first word
     /// of the command line was taken for a script, is no file, and is close to a

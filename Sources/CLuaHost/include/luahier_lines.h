@@ -178,6 +178,16 @@ typedef struct luahier_LineRun {
     long counts[3];
     luahier_Request request;
     struct luahier_Result *result; /* in: where it goes */
+    /* In: nonzero to name each line's handling responder while `deliver` runs (for a
+     * responder key, docs/replay.md): its `file:line` and its node's path (pointing into the
+     * plan, valid only during `deliver`) and its 1-based place on the node. Left NULL and 0 for
+     * a line no responder handled, and untouched when zero: off, it costs one test per line. */
+    int names_responders;
+    const char *responder_where;
+    size_t responder_where_length;
+    const char *responder_node;
+    size_t responder_node_length;
+    long responder_index;
 } luahier_LineRun;
 
 /* Why a run stopped at line `next`. */

@@ -252,10 +252,12 @@ public final class Hierarchy {
     /// Answers a run of `luahier dispatch` request lines in C (LuaLines.swift).
     func answerRun(
         chunk: UnsafeRawBufferPointer, lines: [LuaEngine.RunLine], from: Int, input: ContiguousArray<CChar>,
-        presented: UnsafePointer<Int>, startBy: Double, deliver: (UnsafeRawBufferPointer) -> Bool
+        presented: UnsafePointer<Int>, startBy: Double, keys: ResponderKeyNote? = nil,
+        deliver: (UnsafeRawBufferPointer) -> Bool
     ) -> LuaEngine.Run {
         bridge.engine.answerRun(
-            chunk: chunk, lines: lines, from: from, input: input, presented: presented, startBy: startBy, deliver: deliver)
+            chunk: chunk, lines: lines, from: from, input: input, presented: presented, startBy: startBy, keys: keys,
+            deliver: deliver)
     }
 
     /// What the JSON text `bytes` reads as in this hierarchy's Lua (a payload's reading), read

@@ -46,9 +46,14 @@ struct LineProcessor {
     /// Errors presented while the line was answered (see `PresentedLog`).
     let presented = PresentedLog()
 
+    /// With keys asked for: the key of each line's handling responder, noted before its
+    /// outcome is delivered (`ResponderKey`). Nil, the default, costs nothing per line.
+    let keys: ResponderKeyNote?
+
     /// Takes the hierarchy's presenter over (the one it had still sees every error).
-    init(hierarchy: Hierarchy, inputName: String, maxLineBytes: Int) {
+    init(hierarchy: Hierarchy, inputName: String, maxLineBytes: Int, responderKeys: Bool = false) {
         self.hierarchy = hierarchy
+        keys = responderKeys ? ResponderKeyNote() : nil
         self.inputName = inputName
         inputNameC = inputName.utf8CString
         self.maxLineBytes = maxLineBytes
@@ -146,7 +151,7 @@ struct LineProcessor {
         presented.reset()
         let run = hierarchy.answerRun(
             chunk: chunk, lines: lines, from: from, input: inputNameC, presented: presented.count, startBy: startBy,
-            deliver: deliver)
+            keys: keys, deliver: deliver)
         if run.next < lines.count { hierarchy.nameEntries(nil, line: lines[run.next].number) }
         var result = RunResult(counts: run.counts + [0], next: run.next)
         guard run.next < lines.count else { return result }
@@ -161,6 +166,7 @@ struct LineProcessor {
             result.expired = true
             return result
         case .dispatched(let dispatch, let id):
+            keys?.note(by: dispatch.status == .handled ? dispatch.by : nil, responder: dispatch.responder)
             // Charged as the writing did not charge itself.
             let start = output.bytes.count
             let chargedBefore = held.bytes
@@ -169,10 +175,12 @@ struct LineProcessor {
             presented.reset()
             result.answered = LineStatus(dispatch.status)
         case .refused(let refused):
+            keys?.clear()
             write(Self.words(for: refused), number: line.number, into: &output)
             _ = held.add(output.bytes.count)
             result.answered = .invalid
         case .tooLong:
+            keys?.clear()
             refuseOversized(length: line.count, number: line.number, into: &output)
             _ = held.add(output.bytes.count)
             result.answered = .invalid

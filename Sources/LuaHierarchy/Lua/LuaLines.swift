@@ -55,10 +55,12 @@ extension LuaEngine {
     /// Answers `lines[from...]` of `chunk` (named `input`, a C string, in messages) until one
     /// needs the host, handing each outcome line to `deliver` as it is written. `presented`
     /// counts the errors the host was handed to present. No line begins at or after `startBy`
-    /// (on `clock`; 0: no bound). Top level only (no entry under way).
+    /// (on `clock`; 0: no bound). Top level only (no entry under way). With `keys`, each line's
+    /// responder key (`ResponderKey`) is noted there before its outcome is delivered.
     func answerRun(
         chunk: UnsafeRawBufferPointer, lines: [RunLine], from: Int, input: ContiguousArray<CChar>,
-        presented: UnsafePointer<Int>, startBy: Double, deliver: (UnsafeRawBufferPointer) -> Bool
+        presented: UnsafePointer<Int>, startBy: Double, keys: ResponderKeyNote? = nil,
+        deliver: (UnsafeRawBufferPointer) -> Bool
     ) -> Run {
         let L = host.thread
         let top = lua_gettop(L)
@@ -78,22 +80,25 @@ extension LuaEngine {
         run.scope = budget.scope
         run.start_by = startBy
         run.presented = presented
-        typealias Deliver = (UnsafeRawBufferPointer) -> Bool
+        run.names_responders = keys == nil ? 0 : 1
         let stop = withoutActuallyEscaping(deliver) { deliver in
-            var handler: Deliver = deliver
-            return withUnsafeMutablePointer(to: &handler) { handler in
-                run.context = UnsafeMutableRawPointer(handler)
-                run.deliver = { context, bytes, size in
-                    let deliver = context!.assumingMemoryBound(to: Deliver.self).pointee
-                    return deliver(UnsafeRawBufferPointer(start: bytes, count: size)) ? 1 : 0
-                }
-                return withUnsafeMutablePointer(to: &ended) { ended in
-                    run.result = ended
-                    return lineBuffer.withUnsafeBufferPointer { lines in
-                        run.lines = lines.baseAddress
-                        return input.withUnsafeBufferPointer { name in
-                            run.input = name.baseAddress
-                            return luahier_answerrun(L, state, &run)
+            withUnsafeMutablePointer(to: &run) { run in
+                var handler = RunDelivery(deliver: deliver, keys: keys, run: run)
+                return withUnsafeMutablePointer(to: &handler) { handler in
+                    run.pointee.context = UnsafeMutableRawPointer(handler)
+                    run.pointee.deliver = { context, bytes, size in
+                        let delivery = context!.assumingMemoryBound(to: RunDelivery.self)
+                        if let keys = delivery.pointee.keys { keys.note(delivery.pointee.run.pointee) }
+                        return delivery.pointee.deliver(UnsafeRawBufferPointer(start: bytes, count: size)) ? 1 : 0
+                    }
+                    return withUnsafeMutablePointer(to: &ended) { ended in
+                        run.pointee.result = ended
+                        return lineBuffer.withUnsafeBufferPointer { lines in
+                            run.pointee.lines = lines.baseAddress
+                            return input.withUnsafeBufferPointer { name in
+                                run.pointee.input = name.baseAddress
+                                return luahier_answerrun(L, state, run)
+                            }
                         }
                     }
                 }
@@ -114,6 +119,13 @@ extension LuaEngine {
         default: result.stop = .tooLong
         }
         return result
+    }
+
+    /// What C's delivery callback is handed: the deliverer, and where to note responder keys.
+    private struct RunDelivery {
+        let deliver: (UnsafeRawBufferPointer) -> Bool
+        let keys: ResponderKeyNote?
+        let run: UnsafeMutablePointer<luahier_LineRun>
     }
 
     /// The id of `request`, read from its text as it came (nulls kept); nil when it has none.

@@ -201,7 +201,9 @@ final class Generation: @unchecked Sendable {
                     monitor.broadcast()
                 }
             }
-            let processor = LineProcessor(hierarchy: hierarchy, inputName: options.inputName, maxLineBytes: options.maxLineBytes)
+            let processor = LineProcessor(
+                hierarchy: hierarchy, inputName: options.inputName, maxLineBytes: options.maxLineBytes,
+                responderKeys: options.responderKeys)
             worker = PoolWorker(processor: processor, generation: self, request: request)
         } catch let error as ScriptError {
             fail(error)

@@ -83,6 +83,7 @@ final class PoolWorker {
             message: "the batch used up its time budget of \(budget.formatted) s (set with --timeout or RulesPool.Options.batchTime) "
                 + "before this line began; it was not run", column: nil)
         let place = processor.inputName
+        processor.keys?.clear()
         for line in lines {
             output.bytes.removeAll(keepingCapacity: true)
             LineProcessor.write(refusal, number: line.number, where: "\(place):\(line.number)", into: &output)

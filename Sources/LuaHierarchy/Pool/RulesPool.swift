@@ -50,6 +50,11 @@ public final class RulesPool: @unchecked Sendable {
         public var inputName = "request"
         /// Outcomes carry `"revision":{"number","hash"}`.
         public var stampsRevision = true
+        /// Each answer names its handling responder by its key (`Answer.responderKey`, and the
+        /// key handed beside each outcome of `dispatchBatch(_:requestID:deliverKeyed:)`): a
+        /// responder identity that survives lines moving in the rules (`ResponderKey`), for a
+        /// decision log. The outcome lines themselves are the same either way.
+        public var responderKeys = false
         /// Requests that may wait while every state is busy; more are refused `overloaded`.
         public var maxWaiting = 1024
         /// Seconds a request may wait for a state before it is refused `overloaded`.
@@ -109,6 +114,9 @@ public final class RulesPool: @unchecked Sendable {
         /// How long it took on its state (read, run and written), the wait for a free state
         /// not counted.
         public var evaluation: Duration = .zero
+        /// With `Options.responderKeys`: the handling responder's key (`FILE#NODEPATH#N`,
+        /// `ResponderKey`); nil when no responder handled it, or keys were not asked for.
+        public var responderKey: String?
 
         /// The outcome as a string.
         public var text: String { String(decoding: json, as: UTF8.self) }
@@ -224,16 +232,18 @@ public final class RulesPool: @unchecked Sendable {
             defer { worker.request.id = nil }
             let started = ContinuousClock.now
             var json: [UInt8] = []
+            var key: String?
             let held = worker.processor.outputCharge()
             let answered = request.withUnsafeBytes { bytes in
                 worker.answer(bytes, lines: [Self.line(count: bytes.count, limit: self.options.maxLineBytes)], held: held, numbered: false) { answer, _ in
                     json = Array(answer.dropLast())   // the newline
+                    key = worker.processor.keys?.key
                     return true
                 }
             }
             return Answer(
                 status: answered.last ?? .invalid, json: json, revision: worker.generation.revision,
-                evaluation: ContinuousClock.now - started)
+                evaluation: ContinuousClock.now - started, responderKey: key)
         }
     }
 
@@ -289,6 +299,15 @@ public final class RulesPool: @unchecked Sendable {
     public func dispatchBatch(
         _ body: [UInt8], requestID: String? = nil, deliver: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool
     ) async throws(Refusal) -> BatchSummary {
+        try await dispatchBatch(body, requestID: requestID) { answer, _ in deliver(answer) }
+    }
+
+    /// `dispatchBatch`, each outcome line handed over with its handling responder's key (nil
+    /// when none handled it, or without `Options.responderKeys`).
+    public func dispatchBatch(
+        _ body: [UInt8], requestID: String? = nil,
+        deliverKeyed deliver: @escaping @Sendable (UnsafeRawBufferPointer, _ responderKey: String?) -> Bool
+    ) async throws(Refusal) -> BatchSummary {
         var cutter = LineCutter(maxLineBytes: options.maxLineBytes)
         let lines = cutter.cut(body)
         return try await onFreeState { worker in
@@ -297,7 +316,9 @@ public final class RulesPool: @unchecked Sendable {
             let started = ContinuousClock.now
             let held = worker.processor.outputCharge()
             let answered = body.withUnsafeBytes { bytes in
-                worker.answer(bytes, lines: lines, held: held, timeBudget: self.options.batchTime) { answer, _ in deliver(answer) }
+                worker.answer(bytes, lines: lines, held: held, timeBudget: self.options.batchTime) { answer, _ in
+                    deliver(answer, worker.processor.keys?.key)
+                }
             }
             var summary = BatchSummary(revision: worker.generation.revision, stoppedEarly: answered.cancelled, outOfTime: answered.expiredFrom != nil)
             for status in LineStatus.allCases where answered.counts[status.index] > 0 {
