@@ -18,9 +18,7 @@ extension RulesServer {
     private static let apiDocumentBytes = ByteBuffer(string: ServerDocuments.openapi)
 
     private static func apiDocument(head: Bool) -> Response {
-        Response(
-            status: .ok, headers: [.contentType: "application/json"],
-            body: head ? .init() : .init(byteBuffer: apiDocumentBytes))
+        Response.json(status: .ok, headers: [.contentType: "application/json"], apiDocumentBytes, head: head)
     }
 }
 #endif

@@ -36,11 +36,16 @@ final class AnswerPipe: AsyncSequence, @unchecked Sendable {
     private var stalled = false
     private var reader: CheckedContinuation<Void, Never>?
     private var lastTaken: Double
+    private var anyTaken = false
     private var readAll = false
     private var ended = false
     private let onEnd: @Sendable (_ readAll: Bool) -> Void
     private let othersWaiting: @Sendable () -> Bool
     static let busyPatience = 1.0
+    /// A run of answers written at once: this many bytes, or what came within this time of
+    /// the last write.
+    static let runBytes = 16 << 10
+    static let runTime = 0.002
 
     /// `othersWaiting` says whether requests wait for a state; `onEnd` is told once, when the
     /// reading ends, whether every answer was read.
@@ -76,8 +81,11 @@ final class AnswerPipe: AsyncSequence, @unchecked Sendable {
             return false
         }
         waiting.append(contentsOf: answer)
-        if let wake = reader {
-            // The reader waits for this very answer: wake it (outside the lock).
+        // The reader waits: wake it (outside the lock) once a run of answers is worth a
+        // write, or at once when the last write was a while ago (a slow batch's answers are
+        // not held back). One write per small answer kept the event loop from accepting
+        // connections while a batch of 500,000 short invalid lines streamed.
+        if let wake = reader, !anyTaken || waiting.count >= Self.runBytes || Self.now - lastTaken >= Self.runTime {
             reader = nil
             pthread_mutex_unlock(mutex)
             wake.resume()
@@ -145,6 +153,7 @@ final class AnswerPipe: AsyncSequence, @unchecked Sendable {
                 let buffer = ByteBuffer(bytes: waiting)
                 waiting.removeAll(keepingCapacity: waiting.capacity <= 2 * limit)
                 lastTaken = Self.now
+                anyTaken = true
                 pthread_cond_broadcast(condition)
                 pthread_mutex_unlock(mutex)
                 return buffer

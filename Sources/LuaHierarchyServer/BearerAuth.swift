@@ -19,15 +19,15 @@ struct BearerAuth: RouterMiddleware {
         _ request: Request, context: ServerContext, next: (Request, ServerContext) async throws -> Response
     ) async throws -> Response {
         guard let presented = Self.bearerToken(request.headers[.authorization]) else {
-            refuseBody(of: request, context: context)
+            var headers: HTTPFields = [.wwwAuthenticate: Self.challenge]
+            if refuseBody(of: request, context: context) { headers[.connection] = "close" }
             return ErrorBody.response(
                 .unauthorized, type: "Unauthorized",
-                message: "\(route) takes a bearer token: send Authorization: Bearer TOKEN",
-                headers: [.wwwAuthenticate: Self.challenge])
+                message: "\(route) takes a bearer token: send Authorization: Bearer TOKEN", headers: headers)
         }
         guard tokens.accepts(presented) else {
-            refuseBody(of: request, context: context)
-            return ErrorBody.response(.forbidden, type: "Forbidden", message: "the bearer token is not one \(route) takes")
+            let headers: HTTPFields = refuseBody(of: request, context: context) ? [.connection: "close"] : [:]
+            return ErrorBody.response(.forbidden, type: "Forbidden", message: "the bearer token is not one \(route) takes", headers: headers)
         }
         return try await next(request, context)
     }
@@ -43,9 +43,11 @@ struct BearerAuth: RouterMiddleware {
 
     /// A refused request's body is never read: the connection closes after the answer, rather
     /// than take in, for as long as a client cares to send it, a body no one will read.
-    private func refuseBody(of request: Request, context: ServerContext) {
+    /// True when the request declared a body (its answer then says `Connection: close`).
+    private func refuseBody(of request: Request, context: ServerContext) -> Bool {
         let declared = request.headers[.contentLength].map { $0 != "0" } ?? (request.headers[.transferEncoding] != nil)
         if declared { context.closeAfterAnswer() }
+        return declared
     }
 }
 #endif

@@ -7,10 +7,13 @@ internal import NIOHTTP1
 /// bytes arrive, not in a route.
 ///
 /// - A request whose body has not arrived whole within `bodyTimeout` of its head is ended
-///   here, as if its body had ended (`timedOut` is then set, and what comes after is
+///   here, as if its body had ended (`cut` is then `.timeout`, and what comes after is
 ///   dropped): its route sees a short body and answers 408 in the one error shape, then
 ///   closes the connection. Without this, the connection's idle timer would close it
 ///   without a word.
+/// - A graceful shutdown (Hummingbird's quiesce event) ends a body still coming in the same
+///   way (`cut` is `.shutdown`, answered 503 `ShuttingDown`): a client that sent half a body
+///   would otherwise hold the drain for all of `--shutdown-grace`.
 /// - Bytes the HTTP parser cannot read are counted (`onParserError`); Hummingbird answers
 ///   them 400 and closes.
 final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
@@ -21,8 +24,10 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
     private let onParserError: @Sendable () -> Void
     private var reading = false
     private var deadline: Scheduled<Void>?
-    /// The body did not come whole in time: the rest of this connection's input is dropped.
-    private(set) var timedOut = false
+    enum Cut { case timeout, shutdown }
+
+    /// Why a body was ended here: the rest of this connection's input is then dropped.
+    private(set) var cut: Cut?
     private var parserFailed = false
 
     init(bodyTimeout: TimeAmount, onParserError: @escaping @Sendable () -> Void) {
@@ -31,7 +36,7 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !timedOut else { return }
+        guard cut == nil else { return }
         switch unwrapInboundIn(data) {
         case .head: reading = true
         case .end: endReading()
@@ -43,7 +48,7 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
     /// A request still coming in when a read ends gets its deadline (most arrive whole in one
     /// read, and never need one).
     func channelReadComplete(context: ChannelHandlerContext) {
-        if reading && deadline == nil && !timedOut {
+        if reading && deadline == nil && cut == nil {
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             deadline = context.eventLoop.scheduleTask(in: bodyTimeout) {
                 let (handler, context) = loopBound.value
@@ -55,11 +60,24 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
 
     private func expire(context: ChannelHandlerContext) {
         deadline = nil
+        endBody(.timeout, context: context)
+    }
+
+    private func endBody(_ why: Cut, context: ChannelHandlerContext) {
         guard reading else { return }
         reading = false
-        timedOut = true
+        cut = why
         context.fireChannelRead(wrapInboundOut(.end(nil)))
         context.fireChannelReadComplete()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent {
+            deadline?.cancel()
+            deadline = nil
+            endBody(.shutdown, context: context)
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     private func endReading() {

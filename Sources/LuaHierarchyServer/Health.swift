@@ -75,9 +75,18 @@ extension RulesServer {
     }
 
     private static func answer(_ status: HTTPResponse.Status, _ body: [String: Value], head: Bool) -> Response {
-        Response(
-            status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"],
-            body: head ? .init() : .init(byteBuffer: ByteBuffer(string: JSON.encode(.map(body)) + "\n")))
+        Response.json(status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+                      ByteBuffer(string: JSON.encode(.map(body)) + "\n"), head: head)
+    }
+}
+
+extension Response {
+    /// An answer of `bytes`; to HEAD without them, but with the `Content-Length` GET's has.
+    static func json(status: HTTPResponse.Status, headers: HTTPFields, _ bytes: ByteBuffer, head: Bool) -> Response {
+        guard head else { return Response(status: status, headers: headers, body: .init(byteBuffer: bytes)) }
+        var fields = headers
+        fields[.contentLength] = String(bytes.readableBytes)
+        return Response(status: status, headers: fields, body: .init())
     }
 }
 #endif

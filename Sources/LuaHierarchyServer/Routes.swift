@@ -25,9 +25,9 @@ extension RulesServer {
         for method in [HTTPRequest.Method.get, .head] {
             router.on("/metrics", method: method) { request, _ in
                 let text = self.metrics.text(ready: self.notReady == nil)
-                return Response(
+                return Response.json(
                     status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                    body: request.method == .head ? .init() : .init(byteBuffer: ByteBuffer(string: text)))
+                    ByteBuffer(string: text), head: request.method == .head)
             }
         }
         guarded(router, by: options.reloadTokens, route: "POST /v1/reload").post("/v1/reload") { _, context in
@@ -98,7 +98,7 @@ extension RulesServer {
             // Said up front: refused before a byte of it is read (or a `100 Continue` sent).
             metrics.record(.invalid)
             context.closeAfterAnswer()
-            return refusal(.contentTooLarge, type: "BodyTooLarge", message: tooLarge)
+            return refusal(.contentTooLarge, type: "BodyTooLarge", close: true, message: tooLarge)
         }
         var collected = ByteBuffer()
         do {
@@ -106,7 +106,7 @@ extension RulesServer {
                 if collected.readableBytes + part.readableBytes > options.maxBodyBytes {
                     metrics.record(.invalid)
                     context.closeAfterAnswer()
-                    return refusal(.contentTooLarge, type: "BodyTooLarge", message: tooLarge)
+                    return refusal(.contentTooLarge, type: "BodyTooLarge", close: true, message: tooLarge)
                 }
                 collected.writeImmutableBuffer(part)
             }
@@ -115,13 +115,17 @@ extension RulesServer {
             return refusal(.badRequest, type: "InvalidBody", message: "the body could not be read: \(error)")
         }
         // The body ended short of its length, or (no length said) ConnectionGuard ended it.
-        let cutShort: Bool
-        if let length { cutShort = collected.readableBytes < length } else { cutShort = await bodyTimedOut(context) }
-        if cutShort {
+        if length.map({ collected.readableBytes < $0 }) ?? true, let cut = await bodyCut(context) {
             metrics.record(.invalid)
             context.closeAfterAnswer()
-            return refusal(.requestTimeout, type: "BodyTimeout",
-                           message: "the body did not arrive whole within \(options.idleTimeout) s (--idle-timeout)")
+            switch cut {
+            case .timeout:
+                return refusal(.requestTimeout, type: "BodyTimeout", close: true,
+                               message: "the body did not arrive whole within \(options.idleTimeout) s (--idle-timeout)")
+            case .shutdown:
+                return refusal(.serviceUnavailable, type: "ShuttingDown", close: true,
+                               message: "the server is shutting down; the body had not arrived whole", retry: true)
+            }
         }
         let body = collected.readBytes(length: collected.readableBytes) ?? []
         if isBatch(request) { return await batch(body, context: context) }
@@ -145,11 +149,11 @@ extension RulesServer {
         }
     }
 
-    /// Whether `ConnectionGuard` cut this connection's body short (asked only of bodies sent
-    /// without a length).
-    private func bodyTimedOut(_ context: ServerContext) async -> Bool {
-        let guarded = try? await context.channel.pipeline.handler(type: ConnectionGuard.self).map { $0.timedOut }.get()
-        return guarded ?? false
+    /// Why `ConnectionGuard` cut this connection's body short, if it did (asked only of
+    /// bodies short of their length, or sent without one).
+    private func bodyCut(_ context: ServerContext) async -> ConnectionGuard.Cut? {
+        let guarded = try? await context.channel.pipeline.handler(type: ConnectionGuard.self).map { $0.cut }.get()
+        return guarded ?? nil
     }
 
     /// A batch, streamed: the status is sent once the first outcome line (or the refusal)
@@ -207,9 +211,11 @@ extension RulesServer {
 
     /// A request of `/v1/dispatch` refused before any rule ran: an `invalid` outcome, which is
     /// also the one error shape (`ErrorBody`).
-    private func refusal(_ status: HTTPResponse.Status, type: String, message: String, retry: Bool = false) -> Response {
+    /// `close`: the connection closes after it (`Connection: close` says so to the client).
+    private func refusal(_ status: HTTPResponse.Status, type: String, close: Bool = false, message: String, retry: Bool = false) -> Response {
         var headers: HTTPFields = [.contentType: "application/json"]
         if retry { headers[.retryAfter] = "1" }
+        if close { headers[.connection] = "close" }
         let outcome = pool.refusal(type: type, message: message, where: "request")
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: outcome + [UInt8(ascii: "\n")])))
     }

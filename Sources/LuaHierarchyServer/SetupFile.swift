@@ -35,9 +35,13 @@ enum SetupFile {
 
     static func read(_ path: String, as role: String) throws(SetupFileError) -> [UInt8] {
         func failure(_ why: String) -> SetupFileError { SetupFileError(source: path, role: role, why: why) }
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // Non-blocking: opening a FIFO would wait for a writer; it is refused below instead.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { throw failure(reason(errno)) }
         defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw failure(reason(errno)) }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw failure("it is not a regular file") }
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16 << 10)
         while true {

@@ -96,8 +96,14 @@ struct ConfigFile {
         } catch let error as ValidationError {
             throw ValidationError("config file: \(error.message)")
         }
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // Non-blocking: opening a FIFO would wait for a writer; it is refused instead.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { throw ValidationError("cannot read \(path): \(String(cString: strerror(errno)))") }
+        var status = stat()
+        if fstat(descriptor, &status) != 0 || status.st_mode & S_IFMT != S_IFREG {
+            close(descriptor)
+            throw ValidationError("config file: cannot read \(path): not a regular file")
+        }
         defer { close(descriptor) }
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16384)

@@ -99,7 +99,8 @@ struct ServeConfiguration {
         }
         var front: [String] = []
         if let rules = chosen[Self.rulesKey], commandLine.positionals.isEmpty {
-            front += rules.values
+            // A path, never an option: `-x.lua` is read as `./-x.lua`, as a shell user writes it.
+            front += rules.values.map { $0.hasPrefix("-") ? "./" + $0 : $0 }
             given.append((Self.rulesKey, rules.values, rules.source))
         }
         for setting in settings {

@@ -52,7 +52,7 @@ struct ServeLogHandler: LogHandler {
             line.append(UInt8(ascii: " "))
             line += level.rawValue.utf8
             line += " luahier: ".utf8
-            line += PrintableText.field(message).utf8
+            line += LogText.inert(PrintableText.field(message)).utf8
             for key in keys {
                 line.append(UInt8(ascii: " "))
                 line += key.utf8
@@ -63,7 +63,7 @@ struct ServeLogHandler: LogHandler {
         case .json:
             var object: [String: Value] = ["time": .string(time), "level": .string(level.rawValue), "message": .string(message)]
             for key in keys where object[key] == nil { object[key] = value(fields[key]!) }
-            return JSON.encode(.map(object))
+            return LogText.inert(JSON.encode(.map(object)))
         }
     }
 
@@ -72,13 +72,13 @@ struct ServeLogHandler: LogHandler {
         let plain: String
         switch field {
         case .dictionary, .array:
-            line += JSON.encode(value(field)).utf8
+            line += LogText.inert(JSON.encode(value(field))).utf8
             return
         case .string(let text): plain = text
         case .stringConvertible(let convertible): plain = convertible.description
         }
         let safe = !plain.isEmpty && plain.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "=") }
-        line += safe ? plain.utf8 : JSON.encode(.string(plain)).utf8
+        line += safe ? plain.utf8 : LogText.inert(JSON.encode(.string(plain))).utf8
     }
 
     private static func value(_ field: Logger.Metadata.Value) -> Value {
@@ -118,5 +118,35 @@ struct ServeLogHandler: LogHandler {
             text[offset] = UInt8(ascii: mark)
         }
         return String(decoding: text, as: UTF8.self)
+    }
+}
+
+/// Text a terminal or a log viewer would act on rather than show, made inert: DEL, the C1
+/// controls (U+0080–U+009F: U+009B starts a terminal command as ESC [ does), the line and
+/// paragraph separators, and the bidirectional overrides and isolates (which reorder what a
+/// reader sees) are written `\uXXXX`, as JSON writes the C0 controls. In a JSON string that
+/// is the same text; elsewhere it is a visible escape.
+enum LogText {
+    static func inert(_ text: String) -> String {
+        // Most lines are ASCII without DEL: nothing to do.
+        guard text.utf8.contains(where: { $0 >= 0x7F }) else { return text }
+        var result = ""
+        result.reserveCapacity(text.utf8.count + 16)
+        for scalar in text.unicodeScalars {
+            if isActive(scalar) {
+                let hex = String(scalar.value, radix: 16)
+                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            } else {
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
+    private static func isActive(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x7F...0x9F, 0x2028, 0x2029, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069, 0x061C: true
+        default: false
+        }
     }
 }
