@@ -33,6 +33,8 @@ let package = Package(
         // channel handler and headers use.
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.20.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        // The decision log's HTTP sink (LuaHierarchyServer, with the Server trait only).
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // Debian's liblua5.4-dev, found through pkg-config. Only the Lua bridge imports it.
@@ -62,6 +64,12 @@ let package = Package(
         // Lua files to Swift string constants, for the EmbedLua build-tool plugin.
         .executableTarget(name: "embed-lua"),
         .plugin(name: "EmbedLua", capability: .buildTool(), dependencies: ["embed-lua"]),
+        // zlib through pkg-config (Debian's zlib1g-dev): the HTTP decision sink gzips its batches.
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
+        ),
         // The HTTP service over a RulesPool (`luahier serve`); knows nothing of Lua.
         .target(
             name: "LuaHierarchyServer",
@@ -75,6 +83,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["Server"])),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras", condition: .when(traits: ["Server"])),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Server"])),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["Server"])),
+                .target(name: "CZlib", condition: .when(traits: ["Server"])),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -202,7 +202,7 @@ final class Generation: @unchecked Sendable {
                 }
             }
             let processor = LineProcessor(hierarchy: hierarchy, inputName: options.inputName, maxLineBytes: options.maxLineBytes)
-            worker = PoolWorker(processor: processor, generation: self, request: request)
+            worker = PoolWorker(processor: processor, generation: self, request: request, decisionLog: options.decisionLog)
         } catch let error as ScriptError {
             fail(error)
             return
