@@ -33,7 +33,8 @@ public final class HTTPDecisionSink: DecisionSink, Sendable {
         public var initialBackoff = 0.2
         /// The longest wait between two sends of a batch, in seconds.
         public var maxBackoff = 10.0
-        /// Seconds a send may take, connecting included.
+        /// Seconds a send may take, connecting included (a receiver that refuses connections
+        /// is tried again within it).
         public var timeout = 10.0
 
         /// Options for `url`, with the defaults.
@@ -63,7 +64,10 @@ public final class HTTPDecisionSink: DecisionSink, Sendable {
         _ = try HTTPClient.Request(url: options.url, method: .POST)
         self.options = options
         self.logger = logger
-        client = HTTPClient(eventLoopGroupProvider: .singleton)
+        let timeout = TimeAmount.milliseconds(Int64(options.timeout * 1000))
+        client = HTTPClient(
+            eventLoopGroupProvider: .singleton,
+            configuration: HTTPClient.Configuration(timeout: .init(connect: timeout, read: timeout)))
     }
 
     /// As `options.batching` says.
