@@ -53,24 +53,24 @@ final class PoolWorker {
         let plain = stamp.isEmpty && numbered
         var lineIndex = 0
         if recorder != nil { recorder!.lastAnswer = ContinuousClock.now }
+        /// With a decision log: records `outcome`, the answer to the line `answer` begins with
+        /// (answers come in the lines' order).
+        func record(_ answer: UnsafeRawBufferPointer, outcome: UnsafeRawBufferPointer) {
+            let number = Self.lineNumber(of: answer)
+            while lineIndex < lines.count - 1 && lines[lineIndex].number < number { lineIndex += 1 }
+            let line = lines.isEmpty ? nil : lines[lineIndex]
+            recorder!.record(request: chunk, line: line, numbered: numbered, requestID: request.id, outcome: outcome)
+        }
         func hand(_ answer: UnsafeRawBufferPointer, charged: Bool) -> Bool {
-            if recorder != nil {
-                // The line answered, by the number its answer begins with (answers come in order).
-                let number = Self.lineNumber(of: answer)
-                while lineIndex < lines.count - 1 && lines[lineIndex].number < number { lineIndex += 1 }
-                let line = lines.isEmpty ? nil : lines[lineIndex]
-                if plain {
-                    recorder!.record(request: chunk, line: line, numbered: numbered, requestID: request.id, outcome: answer)
-                } else {
-                    Self.splice(answer, stamp: stamp, numbered: numbered, into: &stamped)
-                    stamped.withUnsafeBytes {
-                        recorder!.record(request: chunk, line: line, numbered: numbered, requestID: request.id, outcome: $0)
-                    }
-                }
+            if plain {
+                if recorder != nil { record(answer, outcome: answer) }
+                return deliver(answer, charged)
             }
-            if plain { return deliver(answer, charged) }
             Self.splice(answer, stamp: stamp, numbered: numbered, into: &stamped)
-            return stamped.withUnsafeBytes { deliver($0, charged) }
+            return stamped.withUnsafeBytes { stamped in
+                if recorder != nil { record(answer, outcome: stamped) }
+                return deliver(stamped, charged)
+            }
         }
         // Windows of at most `window` lines: each run C answers is handed the lines from its
         // window (it copies them per run, and a line left to this side ends a run), so a

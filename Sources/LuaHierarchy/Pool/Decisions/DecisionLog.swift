@@ -149,8 +149,15 @@ public final class DecisionLog: @unchecked Sendable {
                     bytes += pending[count].count
                     count += 1
                 }
-                let batch = Array(pending[..<count])
-                pending.removeFirst(count)
+                var batch: [[UInt8]] = []
+                if count == pending.count {
+                    // All of it (the usual case): the buffer is handed over, not copied.
+                    swap(&batch, &pending)
+                    pending.reserveCapacity(batch.count)
+                } else {
+                    batch = Array(pending[..<count])
+                    pending.removeFirst(count)
+                }
                 pendingBytes -= bytes
                 inHand = count
                 return batch

@@ -35,7 +35,7 @@ struct DecisionRecorder {
         lastAnswer = now
         writer.bytes.removeAll(keepingCapacity: true)
         writer.append(#"{"v":1,"time":"#)
-        Self.writeTime(into: &writer)
+        writeTime()
         if let requestID {
             writer.writeKey("request_id")
             writer.writeString(requestID)
@@ -44,7 +44,7 @@ struct DecisionRecorder {
         writer.bytes.append(contentsOf: revisionMember)
         if numbered, let line {
             writer.writeKey("line")
-            writer.append(String(line.number))
+            Self.appendDecimal(line.number, to: &writer.bytes)
         }
         var outcomeBytes = outcome
         if outcomeBytes.last == UInt8(ascii: "\n") { outcomeBytes = UnsafeRawBufferPointer(rebasing: outcomeBytes.dropLast()) }
@@ -80,55 +80,74 @@ struct DecisionRecorder {
     }
 
     private static func contains(_ bytes: UnsafeRawBufferPointer, _ text: StaticString) -> Bool {
-        let needle = UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
-        guard bytes.count >= needle.count else { return false }
-        for start in 0...(bytes.count - needle.count) where bytes[start] == needle[0] {
-            if memcmp(bytes.baseAddress! + start, needle.baseAddress!, needle.count) == 0 { return true }
+        guard let base = bytes.baseAddress else { return false }
+        let count = text.utf8CodeUnitCount
+        let first = Int32(text.utf8Start.pointee)
+        var offset = 0
+        // memchr to each candidate's first byte, memcmp for the rest: both vectorised.
+        while bytes.count - offset >= count, let found = memchr(base + offset, first, bytes.count - offset - count + 1) {
+            if memcmp(found, text.utf8Start, count) == 0 { return true }
+            offset = base.distance(to: UnsafeRawPointer(found)) + 1
         }
         return false
     }
 
+    /// The second `timePrefix` was made for, and `"2026-11-27T00:19:22.` for it: the date is
+    /// worked out once a second, not once a record.
+    private var prefixSecond = -1
+    private var timePrefix: [UInt8] = []
+
     /// `"2026-11-27T00:19:22.649Z"`: now, UTC, milliseconds.
-    private static func writeTime(into writer: inout JSONWriter) {
+    private mutating func writeTime() {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        var seconds = now.tv_sec
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func digits(_ value: Int, _ count: Int) {
-            var divisor = 1
-            for _ in 1..<count { divisor *= 10 }
-            var rest = value
-            while divisor > 0 {
-                writer.bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor % 10))
-                rest %= divisor
-                divisor /= 10
+        if now.tv_sec != prefixSecond {
+            prefixSecond = now.tv_sec
+            var seconds = now.tv_sec
+            var parts = tm()
+            gmtime_r(&seconds, &parts)
+            timePrefix.removeAll(keepingCapacity: true)
+            timePrefix.append(UInt8(ascii: "\""))
+            for (value, count, after) in [
+                (Int(parts.tm_year) + 1900, 4, "-"), (Int(parts.tm_mon) + 1, 2, "-"), (Int(parts.tm_mday), 2, "T"),
+                (Int(parts.tm_hour), 2, ":"), (Int(parts.tm_min), 2, ":"), (Int(parts.tm_sec), 2, "."),
+            ] {
+                Self.append(value, digits: count, to: &timePrefix)
+                timePrefix.append(contentsOf: after.utf8)
             }
         }
+        writer.bytes.append(contentsOf: timePrefix)
+        Self.append(Int(now.tv_nsec) / 1_000_000, digits: 3, to: &writer.bytes)
+        writer.bytes.append(UInt8(ascii: "Z"))
         writer.bytes.append(UInt8(ascii: "\""))
-        digits(Int(parts.tm_year) + 1900, 4)
-        writer.bytes.append(UInt8(ascii: "-"))
-        digits(Int(parts.tm_mon) + 1, 2)
-        writer.bytes.append(UInt8(ascii: "-"))
-        digits(Int(parts.tm_mday), 2)
-        writer.bytes.append(UInt8(ascii: "T"))
-        digits(Int(parts.tm_hour), 2)
-        writer.bytes.append(UInt8(ascii: ":"))
-        digits(Int(parts.tm_min), 2)
-        writer.bytes.append(UInt8(ascii: ":"))
-        digits(Int(parts.tm_sec), 2)
-        writer.bytes.append(UInt8(ascii: "."))
-        digits(Int(now.tv_nsec) / 1_000_000, 3)
-        writer.append("Z\"")
+    }
+
+    /// `value` in `count` decimal digits, zeros in front.
+    private static func append(_ value: Int, digits count: Int, to bytes: inout [UInt8]) {
+        var divisor = 1
+        for _ in 1..<count { divisor *= 10 }
+        while divisor > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+            divisor /= 10
+        }
     }
 
     /// `0.123`: milliseconds to the microsecond.
     private static func writeMilliseconds(_ duration: Duration, into writer: inout JSONWriter) {
         let (seconds, attoseconds) = duration.components
-        let micros = max(0, seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
-        writer.append(String(micros / 1000))
+        let micros = max(0, Int(seconds) * 1_000_000 + Int(attoseconds / 1_000_000_000_000))
+        appendDecimal(micros / 1000, to: &writer.bytes)
         writer.bytes.append(UInt8(ascii: "."))
-        let fraction = String(micros % 1000)
-        writer.append(String(repeating: "0", count: 3 - fraction.count) + fraction)
+        append(micros % 1000, digits: 3, to: &writer.bytes)
+    }
+
+    /// `value` (0 or more) in decimal, as few digits as it takes.
+    private static func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
+        var count = 1, limit = 10
+        while value >= limit && count < 18 {
+            count += 1
+            limit *= 10
+        }
+        append(value, digits: count, to: &bytes)
     }
 }
