@@ -197,7 +197,8 @@ struct Serve: ParsableCommand {
             stopped = result
         }
         log.notice("\(Self.describe(stopped, grace: shutdownGrace))")
-        options.decisionLog?.close()
+        // What is buffered is written, within 5 s: a collector that is down cannot hold the exit.
+        options.decisionLog?.close(timeout: 5)
         printer.flush(seconds: 1)
         if stopped.graceRanOut {
             // The states still run what was cut off: leave them to the process's end.

@@ -14,7 +14,11 @@ struct DecisionLogTests {
         var batching: DecisionBatching { .immediate }
         var failing = false
 
+        /// Writes begun.
+        let writes = Mutex(0)
+
         func write(_ records: [[UInt8]]) throws {
+            writes.withLock { $0 += 1 }
             while !gate.withLock({ $0 }) { usleep(1000) }
             if failing { throw CocoaError(.fileWriteUnknown) }
             self.records.withLock { $0.append(contentsOf: records) }
@@ -145,6 +149,24 @@ struct DecisionLogTests {
         #expect(sink.records.withLock { $0.count } == done.logged)
         await pool.shutDown()
         log.close()
+    }
+
+    @Test func closingWithATimeoutDropsWhatASlowSinkDidNotTake() async throws {
+        let sink = MemorySink()
+        sink.gate.withLock { $0 = false }
+        let log = DecisionLog(sink: sink)
+        let pool = try Self.pool(log)
+        _ = try await pool.dispatch(#"{"at":"/app","event":{"type":"Pay"}}"#)
+        // The first record is in the sink's hands, held there: the next four stay buffered.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while sink.writes.withLock({ $0 }) == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        for _ in 1...4 { _ = try await pool.dispatch(#"{"at":"/app","event":{"type":"Pay"}}"#) }
+        await pool.shutDown()
+        let started = ContinuousClock.now
+        log.close(timeout: 0.2)
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(log.statistics.droppedSinkFailed == 4)
+        sink.gate.withLock { $0 = true }
     }
 
     @Test func aFailingSinkDropsAndCounts() async throws {

@@ -59,6 +59,7 @@ final class PoolWorker {
             let number = Self.lineNumber(of: answer)
             while lineIndex < lines.count - 1 && lines[lineIndex].number < number { lineIndex += 1 }
             let line = lines.isEmpty ? nil : lines[lineIndex]
+            // `responderKey:` (the answering responder's stable key) is the record's one field left.
             recorder!.record(request: chunk, line: line, numbered: numbered, requestID: request.id, outcome: outcome)
         }
         func hand(_ answer: UnsafeRawBufferPointer, charged: Bool) -> Bool {

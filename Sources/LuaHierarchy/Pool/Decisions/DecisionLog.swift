@@ -97,8 +97,11 @@ public final class DecisionLog: @unchecked Sendable {
     }
 
     /// Hands every record still buffered to the sink, closes it, and ends the log's thread;
-    /// records made after it are dropped. Blocks the calling thread until then.
-    public func close() {
+    /// records made after it are dropped. Blocks the calling thread until then, or for at most
+    /// `timeout` seconds: past it, the records still buffered are dropped (counted as the
+    /// sink's failure, and logged), and a write under way is left to the process's end (a
+    /// receiver that is down cannot hold a shutdown up).
+    public func close(timeout: Double? = nil) {
         let running: LargeStack.Joinable? = monitor.locked {
             closing = true
             monitor.broadcast()
@@ -106,6 +109,26 @@ public final class DecisionLog: @unchecked Sendable {
             return thread
         }
         guard let running else { return }
+        if let timeout {
+            let deadline = Monitor.now + timeout
+            let abandoned: Int = monitor.locked {
+                while !(pending.isEmpty && inHand == 0) {
+                    if Monitor.now >= deadline {
+                        let count = pending.count
+                        counts.droppedSinkFailed += count
+                        pending = []
+                        pendingBytes = 0
+                        return count
+                    }
+                    monitor.wait(until: min(deadline, Monitor.now + 0.05))
+                }
+                return 0
+            }
+            if abandoned > 0 || backlog > 0 {
+                logger.warning("decision log: \(abandoned) records dropped: the sink did not take them within \(timeout) s of closing")
+                return
+            }
+        }
         running.join()
         sink.close()
     }

@@ -25,10 +25,11 @@ struct DecisionRecorder {
     }
 
     /// Records the answer to `line` of `chunk`: `outcome` as the client got it (its newline
-    /// included or not), `numbered` when the record names its line.
+    /// included or not), `numbered` when the record names its line, `responderKey` the stable
+    /// identity of the responder that answered (`FILE#NODEPATH#N`), when there was one.
     mutating func record(
         request chunk: UnsafeRawBufferPointer, line: LuaEngine.RunLine?, numbered: Bool, requestID: String?,
-        outcome: UnsafeRawBufferPointer
+        outcome: UnsafeRawBufferPointer, responderKey: String? = nil
     ) {
         let now = ContinuousClock.now
         let evaluation = now - lastAnswer
@@ -51,7 +52,10 @@ struct DecisionRecorder {
         if let line { writeRequest(chunk, line: line, outcome: outcomeBytes) }
         writer.writeKey("outcome")
         writer.bytes.append(contentsOf: outcomeBytes)
-        // The responder's stable key goes here, as `"responder_key":"FILE#NODEPATH#N"`.
+        if let responderKey {
+            writer.writeKey("responder_key")
+            writer.writeString(responderKey)
+        }
         writer.writeKey("evaluation_ms")
         Self.writeMilliseconds(evaluation, into: &writer)
         writer.append("}\n")
