@@ -230,3 +230,53 @@ extension DecisionLog {
         return true
     }
 }
+
+/// `hier.maskDecision`: the rules' own mask, on the state that answered.
+@Suite("Decision log: the rules' mask")
+struct DecisionMaskTests {
+    static let rules = """
+        local app = hier.root:child("app")
+        app:receiveEvent("Pay", function(e) return "handled" end)
+        hier.maskDecision(function(record)
+          local event = record.request and record.request.event
+          if type(event) == "table" and event.fail then error("no mask today") end
+          if type(event) == "table" and event.loop then while true do end end
+          if type(event) == "table" and event.user then event.user = "<masked>" end
+          record.outcome.by = nil
+          return record
+        end)
+        """
+
+    @Test func theRulesMaskEachRecordAndAFailingMaskCostsOnlyThePayloads() async throws {
+        let sink = DecisionLogTests.MemorySink()
+        let log = DecisionLog(sink: sink)
+        var options = RulesPool.Options(rulesSource: Self.rules)
+        options.hierarchy.limits.dispatchTime = 0.2
+        options.decisionLog = log
+        let pool = try RulesPool(options: options)
+        let answers = [
+            try await pool.dispatch(#"{"id":1,"at":"/app","event":{"type":"Pay","user":{"email":"a@b.c"}}}"#),
+            try await pool.dispatch(#"{"id":2,"at":"/app","event":{"type":"Pay","fail":true}}"#),
+            try await pool.dispatch(#"{"id":3,"at":"/app","event":{"type":"Pay","loop":true}}"#),
+            try await pool.dispatch(#"not json"#),
+        ]
+        // The answers are the rules' own, whatever the mask did.
+        #expect(answers.map(\.status) == [.handled, .handled, .handled, .invalid])
+        #expect(answers[1].value["by"]?.stringValue == "/app")
+        #expect(await log.drained())
+        let records = sink.values
+        #expect(records.count == 4)
+        let request = try #require(records[0]["request"] as? [String: Any])
+        #expect((request["event"] as? [String: Any])?["user"] as? String == "<masked>")
+        #expect((records[0]["outcome"] as? [String: Any])?["by"] == nil)
+        #expect(records[0]["source"] as? String == "pool")
+        for failed in records[1...2] {
+            #expect(failed["request"] as? String == "<mask failed>")
+            #expect(failed["outcome"] as? String == "<mask failed>")
+            #expect(failed["revision"] != nil && failed["v"] as? Int == 1)
+        }
+        #expect(records[3]["request_text"] as? String == "not json")
+        await pool.shutDown()
+        log.close()
+    }
+}

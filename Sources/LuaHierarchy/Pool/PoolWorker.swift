@@ -60,17 +60,22 @@ final class PoolWorker {
             while lineIndex < lines.count - 1 && lines[lineIndex].number < number { lineIndex += 1 }
             let line = lines.isEmpty ? nil : lines[lineIndex]
             // `responderKey:` (the answering responder's stable key) is the record's one field left.
-            recorder!.record(request: chunk, line: line, numbered: numbered, requestID: request.id, outcome: outcome)
+            recorder!.record(
+                request: chunk, line: line, numbered: numbered, requestID: request.id, outcome: outcome,
+                mask: processor.hierarchy.decisionMask)
         }
         func hand(_ answer: UnsafeRawBufferPointer, charged: Bool) -> Bool {
+            // The answer goes out first: its record (and the rules' mask) does not hold it up.
             if plain {
+                let taken = deliver(answer, charged)
                 if recorder != nil { record(answer, outcome: answer) }
-                return deliver(answer, charged)
+                return taken
             }
             Self.splice(answer, stamp: stamp, numbered: numbered, into: &stamped)
             return stamped.withUnsafeBytes { stamped in
+                let taken = deliver(stamped, charged)
                 if recorder != nil { record(answer, outcome: stamped) }
-                return deliver(stamped, charged)
+                return taken
             }
         }
         // Windows of at most `window` lines: each run C answers is handed the lines from its

@@ -10,7 +10,7 @@ struct DecisionRecorder {
     let log: DecisionLog
     /// `,"revision":{"number":N,"hash":"<64 hex digits>"}`.
     private let revisionMember: [UInt8]
-    /// When the last answer was handed over: a line's `evaluation_ms` runs from it.
+    /// When the last record was made (or the run began): a line's `evaluation_ms` runs from it.
     var lastAnswer = ContinuousClock.now
     private var writer = JSONWriter()
 
@@ -29,11 +29,11 @@ struct DecisionRecorder {
     /// identity of the responder that answered (`FILE#NODEPATH#N`), when there was one.
     mutating func record(
         request chunk: UnsafeRawBufferPointer, line: LuaEngine.RunLine?, numbered: Bool, requestID: String?,
-        outcome: UnsafeRawBufferPointer, responderKey: String? = nil
+        outcome: UnsafeRawBufferPointer, responderKey: String? = nil, mask: LuaDecisionMask? = nil
     ) {
-        let now = ContinuousClock.now
-        let evaluation = now - lastAnswer
-        lastAnswer = now
+        let evaluation = ContinuousClock.now - lastAnswer
+        // The next line's time runs from the end of this record (its mask's time not counted).
+        defer { lastAnswer = ContinuousClock.now }
         writer.bytes.removeAll(keepingCapacity: true)
         writer.append(#"{"v":1,"time":"#)
         writeTime()
@@ -59,7 +59,29 @@ struct DecisionRecorder {
         writer.writeKey("evaluation_ms")
         Self.writeMilliseconds(evaluation, into: &writer)
         writer.append("}\n")
-        log.submit(writer.bytes)
+        if let mask {
+            log.submit(Self.masked(writer.bytes, by: mask))
+        } else {
+            log.submit(writer.bytes)
+        }
+    }
+
+    /// `record` as the rules' mask returned it (written again from its values, keys sorted);
+    /// when the mask failed, the record with its request and outcome replaced by
+    /// `"<mask failed>"`: the payloads are dropped, never the answer.
+    static func masked(_ record: [UInt8], by mask: LuaDecisionMask) -> [UInt8] {
+        guard let value = record.withUnsafeBytes({ try? JSON.parse($0) }), case .map(var members) = value else { return record }
+        var output = JSONWriter()
+        if let masked = mask.mask(value) {
+            output.write(masked)
+        } else {
+            for key in ["request", "request_text", "outcome"] where members[key] != nil {
+                members[key] = .string("<mask failed>")
+            }
+            output.write(.map(members))
+        }
+        output.bytes.append(UInt8(ascii: "\n"))
+        return output.bytes
     }
 
     /// `"request":` and the request verbatim (no whitespace around it) when it is JSON; else
