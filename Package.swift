@@ -36,6 +36,8 @@ let package = Package(
         // Already under Hummingbird (HummingbirdTLS): named for the certificate and key checks
         // `RulesServer.TLS` makes before the server starts.
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.0.0"),
+        // The decision log's HTTP sink (LuaHierarchyServer, with the Server trait only).
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // Debian's liblua5.4-dev, found through pkg-config. Only the Lua bridge imports it.
@@ -66,6 +68,12 @@ let package = Package(
         // Lua, the server's docs/openapi.json).
         .executableTarget(name: "embed-lua"),
         .plugin(name: "EmbedLua", capability: .buildTool(), dependencies: ["embed-lua"]),
+        // zlib through pkg-config (Debian's zlib1g-dev): the HTTP decision sink gzips its batches.
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
+        ),
         // The HTTP service over a RulesPool (`luahier serve`); knows nothing of Lua.
         .target(
             name: "LuaHierarchyServer",
@@ -81,6 +89,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["Server"])),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras", condition: .when(traits: ["Server"])),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Server"])),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["Server"])),
+                .target(name: "CZlib", condition: .when(traits: ["Server"])),
                 .product(name: "Logging", package: "swift-log"),
             ],
             // docs/openapi.json, embedded as `ServerDocuments.openapi`: `GET /openapi.json`.

@@ -32,6 +32,11 @@ import Darwin
 ///   a free state, and those refused because none came in time;
 /// - `luahier_print_dropped_total`: lines the rules printed that were dropped because
 ///   stderr was not being read;
+/// - with a decision log: `luahier_decisions_logged_total`, records its sink took;
+///   `luahier_decisions_dropped_total{reason}`, records dropped because its buffer was full
+///   (`buffer_full`) or its sink failed (`sink_failed`); and with the HTTP sink
+///   `luahier_decision_batches_total{result}`, batches `sent`, `retried` (a send that failed
+///   and was made again) and `failed` (dropped after the last attempt);
 /// - gauges: `luahier_revision`, `luahier_reload_failing` (1 while the last reload failed),
 ///   `luahier_workers`, `luahier_pool_waiting`, `luahier_ready` (1 while `/readyz` answers
 ///   200);
@@ -56,6 +61,7 @@ final class ServerMetrics: Sendable {
     /// The pool's counts as last shown: the counters grow by the difference.
     private let shown = Mutex(RulesPool.Statistics())
     private let shownDropped = Mutex(0)
+    private let decisions: DecisionMetrics?
 
     init(pool: RulesPool, printer: DetachedPrinter?) {
         self.pool = pool
@@ -86,6 +92,7 @@ final class ServerMetrics: Sendable {
             labels: [("version", PackageVersion.number), ("lua", Hierarchy.luaVersion)]
         ).set(1.0)
         process = ProcessGauges(registry: registry)
+        decisions = pool.options.decisionLog.map { DecisionMetrics(log: $0, registry: registry) }
         for result in ["loaded", "unchanged", "failed"] { reloads(result).increment(by: Int64(0)) }
         for reason in ["client_gone", "client_stalled"] { batchesStopped(reason).increment(by: Int64(0)) }
         for limit in ["time", "instructions", "memory", "batch_time"] { trips(limit).increment(by: Int64(0)) }
@@ -212,9 +219,44 @@ final class ServerMetrics: Sendable {
         waiting.set(Double(pool.waiting))
         ready.set(isReady ? 1.0 : 0.0)
         process.update()
+        decisions?.update()
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)
         return String(decoding: buffer, as: UTF8.self)
+    }
+}
+
+/// A decision log's counts, grown by what it did since they were last shown.
+final class DecisionMetrics: Sendable {
+    let log: DecisionLog
+    let logged: Counter
+    let dropped: [String: Counter]
+    let batches: [String: Counter]
+    private let shown = Mutex((DecisionLog.Statistics(), [String: Int]()))
+
+    init(log: DecisionLog, registry: PrometheusCollectorRegistry) {
+        self.log = log
+        logged = registry.makeCounter(descriptor: .named("luahier_decisions_logged_total", "Decision records the decision log's sink took."))
+        dropped = Dictionary(uniqueKeysWithValues: ["buffer_full", "sink_failed"].map { reason in
+            (reason, registry.makeCounter(
+                descriptor: .named("luahier_decisions_dropped_total", "Decision records dropped: the buffer was full, or the sink failed."),
+                labels: [("reason", reason)]))
+        })
+        batches = log.sink is HTTPDecisionSink ? Dictionary(uniqueKeysWithValues: ["sent", "retried", "failed"].map { result in
+            (result, registry.makeCounter(
+                descriptor: .named("luahier_decision_batches_total", "Batches of decision records sent to --decision-log-url, by result."),
+                labels: [("result", result)]))
+        }) : [:]
+    }
+
+    func update() {
+        let now = log.statistics
+        let sent = (log.sink as? HTTPDecisionSink)?.batches ?? [:]
+        let (before, sentBefore) = shown.withLock { shown in defer { shown = (now, sent) }; return shown }
+        logged.increment(by: Int64(now.logged - before.logged))
+        dropped["buffer_full"]?.increment(by: Int64(now.droppedBufferFull - before.droppedBufferFull))
+        dropped["sink_failed"]?.increment(by: Int64(now.droppedSinkFailed - before.droppedSinkFailed))
+        for (result, counter) in batches { counter.increment(by: Int64(sent[result, default: 0] - sentBefore[result, default: 0])) }
     }
 }
 

@@ -43,6 +43,9 @@ struct Dispatch: ParsableCommand {
     @OptionGroup
     var rules: ScriptArguments
 
+    @OptionGroup
+    var decisions: DecisionLogOptions
+
     @Argument(help: ArgumentHelp("The JSON-lines input (default: stdin, also -).", valueName: "input"))
     var inputFile: String?
 
@@ -80,8 +83,11 @@ struct Dispatch: ParsableCommand {
         defer { if descriptor != STDIN_FILENO { close(descriptor) } }
         fflush(nil)
         let summary: LineDispatcher.Summary
+        var poolOptions = options.pool
+        poolOptions.decisionLog = try decisions.fileSink().map { decisions.log(to: $0, source: "dispatch", logger: ConsoleLogHandler.logger) }
+        defer { poolOptions.decisionLog?.close() }
         do {
-            let pool = try RulesPool(options: options.pool)
+            let pool = try RulesPool(options: poolOptions)
             let watcher = watch ? RulesWatcher(pool: pool, files: true, hangUp: true, report: Console.reloaded) : nil
             summary = LineDispatcher.run(options, on: pool, input: descriptor, output: STDOUT_FILENO)
             watcher?.stop()
@@ -100,6 +106,11 @@ struct Dispatch: ParsableCommand {
         var report = "luahier: \(summary)"
         if let line = summary.stoppedAtLine { report += "; stopped at line \(line) (--strict)" }
         if let ioError = summary.ioError { report += "; \(ioError)" }
+        if let log = poolOptions.decisionLog {
+            log.close()
+            let dropped = log.statistics.droppedBufferFull + log.statistics.droppedSinkFailed
+            if dropped > 0 { report += "; \(dropped) decision record\(dropped == 1 ? "" : "s") dropped" }
+        }
         Console.error(report)
         if let signal = summary.interruption { throw ExitCode(ExitStatus.interrupted(by: signal)) }
         if summary.ioError != nil || summary.counts[.invalid, default: 0] > 0 {

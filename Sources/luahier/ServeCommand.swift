@@ -113,11 +113,20 @@ struct Serve: ParsableCommand {
     @OptionGroup
     var rules: ScriptArguments
 
+    @OptionGroup
+    var decisions: DecisionLogOptions
+
+    @Option(help: ArgumentHelp("POST the decision records (gzipped NDJSON, in batches) to this URL.", valueName: "url"))
+    var decisionLogURL: String?
+
     @Argument(parsing: .postTerminator, help: "Arguments for the rules script, after --.")
     var arguments: [String] = []
 
     func validate() throws {
         if rules.file == "-" { throw ValidationError("serve reads its rules from a file, not stdin") }
+        if decisionLogURL != nil && decisions.decisionLog != nil {
+            throw ValidationError("give one of --decision-log and --decision-log-url")
+        }
         guard (1...256).contains(workers) else { throw ValidationError("--workers must be between 1 and 256") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard try maxBodyBytes() > 0 else { throw ValidationError("--max-body must be more than 0") }
@@ -174,6 +183,7 @@ struct Serve: ParsableCommand {
             log.info("print", metadata: fields)
         }
         options.presentWhileLoading = { Console.present($0) }
+        options.decisionLog = try decisionLog(logger: log)
         let pool: RulesPool
         do {
             pool = try RulesPool(options: options)
@@ -230,6 +240,8 @@ struct Serve: ParsableCommand {
             stopped = result
         }
         log.notice("\(Self.describe(stopped, grace: shutdownGrace))")
+        // What is buffered is written, within 5 s: a collector that is down cannot hold the exit.
+        options.decisionLog?.close(timeout: 5)
         printer.flush(seconds: 1)
         if stopped.graceRanOut {
             // The states still run what was cut off: leave them to the process's end.
@@ -238,6 +250,18 @@ struct Serve: ParsableCommand {
         // Every request was answered: the states are idle. A reload still loading is left to
         // the process's end.
         _exit(0)
+    }
+
+    /// The decision log `--decision-log` or `--decision-log-url` asks for, if one does.
+    private func decisionLog(logger: Logger) throws -> DecisionLog? {
+        if let decisionLogURL {
+            do {
+                return decisions.log(to: try HTTPDecisionSink(url: decisionLogURL, logger: logger), source: "serve", logger: logger)
+            } catch {
+                throw ValidationError("--decision-log-url: \(error)")
+            }
+        }
+        return try decisions.fileSink().map { decisions.log(to: $0, source: "serve", logger: logger) }
     }
 
     /// `cannot listen on 127.0.0.1:8080: the address is in use (another process listens

@@ -98,6 +98,25 @@ struct ReplayCommandTests {
         #expect(without.stdout.contains("changed (responder 6)"), "\(without.stdout)")
     }
 
+    /// The log `dispatch --decision-log` writes (its records carry `responder_key`) replays
+    /// clean against the same rules and against the rules with lines moved, and names the one
+    /// request a changed rule changes.
+    @Test func aLogThatDispatchWroteReplays() throws {
+        let log = URL(fileURLWithPath: try Luahier.script("", name: "written.ndjson")).path
+        let wrote = try Luahier.run(["dispatch", "--decision-log", log, "scripts/alerts.lua", "scripts/alerts.jsonl"])
+        #expect(wrote.status == 1, "\(wrote.stderr)")   // alerts.jsonl has invalid lines on purpose
+        let records = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+        #expect(records.count == 12)
+        #expect(records.filter { $0.contains(#""responder_key":"scripts/alerts.lua#/"#) }.count >= 5, "\(records)")
+        let same = try Luahier.run(["replay", "--input-name", "scripts/alerts.jsonl", "scripts/alerts.lua", log])
+        #expect(same.status == 0, "\(same.stdout)\(same.stderr)")
+        let moved = try Luahier.run(["replay", "--input-name", "scripts/alerts.jsonl", "--rules-name", "scripts/alerts.lua", "\(Self.fixtures)/alerts-moved.lua", log])
+        #expect(moved.status == 0, "\(moved.stdout)\(moved.stderr)")
+        let changed = try Luahier.run(["replay", "--input-name", "scripts/alerts.jsonl", "--rules-name", "scripts/alerts.lua", "\(Self.fixtures)/alerts-oncall.lua", log])
+        #expect(changed.status == 1)
+        #expect(changed.stdout.contains("1 changed (value 1)"), "\(changed.stdout)")
+    }
+
     @Test func jsonIsOneObjectWithTheSummaryAndTheChanges() throws {
         let result = try Self.replay("\(Self.fixtures)/alerts-oncall.lua", log: try Self.logFile(), ["--format", "json"])
         #expect(result.status == 1)

@@ -344,6 +344,9 @@ public final class Hierarchy {
     /// The engine, for tests.
     var bridgeEngine: LuaEngine { bridge.engine }
 
+    /// What the rules gave `hier.maskDecision`: run on each decision record this state makes.
+    var decisionMask: LuaDecisionMask?
+
     /// Bytes the Lua state holds now, and at most since it was created.
     public var luaMemory: (used: Int, peak: Int) { (host.memoryUsed, host.memoryPeak) }
 

@@ -252,7 +252,16 @@ final class LuaBridge {
                     throw LuaArgumentError("\(error)")
                 }
                 return 1
-            }
+            },
+            "maskDecision": { [unowned self] call in
+                if lua_type(call.L, 1) == LUA_TNIL {
+                    hierarchy.decisionMask = nil
+                    return 0
+                }
+                guard lua_type(call.L, 1) == LUA_TFUNCTION else { throw call.argumentError(1, "maskDecision", "function expected") }
+                hierarchy.decisionMask = LuaDecisionMask(host: host, functionAt: 1)
+                return 0
+            },
         ]
     }
 

@@ -203,8 +203,8 @@ final class Generation: @unchecked Sendable {
             }
             let processor = LineProcessor(
                 hierarchy: hierarchy, inputName: options.inputName, maxLineBytes: options.maxLineBytes,
-                responderKeys: options.responderKeys)
-            worker = PoolWorker(processor: processor, generation: self, request: request)
+                responderKeys: options.responderKeys || options.decisionLog != nil)
+            worker = PoolWorker(processor: processor, generation: self, request: request, decisionLog: options.decisionLog)
         } catch let error as ScriptError {
             fail(error)
             return

@@ -10,11 +10,14 @@ final class PoolWorker {
 
     /// The id of the request being answered, for the rules' `print` (`printForRequest`).
     let request: RequestTag
+    /// Makes a decision record of each answer, when the pool has a decision log.
+    private var recorder: DecisionRecorder?
 
-    init(processor: LineProcessor, generation: Generation, request: RequestTag) {
+    init(processor: LineProcessor, generation: Generation, request: RequestTag, decisionLog: DecisionLog?) {
         self.processor = processor
         self.generation = generation
         self.request = request
+        recorder = decisionLog.map { DecisionRecorder(log: $0, revision: generation.revision) }
     }
 
     struct Answered {
@@ -48,10 +51,32 @@ final class PoolWorker {
         let startBy = timeBudget.map { LuaEngine.clock + max($0, 0.001) } ?? 0
         let stamp = generation.stamp
         let plain = stamp.isEmpty && numbered
+        var lineIndex = 0
+        if recorder != nil { recorder!.lastAnswer = ContinuousClock.now }
+        /// With a decision log: records `outcome`, the answer to the line `answer` begins with
+        /// (answers come in the lines' order).
+        func record(_ answer: UnsafeRawBufferPointer, outcome: UnsafeRawBufferPointer) {
+            let number = Self.lineNumber(of: answer)
+            while lineIndex < lines.count - 1 && lines[lineIndex].number < number { lineIndex += 1 }
+            let line = lines.isEmpty ? nil : lines[lineIndex]
+            // The key is noted for the line being answered, and holds while it is handed over.
+            recorder!.record(
+                request: chunk, line: line, numbered: numbered, requestID: request.id, outcome: outcome,
+                responderKey: processor.keys?.key, mask: processor.hierarchy.decisionMask)
+        }
         func hand(_ answer: UnsafeRawBufferPointer, charged: Bool) -> Bool {
-            if plain { return deliver(answer, charged) }
+            // The answer goes out first: its record (and the rules' mask) does not hold it up.
+            if plain {
+                let taken = deliver(answer, charged)
+                if recorder != nil { record(answer, outcome: answer) }
+                return taken
+            }
             Self.splice(answer, stamp: stamp, numbered: numbered, into: &stamped)
-            return stamped.withUnsafeBytes { deliver($0, charged) }
+            return stamped.withUnsafeBytes { stamped in
+                let taken = deliver(stamped, charged)
+                if recorder != nil { record(answer, outcome: stamped) }
+                return taken
+            }
         }
         // Windows of at most `window` lines: each run C answers is handed the lines from its
         // window (it copies them per run, and a line left to this side ends a run), so a
@@ -144,6 +169,17 @@ final class PoolWorker {
                 return
             }
         }
+    }
+
+    /// N of an answer as it is written (`{"line":N,...`).
+    static func lineNumber(of answer: UnsafeRawBufferPointer) -> Int {
+        var number = 0
+        var index = 8
+        while index < answer.count, answer[index] >= UInt8(ascii: "0"), answer[index] <= UInt8(ascii: "9") {
+            number = number * 10 + Int(answer[index] - UInt8(ascii: "0"))
+            index += 1
+        }
+        return number
     }
 
     /// `answer` (`{"line":N,...}\n`) into `stamped`, with `stamp` (`,"revision":{...}`, or

@@ -71,6 +71,9 @@ public final class RulesPool: @unchecked Sendable {
         /// `requestID` given to `dispatch` or `dispatchBatch`; nil when none was, and while the
         /// rules load). Takes the place of `print` when set.
         public var printForRequest: (@Sendable (_ line: String, _ requestID: String?) -> Void)?
+        /// Where each answered request is recorded (`dispatch`, `dispatchBatch`: one decision
+        /// record per request line; nil: nowhere). The log never holds answering up.
+        public var decisionLog: DecisionLog?
         /// Errors that pass the root while the first revision loads (a rule that reports at
         /// load time), from its first state only.
         public var presentWhileLoading: (@Sendable (PresentedError) -> Void)?

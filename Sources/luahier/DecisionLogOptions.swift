@@ -1,0 +1,43 @@
+import ArgumentParser
+import Logging
+import LuaHierarchy
+
+/// `--decision-log FILE` and its companions, for `dispatch` and `serve` (docs/decision-log.md).
+struct DecisionLogOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Record every answered request, one JSON line each, in this file (rotated by size).", valueName: "file"))
+    var decisionLog: String?
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("Size at which the decision log file is rotated (FILE becomes FILE.1), e.g. 64M.", valueName: "size"))
+    var decisionLogMaxBytes = "64M"
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("Decision log files kept, FILE included (FILE, FILE.1, ...).", valueName: "count"))
+    var decisionLogKeep = 5
+
+    @Option(help: ArgumentHelp("A JSON pointer into each decision record whose value is written \"<masked>\" (repeatable), e.g. /request/event/user/email.", valueName: "pointer"))
+    var decisionLogMask: [String] = []
+
+    func validate() throws {
+        guard (Size.bytes(decisionLogMaxBytes) ?? 0) > 0 else {
+            throw ValidationError("--decision-log-max-bytes takes a size such as 64M, not '\(decisionLogMaxBytes)'")
+        }
+        guard decisionLogKeep >= 1 else { throw ValidationError("--decision-log-keep must be 1 or more") }
+        for pointer in decisionLogMask where !pointer.hasPrefix("/") {
+            throw ValidationError("--decision-log-mask takes a JSON pointer such as /request/event/user/email, not '\(pointer)'")
+        }
+    }
+
+    /// The file sink `--decision-log` asks for, if it does.
+    func fileSink() throws -> DecisionFileSink? {
+        guard let decisionLog else { return nil }
+        do {
+            return try DecisionFileSink(path: decisionLog, maxBytes: Size.bytes(decisionLogMaxBytes) ?? 64 << 20, keep: decisionLogKeep)
+        } catch {
+            throw ValidationError("--decision-log: \(error)")
+        }
+    }
+
+    /// A log over `sink`, its records naming `source`, its sink's failures logged to `logger`.
+    func log(to sink: any DecisionSink, source: String, logger: Logger) -> DecisionLog {
+        DecisionLog(sink: sink, mask: decisionLogMask, source: source, logger: logger)
+    }
+}
