@@ -37,7 +37,7 @@ enum ReplayVerdict: Sendable {
 
 enum ReplayComparison {
     /// The fields compared, in the order reports list them.
-    static let fields = ["status", "kind", "type", "by", "responder", "value"]
+    static let fields = OutcomeDifferences.compared
 
     /// The record at `logLine` (its bytes) against `answer`, the outcome its request got now.
     static func judge(record bytes: ArraySlice<UInt8>, logLine: Int, answer: AnsweredRequest?) -> ReplayVerdict {
@@ -59,7 +59,7 @@ enum ReplayComparison {
         let new = answer.outcome.withUnsafeBytes { try? JSON.parse($0) } ?? .null
         let old = fields["outcome"]!
         let oldKey = fields["responder_key"]?.stringValue
-        let changed = differences(old, new, oldKey: oldKey, newKey: answer.responderKey)
+        let changed = OutcomeDifferences.fields(old, new, oldKey: oldKey, newKey: answer.responderKey)
         if changed.isEmpty { return .same(logLine: logLine) }
         let request = fields["request"]
         return .changed(
@@ -97,64 +97,6 @@ enum ReplayComparison {
 
     private static let lineMember = Array(#""line":"#.utf8)
     private static let revisionMember = Array(#""revision":{"#.utf8)
-
-    /// The compared fields in which `old` and `new` differ.
-    static func differences(_ old: Value, _ new: Value, oldKey: String?, newKey: String?) -> [String] {
-        var changed: [String] = []
-        func differ(_ a: Value?, _ b: Value?) -> Bool {
-            switch (a, b) {
-            case (nil, nil): false
-            case (let a?, let b?): !a.equalsAsLua(b)
-            default: true
-            }
-        }
-        if differ(old["status"], new["status"]) { changed.append("status") }
-        if differ(old["kind"], new["kind"]) { changed.append("kind") }
-        if differ(type(of: old), type(of: new)) { changed.append("type") }
-        if differ(old["by"], new["by"]) { changed.append("by") }
-        if let oldKey, let newKey {
-            if oldKey != newKey { changed.append("responder") }
-        } else if differ(old["responder"], new["responder"]) {
-            changed.append("responder")
-        }
-        if differ(old["value"].map(withoutRuleLines), new["value"].map(withoutRuleLines)) { changed.append("value") }
-        return changed
-    }
-
-    /// `value` with what names a line of the rules taken out, so that lines moving in the
-    /// rules do not change it: an error's `traceback` is dropped, and a `where` naming a Lua
-    /// file (`rules.lua:55`) keeps the file only. A `where` naming an input line
-    /// (`request:3`) is kept whole.
-    static func withoutRuleLines(_ value: Value) -> Value {
-        switch value {
-        case .map(var fields):
-            fields["traceback"] = nil
-            for (key, member) in fields {
-                if key == "where", case .string(let place) = member {
-                    fields[key] = .string(withoutLine(place))
-                } else {
-                    fields[key] = withoutRuleLines(member)
-                }
-            }
-            return .map(fields)
-        case .array(let items):
-            return .array(items.map(withoutRuleLines))
-        default:
-            return value
-        }
-    }
-
-    private static func withoutLine(_ place: String) -> String {
-        guard let colon = place.lastIndex(of: ":"), place[..<colon].hasSuffix(".lua"),
-            !place[place.index(after: colon)...].isEmpty, place[place.index(after: colon)...].allSatisfy(\.isNumber)
-        else { return place }
-        return String(place[..<colon])
-    }
-
-    /// The value's `type`, or for an invalid outcome its error's.
-    static func type(of outcome: Value) -> Value? {
-        outcome["value"]?["type"] ?? outcome["error"]?["type"]
-    }
 
     /// A value as JSON text (a string as itself).
     static func text(_ value: Value) -> String {
