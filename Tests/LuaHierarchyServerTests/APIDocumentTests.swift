@@ -293,16 +293,7 @@ struct APIDocumentTests {
     /// request (one, or a batch) is refused 503 once `maxWait` passes.
     private func driveOverload(_ conformance: APIConformance) async throws {
         let release = DispatchSemaphore(value: 0)
-        let (server, _) = try Self.server { pool, _ in
-            pool.maxWait = 0.2
-            pool.hierarchy.limits.dispatchTime = nil
-            pool.setup = { hierarchy in
-                hierarchy.register(function: "hold") { _ in
-                    release.wait()
-                    return .null
-                }
-            }
-        }
+        let (server, _) = try Self.server { pool, _ in RouteTests.holdUntil(release, &pool) }
         try await server.application().test(.router) { client in
             let held = Task {
                 try await client.execute(uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: #"{"at": "/app", "event": "Hold"}"#))

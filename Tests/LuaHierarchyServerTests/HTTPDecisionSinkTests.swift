@@ -141,16 +141,10 @@ struct HTTPDecisionSinkTests {
     }
 }
 private extension DecisionLog {
-    /// Waits, without holding a thread of the test's, until every record made so far was
-    /// handed to the sink or dropped; whether that came within `timeout` seconds. The pause
-    /// only paces the looking.
+    /// Whether every record made so far was handed to the sink or dropped, within `timeout`
+    /// seconds (`RouteTests.eventually` polls).
     func drained(timeout: Double = 30) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(timeout)
-        while backlog > 0 {
-            if ContinuousClock.now > deadline { return false }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return true
+        await RouteTests.eventually(within: timeout) { self.backlog == 0 }
     }
 }
 #endif

@@ -60,6 +60,20 @@ struct RouteTests {
         try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
     }
 
+    /// A pool whose rules' `hold()` holds its state until `release` is signalled, with a
+    /// `maxWait` of 0.2 s and no dispatch time limit: the one state busy for as long as a
+    /// test likes, for the overload answers.
+    static func holdUntil(_ release: DispatchSemaphore, _ pool: inout RulesPool.Options) {
+        pool.maxWait = 0.2
+        pool.hierarchy.limits.dispatchTime = nil
+        pool.setup = { hierarchy in
+            hierarchy.register(function: "hold") { _ in
+                release.wait()
+                return .null
+            }
+        }
+    }
+
     /// Polls `condition` until it holds; false past `seconds` (a bound against hangs only).
     /// It is asked once more after the bound: on a loaded machine one sleep may outlast it.
     /// The bound is long: tests that block threads run beside these ones, and on a loaded
@@ -256,16 +270,7 @@ struct RouteTests {
     /// `maxWait`, a new request would be refused, and `/readyz` says so until it is free.
     @Test func readinessFailsWhileEveryStateIsBusyPastMaxWait() async throws {
         let release = DispatchSemaphore(value: 0)
-        let (server, _) = try Self.server { pool, _ in
-            pool.maxWait = 0.2
-            pool.hierarchy.limits.dispatchTime = nil
-            pool.setup = { hierarchy in
-                hierarchy.register(function: "hold") { _ in
-                    release.wait()
-                    return .null
-                }
-            }
-        }
+        let (server, _) = try Self.server { pool, _ in RouteTests.holdUntil(release, &pool) }
         try await server.application().test(.router) { client in
             let held = Task {
                 try await client.execute(
