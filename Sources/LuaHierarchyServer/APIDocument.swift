@@ -18,7 +18,7 @@ extension RulesServer {
     private static let apiDocumentBytes = ByteBuffer(string: ServerDocuments.openapi)
 
     private static func apiDocument(head: Bool) -> Response {
-        Response.json(status: .ok, headers: [.contentType: "application/json"], apiDocumentBytes, head: head)
+        Response.sending(status: .ok, headers: [.contentType: "application/json"], apiDocumentBytes, head: head)
     }
 }
 #endif

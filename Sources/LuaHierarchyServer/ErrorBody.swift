@@ -16,9 +16,7 @@ enum ErrorBody {
     ) -> Response {
         var body = extra
         body["error"] = error(type: type, message: message)
-        var fields = headers
-        fields[.contentType] = "application/json"
-        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(string: JSON.encode(.map(body)) + "\n")))
+        return Response.json(status, body, headers: headers)
     }
 
     static func error(type: String, message: String) -> Value {

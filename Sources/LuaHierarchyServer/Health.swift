@@ -38,7 +38,7 @@ extension RulesServer {
     func addHealthRoutes(to router: Router<ServerContext>) {
         for method in [HTTPRequest.Method.get, .head] {
             router.on("/livez", method: method) { request, _ in
-                Self.answer(.ok, ["status": "live"], head: request.method == .head)
+                Response.json(.ok, ["status": "live"], headers: [.cacheControl: "no-store"], head: request.method == .head)
             }
             for path in ["/readyz", "/healthz"] {
                 router.on(RouterPath(path), method: method) { request, _ in
@@ -71,18 +71,21 @@ extension RulesServer {
         if let failure = pool.lastReloadFailure {
             body["lastReloadError"] = .map(["message": .string(failure.description), "at": .double(failure.at)])
         }
-        return Self.answer(reason == nil ? .ok : .serviceUnavailable, body, head: head)
-    }
-
-    private static func answer(_ status: HTTPResponse.Status, _ body: [String: Value], head: Bool) -> Response {
-        Response.json(status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"],
-                      ByteBuffer(string: JSON.encode(.map(body)) + "\n"), head: head)
+        return Response.json(reason == nil ? .ok : .serviceUnavailable, body, headers: [.cacheControl: "no-store"], head: head)
     }
 }
 
 extension Response {
+    /// `body` as one JSON object and a newline, `Content-Type: application/json`: every JSON
+    /// answer the server makes itself (outcomes aside, which come written).
+    static func json(_ status: HTTPResponse.Status, _ body: [String: Value], headers: HTTPFields = [:], head: Bool = false) -> Response {
+        var fields = headers
+        fields[.contentType] = "application/json"
+        return sending(status: status, headers: fields, ByteBuffer(string: JSON.encode(.map(body)) + "\n"), head: head)
+    }
+
     /// An answer of `bytes`; to HEAD without them, but with the `Content-Length` GET's has.
-    static func json(status: HTTPResponse.Status, headers: HTTPFields, _ bytes: ByteBuffer, head: Bool) -> Response {
+    static func sending(status: HTTPResponse.Status, headers: HTTPFields, _ bytes: ByteBuffer, head: Bool) -> Response {
         guard head else { return Response(status: status, headers: headers, body: .init(byteBuffer: bytes)) }
         var fields = headers
         fields[.contentLength] = String(bytes.readableBytes)

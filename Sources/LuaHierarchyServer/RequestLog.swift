@@ -58,9 +58,15 @@ struct RequestLog: RouterMiddleware {
         }
     }
 
+    /// `no such route; the routes are POST /v1/dispatch, ..., GET|HEAD /openapi.json`: from the
+    /// routes' own table.
+    private static let routeList = "no such route; the routes are "
+        + RulesServer.routeMethods.map { path, methods in methods.map(\.rawValue).joined(separator: "|") + " " + path }
+            .joined(separator: ", ")
+
     private static func message(for status: HTTPResponse.Status, _ request: Request) -> String {
         switch status {
-        case .notFound: "no such route; the routes are POST /v1/dispatch, POST /v1/reload, GET /livez, /readyz, /healthz, /metrics, /openapi.json"
+        case .notFound: routeList
         case .methodNotAllowed: "this route does not take \(method(request.method))"
         default: status.reasonPhrase
         }

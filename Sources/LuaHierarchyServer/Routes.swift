@@ -25,7 +25,7 @@ extension RulesServer {
         for method in [HTTPRequest.Method.get, .head] {
             router.on("/metrics", method: method) { request, _ in
                 let text = self.metrics.text(ready: self.notReady == nil)
-                return Response.json(
+                return Response.sending(
                     status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                     ByteBuffer(string: text), head: request.method == .head)
             }
@@ -235,19 +235,13 @@ extension RulesServer {
         }
         switch result {
         case .loaded(let loaded):
-            return Self.json(.ok, revision(loaded).merging(["result": "loaded"]) { $1 })
+            return Response.json(.ok, revision(loaded).merging(["result": "loaded"]) { $1 })
         case .unchanged(let running):
-            return Self.json(.ok, revision(running).merging(["result": "unchanged"]) { $1 })
+            return Response.json(.ok, revision(running).merging(["result": "unchanged"]) { $1 })
         case .failed(let running, let message):
             return ErrorBody.response(
                 .unprocessableContent, type: "ReloadFailed", message: message, extra: revision(running).merging(["result": "failed"]) { $1 })
         }
-    }
-
-    static func json(_ status: HTTPResponse.Status, _ body: [String: Value]) -> Response {
-        Response(
-            status: status, headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(string: JSON.encode(.map(body)) + "\n")))
     }
 }
 
