@@ -24,7 +24,7 @@ extension RulesServer {
         addDocumentRoutes(to: router)
         for method in [HTTPRequest.Method.get, .head] {
             router.on("/metrics", method: method) { request, _ in
-                let text = self.metrics.text(ready: self.notReady == nil)
+                let text = self.metrics.text(ready: self.notReady == nil, shadowing: self.shadow != nil)
                 return Response.sending(
                     status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                     ByteBuffer(string: text), head: request.method == .head)
@@ -33,6 +33,7 @@ extension RulesServer {
         guarded(router, by: options.reloadTokens, route: "POST /v1/reload").post("/v1/reload") { _, context in
             await self.reload(context: context)
         }
+        addShadowRoutes(to: router)
         for (path, methods) in Self.routeMethods {
             refuseOtherMethods(on: path, taking: methods, router: router)
         }
@@ -42,6 +43,7 @@ extension RulesServer {
     static let routeMethods: [(String, [HTTPRequest.Method])] = [
         ("/v1/dispatch", [.post]), ("/v1/reload", [.post]), ("/livez", [.get, .head]), ("/readyz", [.get, .head]),
         ("/healthz", [.get, .head]), ("/metrics", [.get, .head]), ("/openapi.json", [.get, .head]),
+        ("/v1/shadow", [.get, .head, .post, .delete]),
     ]
 
     /// 405 `MethodNotAllowed` with `Allow` for the standard methods `path` does not take (a
@@ -140,10 +142,11 @@ extension RulesServer {
                 $0.kind = fields.kind
                 $0.revision = answer.revision.hash
             }
-            return Response(
+            let response = Response(
                 status: answer.status == .invalid ? .badRequest : .ok,
                 headers: [.contentType: "application/json"],
                 body: .init(byteBuffer: ByteBuffer(bytes: answer.json + [UInt8(ascii: "\n")])))
+            return shadowed(response, body: body, requestID: context.identity.id, answer: answer)
         } catch {
             return refusal(error)
         }
@@ -160,23 +163,34 @@ extension RulesServer {
     /// is known. The answers go through an `AnswerPipe`, so a client that reads slowly holds
     /// its state back instead of piling answers up in the server's memory.
     private func batch(_ body: [UInt8], context: ServerContext) async -> Response {
+        let requestID = context.identity.id
+        // Sampled for the shadow revision: its live answers are kept as they stream, and the
+        // candidate gets the batch once the client has read them.
+        let shadow = self.shadow.flatMap { $0.samples(requestID) ? $0 : nil }
+        let capture = shadow.map { _ in ShadowCapture() }
+        let log = pool.options.decisionLog
         let pipe = AnswerPipe(
             limit: options.batchBufferBytes, patience: options.idleTimeout, othersWaiting: { [pool] in pool.waiting > 0 }
         ) { [inFlight] readAll in
             inFlight.end(answered: readAll)
+            if let shadow, let (answers, revision) = capture?.taken {
+                shadow.submit(body, batch: true, requestID: requestID, live: answers, liveRevision: revision, log: log)
+            }
         }
         let gate = FirstAnswer()
         let metrics = self.metrics
         let notes = context.notes
-        let requestID = context.identity.id
+        let bodyBytes = body.count
         Task { [pool] in
             do {
-                let summary: RulesPool.BatchSummary = try await pool.dispatchBatch(body, requestID: requestID) { answer in
+                let summary: RulesPool.BatchSummary = try await pool.dispatchBatch(body, requestID: requestID) { answer, key in
                     metrics.recordRuleFailure(in: answer)
+                    capture?.add(answer, key: key, bodyBytes: bodyBytes)
                     // Open before pushing: a push may wait for the reader, which starts once open.
                     gate.open(nil)
                     return pipe.push(answer)
                 }
+                capture?.answered(by: summary.revision)
                 for (status, count) in summary.counts { metrics.record(status, count: count) }
                 metrics.recordEvaluation(summary.evaluation, batch: true)
                 if summary.stoppedEarly { metrics.recordBatchStopped(stalled: pipe.gaveUp) }

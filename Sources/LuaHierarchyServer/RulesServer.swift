@@ -67,8 +67,26 @@ public final class RulesServer: Sendable {
         public var maxConnections = 1024
         /// A batch's answers that may wait for a slow client; past it, the batch waits too.
         public var batchBufferBytes = 256 << 10
+        /// The candidate revision `POST /v1/shadow` loads when its body names none, until one
+        /// is loaded (`startShadow` loads one at start).
+        public var shadow: ShadowOptions?
 
         public init() {}
+    }
+
+    /// A candidate revision to run beside the live one (docs/shadow.md).
+    public struct ShadowOptions: Sendable {
+        /// The candidate's rules file.
+        public var rulesFile: String
+        /// The fraction of live requests it answers too, from 0 to 1.
+        public var sample: Double
+        /// Its states, each with its own thread at the lowest CPU priority.
+        public var workers: Int
+
+        /// A candidate of `rulesFile` answering `sample` of the requests on `workers` states.
+        public init(rulesFile: String, sample: Double = 0.1, workers: Int = 1) {
+            (self.rulesFile, self.sample, self.workers) = (rulesFile, sample, workers)
+        }
     }
 
     let pool: RulesPool
@@ -85,6 +103,8 @@ public final class RulesServer: Sendable {
     let onReload: @Sendable (ReloadResult) -> Void
     /// Where the access log goes: a line per request at `info`.
     let logger: Logger
+    /// The candidate revision running beside the live one, if one is.
+    private let shadowing = Mutex<Shadow?>(nil)
 
     /// `printer`, when the rules print through one, has its dropped lines in the metrics.
     /// `logger` gets an access log line per request at `info` (request id, method, route,
@@ -99,6 +119,41 @@ public final class RulesServer: Sendable {
         self.onReload = onReload
         self.logger = logger
         metrics = ServerMetrics(pool: pool, printer: printer)
+    }
+
+    /// The candidate revision running, if one is.
+    var shadow: Shadow? { shadowing.withLock { $0 } }
+
+    /// Loads `rulesFile` as a candidate revision beside the live one, replacing the one
+    /// running (its counts start again): from now on `sample` of the requests (chosen by
+    /// request id) are answered by it too, after their live answer went out, on `workers`
+    /// states of its own at the lowest CPU priority; the two outcomes are compared, and
+    /// their differences counted in `/metrics` and `GET /v1/shadow` and written to the
+    /// decision log. A file that does not load throws its error, and the candidate running
+    /// (if any) goes on. Promoting a candidate is a reload of the live rules.
+    /// Comparing responders by their stable key needs the live pool's
+    /// `RulesPool.Options.responderKeys` (or a decision log); without it, by `file:line`.
+    public func startShadow(rulesFile: String, sample: Double, workers: Int = 1) async throws(ScriptError) {
+        let candidate = try await pool.candidate(file: rulesFile, workers: workers)
+        let started = Shadow(candidate: candidate, file: rulesFile, sample: sample, counters: metrics.shadow)
+        let replaced = shadowing.withLock { running in
+            defer { running = started }
+            return running
+        }
+        logger.notice("shadowing \(rulesFile) (revision \(candidate.revision.shortHash)) on \(sample) of requests")
+        if let replaced { await replaced.candidate.shutDown() }
+    }
+
+    /// Stops the candidate revision running, if one is; the comparisons under way end first.
+    public func stopShadow() async {
+        let stopped = shadowing.withLock { running in
+            defer { running = nil }
+            return running
+        }
+        if let stopped {
+            logger.notice("shadow stopped: \(stopped.file)")
+            await stopped.candidate.shutDown()
+        }
     }
 
     /// Records a reload the server did not run itself (`--watch`, SIGHUP) in its metrics.

@@ -37,6 +37,7 @@ import Darwin
 ///   (`buffer_full`) or its sink failed (`sink_failed`); and with the HTTP sink
 ///   `luahier_decision_batches_total{result}`, batches `sent`, `retried` (a send that failed
 ///   and was made again) and `failed` (dropped after the last attempt);
+/// - the shadow revision's (`ShadowCounters`), and `luahier_shadow_active`;
 /// - gauges: `luahier_revision`, `luahier_reload_failing` (1 while the last reload failed),
 ///   `luahier_workers`, `luahier_pool_waiting`, `luahier_ready` (1 while `/readyz` answers
 ///   200);
@@ -62,6 +63,9 @@ final class ServerMetrics: Sendable {
     private let shown = Mutex(RulesPool.Statistics())
     private let shownDropped = Mutex(0)
     private let decisions: DecisionMetrics?
+    /// The shadow revision's counters (`ShadowCounters`).
+    let shadow: ShadowCounters
+    private let shadowActive: Gauge
 
     init(pool: RulesPool, printer: DetachedPrinter?) {
         self.pool = pool
@@ -93,6 +97,8 @@ final class ServerMetrics: Sendable {
         ).set(1.0)
         process = ProcessGauges(registry: registry)
         decisions = pool.options.decisionLog.map { DecisionMetrics(log: $0, registry: registry) }
+        shadow = ShadowCounters(registry: registry)
+        shadowActive = registry.makeGauge(descriptor: .named("luahier_shadow_active", "1 while a shadow revision runs beside the live one."))
         for result in ["loaded", "unchanged", "failed"] { reloads(result).increment(by: Int64(0)) }
         for reason in ["client_gone", "client_stalled"] { batchesStopped(reason).increment(by: Int64(0)) }
         for limit in ["time", "instructions", "memory", "batch_time"] { trips(limit).increment(by: Int64(0)) }
@@ -205,7 +211,7 @@ final class ServerMetrics: Sendable {
 
     /// The metrics as Prometheus text, the pool's gauges read now, and `ready` as `/readyz`
     /// would answer now.
-    func text(ready isReady: Bool) -> String {
+    func text(ready isReady: Bool, shadowing: Bool = false) -> String {
         let statistics = pool.statistics
         let dropped = printer?.dropped ?? 0
         let before = shown.withLock { shown in defer { shown = statistics }; return shown }
@@ -218,6 +224,7 @@ final class ServerMetrics: Sendable {
         workers.set(Double(pool.workers))
         waiting.set(Double(pool.waiting))
         ready.set(isReady ? 1.0 : 0.0)
+        shadowActive.set(shadowing ? 1.0 : 0.0)
         process.update()
         decisions?.update()
         var buffer: [UInt8] = []

@@ -164,6 +164,11 @@ final class ReplayBatch: RequestBatch, @unchecked Sendable {
         var record = Record(logLine: logLine, bytes: start..<requestBytes.count)
         let scanned = ScannedRecord(requestBytes[start...])
         if scanned.complete { record.scanned = scanned }
+        // A shadow revision's record: not replayed (`judge` finds one the scan could not).
+        if scanned.complete && scanned.isShadow {
+            records.append(record)
+            return
+        }
         if let request = scanned.request {
             record.span = requestSpans.count
             requestSpans.append(RequestSpan(number: scanned.line ?? 1, start: request.lowerBound, count: request.count))
@@ -191,6 +196,10 @@ final class ReplayBatch: RequestBatch, @unchecked Sendable {
             }
             if let tooLong = record.tooLong {
                 verdicts.append(.unreadable(logLine: record.logLine, reason: "the record is \(tooLong) bytes, over --max-record"))
+                continue
+            }
+            if record.scanned?.isShadow == true {
+                verdicts.append(.shadow(logLine: record.logLine))
                 continue
             }
             if let span = record.span, let scanned = record.scanned, let outcome = scanned.outcome,

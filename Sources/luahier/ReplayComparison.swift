@@ -33,6 +33,9 @@ enum ReplayVerdict: Sendable {
     case changed(ReplayedRequest)
     /// The record could not be read: why, and its line in the log.
     case unreadable(logLine: Int, reason: String)
+    /// A shadow revision's record (`"source":"shadow"`): a candidate's answer, not the
+    /// outcome a client got, so not replayed.
+    case shadow(logLine: Int)
 }
 
 enum ReplayComparison {
@@ -48,6 +51,7 @@ enum ReplayComparison {
             return .unreadable(logLine: logLine, reason: "not JSON: \(error)")
         }
         guard case .map(let fields) = record else { return .unreadable(logLine: logLine, reason: "a record is a JSON object") }
+        if fields["source"]?.stringValue == "shadow" { return .shadow(logLine: logLine) }
         guard case .map? = fields["outcome"] else { return .unreadable(logLine: logLine, reason: "no \"outcome\" object") }
         guard fields["request"] != nil || fields["request_text"]?.stringValue != nil else {
             return .unreadable(logLine: logLine, reason: "no \"request\" (nor \"request_text\")")

@@ -104,6 +104,8 @@ struct ScannedRecord {
     var outcome: Range<Int>?
     var responderKey: Range<Int>?
     var line: Int?
+    /// `"source":"shadow"`: a shadow revision's record, which replay passes over.
+    var isShadow = false
     /// The object was read to its closing brace, and nothing but space follows.
     var complete = false
 
@@ -111,6 +113,8 @@ struct ScannedRecord {
     private static let outcomeName = Array(#""outcome""#.utf8)
     private static let keyName = Array(#""responder_key""#.utf8)
     private static let lineName = Array(#""line""#.utf8)
+    private static let sourceName = Array(#""source""#.utf8)
+    private static let shadowSource = Array(#""shadow""#.utf8)
 
     init(_ record: ArraySlice<UInt8>) {
         var index = record.startIndex
@@ -182,6 +186,8 @@ struct ScannedRecord {
                     responderKey = value
                 } else if name.elementsEqual(Self.lineName) {
                     line = Int(String(decoding: record[value], as: UTF8.self))
+                } else if name.elementsEqual(Self.sourceName) {
+                    isShadow = record[value].elementsEqual(Self.shadowSource)
                 }
                 skipSpace()
                 guard index < record.endIndex else { return }

@@ -14,6 +14,8 @@ final class ReplayReport {
     let logName: String
     let rulesName: String
     private(set) var same = 0, changed = 0, newlyInvalid = 0, unreadable = 0
+    /// Shadow revisions' records, passed over.
+    private(set) var shadowRecords = 0
     private var fieldCounts = [String: Int]()
     /// Changed requests (and, for junit, every testcase); for json, unreadable records apart.
     private let spool: UnsafeMutablePointer<FILE>
@@ -47,6 +49,8 @@ final class ReplayReport {
             if request.new["status"]?.stringValue == "invalid" && request.old["status"]?.stringValue != "invalid" { newlyInvalid += 1 }
             for field in request.changed { fieldCounts[field, default: 0] += 1 }
             spoolChange(request, explanation: explanation(request))
+        case .shadow:
+            shadowRecords += 1
         case .unreadable(let line, let reason):
             unreadable += 1
             switch format {
@@ -110,7 +114,9 @@ final class ReplayReport {
         let fields = ReplayComparison.fields.compactMap { field in fieldCounts[field].map { "\(field) \($0)" } }
         var text = "\(requests) request\(requests == 1 ? "" : "s"): \(same) same, \(changed) changed"
         if !fields.isEmpty { text += " (\(fields.joined(separator: ", ")))" }
-        return text + ", \(newlyInvalid) newly invalid; \(unreadable) unreadable record\(unreadable == 1 ? "" : "s")"
+        text += ", \(newlyInvalid) newly invalid; \(unreadable) unreadable record\(unreadable == 1 ? "" : "s")"
+        if shadowRecords > 0 { text += "; \(shadowRecords) shadow record\(shadowRecords == 1 ? "" : "s") passed over" }
+        return text
     }
 
     /// Writes the report to stdout: the summary, then what was spooled.
@@ -127,6 +133,7 @@ final class ReplayReport {
                 "log": .string(logName), "rules": .string(rulesName), "requests": .int(Int64(requests)),
                 "same": .int(Int64(same)), "changed": .int(Int64(changed)), "fields": .map(counts),
                 "newly_invalid": .int(Int64(newlyInvalid)), "unreadable": .int(Int64(unreadable)),
+                "shadow_records": .int(Int64(shadowRecords)),
                 "interrupted": .bool(interrupted),
             ])
             Console.out("{\"summary\":\(JSON.encode(summary)),\"changes\":[", terminator: "")

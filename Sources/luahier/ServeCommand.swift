@@ -104,6 +104,16 @@ struct Serve: ParsableCommand {
         "POST /v1/reload is on, for a bearer token of this file (one a line); or set LUAHIER_RELOAD_TOKEN.", valueName: "file"))
     var reloadTokenFile: String?
 
+    @Option(help: ArgumentHelp(
+        "Run these rules beside the live ones, as a candidate revision, on a sample of requests, and count where they differ.", valueName: "file"))
+    var shadow: String?
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("The fraction of requests the --shadow candidate answers too, from 0 to 1.", valueName: "fraction"))
+    var shadowSample: Double = 0.1
+
+    @Option(parsing: .unconditional, help: "Lua states of the --shadow candidate, at the lowest CPU priority.")
+    var shadowWorkers = 1
+
     @Option(help: ArgumentHelp("A JSON file of settings, keyed by long option name (also LUAHIER_CONFIG).", valueName: "file"))
     var config: String?
 
@@ -128,6 +138,8 @@ struct Serve: ParsableCommand {
             throw ValidationError("give one of --decision-log and --decision-log-url")
         }
         guard (1...256).contains(workers) else { throw ValidationError("--workers must be between 1 and 256") }
+        guard (1...256).contains(shadowWorkers) else { throw ValidationError("--shadow-workers must be between 1 and 256") }
+        guard (0...1).contains(shadowSample) else { throw ValidationError("--shadow-sample must be a fraction from 0 to 1") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard try maxBodyBytes() > 0 else { throw ValidationError("--max-body must be more than 0") }
         guard maxWait > 0, maxWait.isFinite else { throw ValidationError("--max-wait must be more than 0 seconds") }
@@ -184,6 +196,8 @@ struct Serve: ParsableCommand {
         }
         options.presentWhileLoading = { Console.present($0) }
         options.decisionLog = try decisionLog(logger: log)
+        // A shadow revision, at start or later over HTTP, compares responders by their key.
+        options.responderKeys = shadow != nil || reloadEndpoint || security.reloadTokens != nil
         let pool: RulesPool
         do {
             pool = try RulesPool(options: options)
@@ -203,6 +217,7 @@ struct Serve: ParsableCommand {
         serverOptions.tls = security.tls
         serverOptions.dispatchTokens = security.dispatchTokens
         serverOptions.reloadTokens = security.reloadTokens
+        serverOptions.shadow = shadow.map { RulesServer.ShadowOptions(rulesFile: $0, sample: shadowSample, workers: shadowWorkers) }
         for warning in securityWarnings(security) { log.warning("\(warning)") }
         let server = RulesServer(pool: pool, options: serverOptions, printer: printer, logger: log) {
             Self.logReload($0, because: "POST /v1/reload", to: log)
@@ -214,8 +229,16 @@ struct Serve: ParsableCommand {
         let revision = pool.revision
         let workers = self.workers
         let delay = Self.seconds(shutdownDelay)
+        let shadowing = serverOptions.shadow
         let outcome = Blocking.run {
-            try await server.run { address in
+            if let shadowing {
+                do throws(ScriptError) {
+                    try await server.startShadow(rulesFile: shadowing.rulesFile, sample: shadowing.sample, workers: shadowing.workers)
+                } catch {
+                    throw ShadowLoadFailure(error: error)
+                }
+            }
+            return try await server.run { address in
                 log.notice("serving \(revision.files[0]) (revision \(revision), \(workers) worker\(workers == 1 ? "" : "s")) on \(address)")
             } onDraining: { signal in
                 let name = signal == SIGTERM ? "SIGTERM" : "SIGINT"
@@ -226,6 +249,11 @@ struct Serve: ParsableCommand {
         watcher.stop(waiting: false)
         let stopped: RulesServer.Stopped
         switch outcome {
+        case .failure(let failure as ShadowLoadFailure):
+            pool.shutDownBlocking()
+            Console.error("luahier: --shadow \(PrintableText.field(shadow ?? "")): the candidate did not load")
+            Console.scriptFailed(failure.error)
+            throw ExitCode(ExitStatus.scriptFailed)
         case .failure(let failure as ListenFailure):
             pool.shutDownBlocking()
             Console.error("luahier: \(PrintableText.field(Self.explain(failure)))")
@@ -330,4 +358,9 @@ enum Blocking {
         done.wait()
         return outcome!
     }
+}
+
+/// The `--shadow` candidate did not load: serve does not start.
+struct ShadowLoadFailure: Error {
+    let error: ScriptError
 }

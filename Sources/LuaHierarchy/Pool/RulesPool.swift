@@ -74,6 +74,9 @@ public final class RulesPool: @unchecked Sendable {
         /// Where each answered request is recorded (`dispatch`, `dispatchBatch`: one decision
         /// record per request line; nil: nowhere). The log never holds answering up.
         public var decisionLog: DecisionLog?
+        /// The states' threads run at the lowest CPU priority (nice 19, on Linux): for work that
+        /// must never take the CPU from the requests of others, as a shadow revision's.
+        package var background = false
         /// Errors that pass the root while the first revision loads (a rule that reports at
         /// load time), from its first state only.
         public var presentWhileLoading: (@Sendable (PresentedError) -> Void)?
@@ -334,7 +337,7 @@ public final class RulesPool: @unchecked Sendable {
 
     /// Runs `work` on a free state of the running revision and returns what it returned;
     /// refused `overloaded` when none came free within `maxWait` (or too many waited).
-    private func onFreeState<T: Sendable>(_ work: @escaping (PoolWorker) -> T) async throws(Refusal) -> T {
+    func onFreeState<T: Sendable>(_ work: @escaping (PoolWorker) -> T) async throws(Refusal) -> T {
         let result: Result<T, Refusal> = await withCheckedContinuation { continuation in
             let job = PoolJob(maxWait: options.maxWait, work: { worker in
                 continuation.resume(returning: .success(work(worker)))
@@ -362,7 +365,7 @@ public final class RulesPool: @unchecked Sendable {
     }
 
     /// One request as a line of its own text.
-    private static func line(count: Int, limit: Int) -> LuaEngine.RunLine {
+    static func line(count: Int, limit: Int) -> LuaEngine.RunLine {
         LuaEngine.RunLine(number: 1, start: 0, count: count, oversized: count > limit)
     }
 

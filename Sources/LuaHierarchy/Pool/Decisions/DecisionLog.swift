@@ -36,6 +36,9 @@ public final class DecisionLog: @unchecked Sendable {
     public let sink: any DecisionSink
     private let bufferBytes: Int
     private let pointers: [[String]]
+    /// `pointers` into the answer (`/outcome/...`) moved under `/live`, for a shadow record's
+    /// live side: the live outcome in it is masked as the live revision's own records are.
+    private let livePointers: [[String]]
     private let logger: Logger
     /// `,"source":"..."` as records carry it.
     let sourceMember: [UInt8]
@@ -63,6 +66,7 @@ public final class DecisionLog: @unchecked Sendable {
         self.bufferBytes = max(bufferBytes, 1)
         self.mask = mask
         self.pointers = mask.map(JSONPointer.tokens)
+        self.livePointers = pointers.filter { ["outcome", "responder_key", "revision"].contains($0.first) }.map { ["live"] + $0 }
         self.source = source
         self.logger = logger
         var member = JSONWriter()
@@ -94,6 +98,12 @@ public final class DecisionLog: @unchecked Sendable {
             pending.append(record)
             pendingBytes += record.count
         }
+    }
+
+    /// `submit` for a shadow record (`DecisionRecorder.Comparison`): the masks that reach into
+    /// an answer are applied to its live side too, here, on the candidate's thread.
+    func submitShadow(_ record: [UInt8]) {
+        submit(livePointers.isEmpty ? record : JSONPointer.mask(record, at: livePointers))
     }
 
     /// Hands every record still buffered to the sink, closes it, and ends the log's thread;

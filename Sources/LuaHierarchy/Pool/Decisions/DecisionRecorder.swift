@@ -10,6 +10,8 @@ struct DecisionRecorder {
     let log: DecisionLog
     /// `,"revision":{"number":N,"hash":"<64 hex digits>"}`.
     private let revisionMember: [UInt8]
+    /// `,"source":"..."`: the log's, or `shadow` for a candidate revision's records.
+    private let sourceMember: [UInt8]
     /// When the last record was made (or the run began): a line's `evaluation_ms` runs from it.
     var lastAnswer = ContinuousClock.now
     private var writer = JSONWriter()
@@ -17,11 +19,27 @@ struct DecisionRecorder {
     /// The longest `request_text` (a request that was not JSON), in bytes.
     static let maxRequestText = 4096
 
-    init(log: DecisionLog, revision: Revision) {
+    /// Records of answers by `revision`; `shadow`: answers of a candidate revision to live
+    /// requests (`source` `shadow`, each record with the live side it is compared with).
+    init(log: DecisionLog, revision: Revision, shadow: Bool = false) {
         self.log = log
-        var member = JSONWriter()
-        member.append(#","revision":{"number":\#(revision.number),"hash":"\#(revision.hash)"}"#)
-        revisionMember = member.bytes
+        revisionMember = Self.revisionMember(revision)
+        sourceMember = shadow ? Array(#","source":"shadow""#.utf8) : log.sourceMember
+    }
+
+    /// `,"revision":{"number":N,"hash":"<64 hex digits>"}`.
+    private static func revisionMember(_ revision: Revision) -> [UInt8] {
+        Array(#","revision":{"number":\#(revision.number),"hash":"\#(revision.hash)"}"#.utf8)
+    }
+
+    /// What a shadow record compares its answer with: the live revision's answer to the same
+    /// request, and the fields in which they differ (`OutcomeDifferences`).
+    struct Comparison {
+        var revision: Revision
+        /// The live outcome as the client got it (no newline).
+        var outcome: [UInt8]
+        var responderKey: String?
+        var differences: [String]
     }
 
     /// Records the answer to `line` of `chunk`: `outcome` as the client got it (its newline
@@ -29,7 +47,7 @@ struct DecisionRecorder {
     /// identity of the responder that answered (`FILE#NODEPATH#N`), when there was one.
     mutating func record(
         request chunk: UnsafeRawBufferPointer, line: LuaEngine.RunLine?, numbered: Bool, requestID: String?,
-        outcome: UnsafeRawBufferPointer, responderKey: String? = nil, mask: LuaDecisionMask? = nil
+        outcome: UnsafeRawBufferPointer, responderKey: String? = nil, mask: LuaDecisionMask? = nil, live: Comparison? = nil
     ) {
         let evaluation = ContinuousClock.now - lastAnswer
         // The next line's time runs from the end of this record (its mask's time not counted).
@@ -41,7 +59,7 @@ struct DecisionRecorder {
             writer.writeKey("request_id")
             writer.writeString(requestID)
         }
-        writer.bytes.append(contentsOf: log.sourceMember)
+        writer.bytes.append(contentsOf: sourceMember)
         writer.bytes.append(contentsOf: revisionMember)
         if numbered, let line {
             writer.writeKey("line")
@@ -56,14 +74,28 @@ struct DecisionRecorder {
             writer.writeKey("responder_key")
             writer.writeString(responderKey)
         }
+        if let live { write(live) }
         writer.writeKey("evaluation_ms")
         Self.writeMilliseconds(evaluation, into: &writer)
         writer.append("}\n")
-        if let mask {
-            log.submit(Self.masked(writer.bytes, by: mask))
-        } else {
-            log.submit(writer.bytes)
+        let record = mask.map { Self.masked(writer.bytes, by: $0) } ?? writer.bytes
+        if live != nil { log.submitShadow(record) } else { log.submit(record) }
+    }
+
+    /// `,"live":{"revision":...,"outcome":...,"responder_key":...},"differences":[...]`.
+    private mutating func write(_ live: Comparison) {
+        writer.writeKey("live")
+        writer.bytes.append(UInt8(ascii: "{"))
+        writer.bytes.append(contentsOf: Self.revisionMember(live.revision).dropFirst())
+        writer.writeKey("outcome")
+        writer.bytes.append(contentsOf: live.outcome)
+        if let key = live.responderKey {
+            writer.writeKey("responder_key")
+            writer.writeString(key)
         }
+        writer.bytes.append(UInt8(ascii: "}"))
+        writer.writeKey("differences")
+        writer.write(.array(live.differences.map { .string($0) }))
     }
 
     /// `record` as the rules' mask returned it (written again from its values, keys sorted);

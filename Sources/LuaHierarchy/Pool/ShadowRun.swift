@@ -1,0 +1,113 @@
+/// A candidate revision answering live requests beside the live one (`luahier serve
+/// --shadow`, docs/shadow.md): this pool is the candidate's, and each of its answers is
+/// compared with the live answer to the same request line by `OutcomeDifferences`, the one
+/// comparison `luahier replay` makes too.
+extension RulesPool {
+    /// The live revision's answer to one request line, as its client got it.
+    package struct LiveAnswer: Sendable {
+        /// The outcome line (its newline or not).
+        package var json: [UInt8]
+        /// The handling responder's stable key (`ResponderKey`), when the live pool keys them.
+        package var responderKey: String?
+
+        package init(json: [UInt8], responderKey: String?) {
+            (self.json, self.responderKey) = (json, responderKey)
+        }
+    }
+
+    /// What the candidate made of a request.
+    package struct ShadowResult: Sendable {
+        /// For each line answered, in order, the compared fields in which the candidate's
+        /// answer differs from the live one (empty: they agree).
+        package var differences: [[String]] = []
+        /// The candidate revision that answered.
+        package var revision: Revision
+    }
+
+    /// Answers `body` on a free state of this (the candidate's) pool, one request or, with
+    /// `batch`, its JSON lines as `dispatchBatch` does, and compares each answer with the live
+    /// one at the same place in `live`; no more lines are answered than `live` holds. A line
+    /// whose answers differ is recorded in `log`, when given, as a shadow record: the
+    /// candidate's answer with the live one beside it and the fields that differ, masked by
+    /// the candidate's `hier.maskDecision` and by the log's pointers (those into the outcome
+    /// reach the live side's too).
+    package func shadow(
+        _ body: [UInt8], batch: Bool, requestID: String?, live: [LiveAnswer], liveRevision: Revision, log: DecisionLog?
+    ) async throws(Refusal) -> ShadowResult {
+        var cutter = LineCutter(maxLineBytes: options.maxLineBytes)
+        let lines = batch ? cutter.cut(body) : [Self.line(count: body.count, limit: options.maxLineBytes)]
+        let batchTime = options.batchTime
+        return try await onFreeState { worker in
+            worker.request.id = requestID
+            defer { worker.request.id = nil }
+            var result = ShadowResult(revision: worker.generation.revision)
+            var recorder = log.map { DecisionRecorder(log: $0, revision: worker.generation.revision, shadow: true) }
+            let held = worker.processor.outputCharge()
+            var lineIndex = 0
+            var lineStarted = ContinuousClock.now
+            body.withUnsafeBytes { bytes in
+                _ = worker.answer(bytes, lines: lines, held: held, numbered: batch, timeBudget: batch ? batchTime : nil) { answer, _ in
+                    guard result.differences.count < live.count else { return false }
+                    let old = live[result.differences.count]
+                    let key = worker.processor.keys?.key
+                    let fields = Self.differences(old, answer, key: key)
+                    result.differences.append(fields)
+                    if !fields.isEmpty, recorder != nil {
+                        let number = batch ? PoolWorker.lineNumber(of: answer) : 1
+                        while lineIndex < lines.count - 1 && lines[lineIndex].number < number { lineIndex += 1 }
+                        recorder!.lastAnswer = lineStarted
+                        var outcome = old.json
+                        if outcome.last == UInt8(ascii: "\n") { outcome.removeLast() }
+                        recorder!.record(
+                            request: bytes, line: lines.isEmpty ? nil : lines[lineIndex], numbered: batch, requestID: requestID,
+                            outcome: answer, responderKey: key, mask: worker.processor.hierarchy.decisionMask,
+                            live: .init(revision: liveRevision, outcome: outcome, responderKey: old.responderKey, differences: fields))
+                    }
+                    lineStarted = ContinuousClock.now
+                    return true
+                }
+            }
+            return result
+        }
+    }
+
+    /// The fields in which `answer` (the candidate's outcome line) differs from `live`'s.
+    private static func differences(_ live: LiveAnswer, _ answer: UnsafeRawBufferPointer, key: String?) -> [String] {
+        let old = live.json.withUnsafeBytes { try? JSON.parse($0) } ?? .null
+        let new = (try? JSON.parse(answer)) ?? .null
+        return OutcomeDifferences.fields(old, new, oldKey: live.responderKey, newKey: key)
+    }
+}
+
+extension RulesPool {
+    /// Loads a candidate revision beside this (the live) pool: the rules of `file` on
+    /// `workers` states of their own, at the lowest CPU priority, with this pool's options
+    /// otherwise. The candidate runs under the live rules' name, so that its responders are
+    /// named (`responder`, `FILE#NODEPATH#N`) as the live ones they are compared with; the
+    /// modules it requires are found as the live rules' are. Its `print` is discarded, and it
+    /// keeps no decision log of its own (`shadow` records its differences). The loading runs
+    /// on a thread of its own; a file that does not load throws its error.
+    package func candidate(file: String, workers: Int) async throws(ScriptError) -> RulesPool {
+        var candidate = options
+        let limit = options.hierarchy.limits.memory
+        let loaded: Result<RulesPool, ScriptError> = await withCheckedContinuation { continuation in
+            let started = LargeStack.spawn(size: 256 << 10) {
+                continuation.resume(returning: readRulesFile(file, limit: limit).flatMap { text in
+                    candidate.rulesSource = String(decoding: text, as: UTF8.self)
+                    candidate.workers = workers
+                    candidate.background = true
+                    candidate.responderKeys = true
+                    candidate.decisionLog = nil
+                    candidate.printForRequest = nil
+                    candidate.print = { _ in }
+                    candidate.presentWhileLoading = nil
+                    return Result { () throws(ScriptError) in try RulesPool(options: candidate) }
+                })
+            }
+            if started == nil {
+                continuation.resume(returning: .failure(ScriptError(type: "HostError", message: "could not start a thread to load \(file)")))
+            }
+        }
+        return try loaded.get()
+    }
+}

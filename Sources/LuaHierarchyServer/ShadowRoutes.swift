@@ -1,0 +1,159 @@
+#if Server
+internal import Hummingbird
+import LuaHierarchy
+internal import NIOCore
+import Synchronization
+
+/// `/v1/shadow`: a candidate revision beside the live one (docs/shadow.md).
+///
+/// - `GET` reports the candidate and its counts (`{"active": false}` with none), open as
+///   `/metrics` is: it holds counts and request ids, no payloads.
+/// - `POST` loads a candidate, replacing the one running and its counts. The body is empty
+///   or `{"rules": "FILE", "sample": 0.1}`; without `rules` it loads the file last given
+///   (`--shadow`) again. 200 with the report; 422 `ShadowLoadFailed` when the file does not
+///   load (the candidate running, if any, goes on); 400 `InvalidBody`; 409 `NoShadowFile`.
+/// - `DELETE` stops shadowing and answers the last report.
+///
+/// `POST` and `DELETE` are behind the reload token, as `POST /v1/reload`: with neither
+/// `reloadEndpoint` nor `reloadTokens`, they answer 403 `ReloadDisabled`.
+extension RulesServer {
+    func addShadowRoutes(to router: Router<ServerContext>) {
+        for method in [HTTPRequest.Method.get, .head] {
+            router.on("/v1/shadow", method: method) { request, _ in
+                Response.json(.ok, self.shadowReport(), head: request.method == .head)
+            }
+        }
+        let guarded = router.group()
+        if let tokens = options.reloadTokens { guarded.add(middleware: BearerAuth(tokens: tokens, route: "/v1/shadow")) }
+        guarded.post("/v1/shadow") { request, _ in
+            await self.loadShadow(request)
+        }
+        guarded.delete("/v1/shadow") { _, _ in
+            if let refused = self.shadowChangesRefused() { return refused }
+            let report = self.shadowReport()
+            await self.stopShadow()
+            return Response.json(.ok, report)
+        }
+    }
+
+    /// The report of the candidate running, or `{"active": false}`.
+    func shadowReport() -> [String: Value] {
+        shadow?.report(live: pool.revision) ?? ["active": false]
+    }
+
+    private func shadowChangesRefused() -> Response? {
+        guard options.reloadEndpoint || options.reloadTokens != nil else {
+            return ErrorBody.response(
+                .forbidden, type: "ReloadDisabled",
+                message: "changing the shadow revision over HTTP is off: start luahier serve with --reload-token-file (or --reload-endpoint)")
+        }
+        return nil
+    }
+
+    private func loadShadow(_ request: Request) async -> Response {
+        if let refused = shadowChangesRefused() { return refused }
+        var body = ByteBuffer()
+        do {
+            body = try await request.body.collect(upTo: 64 << 10)
+        } catch {
+            return ErrorBody.response(.badRequest, type: "InvalidBody", message: "the body must be a JSON object of at most 64 KiB")
+        }
+        var settings: Value = .map([:])
+        if body.readableBytes > 0 {
+            guard let parsed = body.readableBytesView.withContiguousStorageIfAvailable({ try? JSON.parse(UnsafeRawBufferPointer($0)) }) ?? nil,
+                case .map(let members) = parsed
+            else {
+                return ErrorBody.response(.badRequest, type: "InvalidBody", message: #"the body must be a JSON object: {"rules": "FILE", "sample": 0.1}"#)
+            }
+            if let unknown = members.keys.sorted().first(where: { !["rules", "sample", "workers"].contains($0) }) {
+                return ErrorBody.response(.badRequest, type: "InvalidBody", message: "unknown member \"\(PrintableText.field(unknown))\"; the members are rules, sample and workers")
+            }
+            settings = parsed
+        }
+        let running = shadow
+        let file = settings["rules"]?.stringValue ?? running?.file ?? options.shadow?.rulesFile
+        let sample = settings["sample"].flatMap(Self.number) ?? running?.sample ?? options.shadow?.sample ?? 0.1
+        let workers = settings["workers"]?.intValue.map(Int.init) ?? options.shadow?.workers ?? 1
+        guard let file, !file.isEmpty else {
+            return ErrorBody.response(.conflict, type: "NoShadowFile", message: #"no candidate file: give {"rules": "FILE"}, or start luahier serve with --shadow FILE"#)
+        }
+        guard (0...1).contains(sample) else {
+            return ErrorBody.response(.badRequest, type: "InvalidBody", message: "sample must be a number from 0 to 1")
+        }
+        guard (1...256).contains(workers) else {
+            return ErrorBody.response(.badRequest, type: "InvalidBody", message: "workers must be from 1 to 256")
+        }
+        do {
+            try await startShadow(rulesFile: file, sample: sample, workers: workers)
+        } catch {
+            return ErrorBody.response(
+                .unprocessableContent, type: "ShadowLoadFailed", message: error.description, extra: ["shadow": .map(shadowReport())])
+        }
+        return Response.json(.ok, shadowReport())
+    }
+
+    private static func number(_ value: Value) -> Double? {
+        switch value {
+        case .int(let number): Double(number)
+        case .double(let number): number
+        default: nil
+        }
+    }
+
+    /// With a candidate running, sampled by `requestID`: `answer`'s body written, then the
+    /// request handed to the candidate (the live answer is on its way first).
+    func shadowed(_ response: Response, body: [UInt8], requestID: String, answer: RulesPool.Answer) -> Response {
+        guard let shadow, shadow.samples(requestID) else { return response }
+        var response = response
+        let bytes = ByteBuffer(bytes: answer.json + [UInt8(ascii: "\n")])
+        let log = pool.options.decisionLog
+        response.body = ResponseBody(contentLength: bytes.readableBytes) { writer in
+            try await writer.write(bytes)
+            try await writer.finish(nil)
+            shadow.submit(
+                body, batch: false, requestID: requestID, live: [.init(json: answer.json, responderKey: answer.responderKey)],
+                liveRevision: answer.revision, log: log)
+        }
+        return response
+    }
+}
+
+/// A sampled batch's live answers, kept for the candidate while they stream to the client
+/// (from the state's thread), up to `Shadow.maxPendingBytes`: a larger batch is not shadowed.
+final class ShadowCapture: Sendable {
+    private struct Kept {
+        var answers: [RulesPool.LiveAnswer] = []
+        var bytes = 0
+        var overflowed = false
+        var revision: Revision?
+    }
+    private let state = Mutex(Kept())
+
+    func add(_ answer: UnsafeRawBufferPointer, key: String?, bodyBytes: Int) {
+        state.withLock { kept in
+            guard !kept.overflowed else { return }
+            kept.bytes += answer.count
+            if kept.bytes + bodyBytes > Shadow.maxPendingBytes {
+                kept.overflowed = true
+                kept.answers = []
+                return
+            }
+            kept.answers.append(.init(json: Array(answer), responderKey: key))
+        }
+    }
+
+    /// The batch was answered, all of it by `revision`.
+    func answered(by revision: Revision) {
+        state.withLock { $0.revision = revision }
+    }
+
+    /// The answers kept and their revision, once the batch was answered; nil when it was not,
+    /// none were, or there were too many to keep.
+    var taken: ([RulesPool.LiveAnswer], Revision)? {
+        state.withLock { kept in
+            guard !kept.overflowed, !kept.answers.isEmpty, let revision = kept.revision else { return nil }
+            return (kept.answers, revision)
+        }
+    }
+}
+#endif
