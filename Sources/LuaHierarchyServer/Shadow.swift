@@ -106,7 +106,7 @@ final class Shadow: Sendable {
                 return
             }
             counts.compared += 1
-            for (index, fields) in result.differences.enumerated() {
+            for (number, fields) in result.lines {
                 counts.lines += 1
                 if fields.isEmpty {
                     counts.same += 1
@@ -115,11 +115,11 @@ final class Shadow: Sendable {
                 counts.different += 1
                 for field in fields { counts.fields[field, default: 0] += 1 }
                 if counts.recent.count == Self.recentKept { counts.recent.removeFirst() }
-                counts.recent.append((requestID, index + 1, fields))
+                counts.recent.append((requestID, number, fields))
             }
         }
         guard let result else { return }
-        for fields in result.differences {
+        for (_, fields) in result.lines {
             counters.lines[fields.isEmpty ? "same" : "different"]?.increment()
             for field in fields { counters.fields[field]?.increment() }
         }

@@ -18,6 +18,8 @@ struct APIDocumentTests {
         "POST /v1/dispatch 401": "bearer tokens are not wired yet",
         "POST /v1/dispatch 403": "bearer tokens are not wired yet",
         "POST /v1/reload 401": "bearer tokens are not wired yet",
+        "POST /v1/shadow 401": "tokens over a socket: luahierTests' ShadowServeTests",
+        "DELETE /v1/shadow 401": "tokens over a socket: luahierTests' ShadowServeTests",
     ]
 
     /// Rules whose answers show every part of an outcome: a handled error, an unhandled event,
@@ -77,7 +79,7 @@ struct APIDocumentTests {
         let validator = SchemaValidator(document: document)
         #expect(document["openapi"]?.stringValue == "3.1.0")
         let paths = Set(document["paths"]?.mapValue?.keys.map { $0 } ?? [])
-        #expect(paths == ["/v1/dispatch", "/livez", "/readyz", "/healthz", "/metrics", "/v1/reload", "/openapi.json"])
+        #expect(paths == ["/v1/dispatch", "/livez", "/readyz", "/healthz", "/metrics", "/v1/reload", "/openapi.json", "/v1/shadow"])
         var problems: [String] = []
         for (name, schema) in document["components"]?["schemas"]?.mapValue ?? [:] {
             problems += validator.problems(in: schema, at: "#/components/schemas/\(name)")
@@ -174,6 +176,7 @@ struct APIDocumentTests {
         try await driveDispatch(conformance)
         try await driveOperations(conformance)
         try await driveOverload(conformance)
+        try await driveShadow(conformance)
         let unseen = APIConformance.documented.subtracting(conformance.seen).subtracting(Self.unreachableInProcess.keys)
         #expect(unseen.isEmpty, "documented, never answered: \(unseen.sorted())")
     }
@@ -286,6 +289,43 @@ struct APIDocumentTests {
             let reply = try await client.execute(uri: "/v1/reload", method: .post)
             #expect(reply.status == .forbidden)
             conformance.check(reply, .post, "/v1/reload")
+        }
+    }
+
+    /// `/v1/shadow`: its report with and without a candidate, and every refusal.
+    private func driveShadow(_ conformance: APIConformance) async throws {
+        let (server, candidate, folder) = try ShadowTests.server()
+        try await server.application().test(.router) { client in
+            func call(_ method: HTTPRequest.Method, _ body: String? = nil) async throws -> TestResponse {
+                let reply = try await client.execute(uri: "/v1/shadow", method: method, body: body.map { ByteBuffer(string: $0) })
+                conformance.check(reply, method, "/v1/shadow")
+                return reply
+            }
+            #expect(try await call(.get).status == .ok)
+            #expect(try await call(.head).status == .ok)
+            #expect(try await call(.post).status == .conflict)
+            #expect(try await call(.post, "[]").status == .badRequest)
+            let broken = folder.appendingPathComponent("broken.lua").path
+            try "local x = (".write(toFile: broken, atomically: true, encoding: .utf8)
+            #expect(try await call(.post, #"{"rules": "\#(broken)"}"#).status == .unprocessableContent)
+            #expect(try await call(.post, #"{"rules": "\#(candidate)", "sample": 1}"#).status == .ok)
+            _ = try await client.execute(uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: #"{"at": "/app", "event": "Ask"}"#))
+            #expect(try await RouteTests.eventually { ShadowTests.count(try await ShadowTests.report(client), "requests", "compared") == 1 })
+            #expect(try await call(.get).status == .ok)
+            #expect(try await call(.post, #"{"rules": "\#(broken)"}"#).status == .unprocessableContent)
+            #expect(try await call(.delete).status == .ok)
+            let refused = try await call(.put)
+            #expect(refused.status == .methodNotAllowed)
+            #expect(refused.headers[.allow] == "GET, HEAD, POST, DELETE")
+            #expect(try await call(HTTPRequest.Method(rawValue: "QUERY")!).status == .notFound)
+        }
+        let (closed, _) = try Self.server()
+        try await closed.application().test(.router) { client in
+            for method in [HTTPRequest.Method.post, .delete] {
+                let reply = try await client.execute(uri: "/v1/shadow", method: method)
+                #expect(reply.status == .forbidden)
+                conformance.check(reply, method, "/v1/shadow")
+            }
         }
     }
 

@@ -73,6 +73,22 @@ struct ReplayCommandTests {
         #expect(!result.stdout.contains("changed:"))
     }
 
+    /// A shadow revision's record (a candidate's answer with the live one beside it) is no
+    /// outcome a client got: replay passes over it, counted, whatever its outcome says.
+    @Test func shadowRecordsArePassedOverAndCounted() throws {
+        var log = try Self.makeLog()
+        let first = try #require(log.split(separator: "\n").first)
+        let shadow = first.replacingOccurrences(of: #""source":"dispatch""#, with: #""source":"shadow""#)
+            .replacingOccurrences(of: #""status":"#, with: #""status":"x","was":"#)
+        log += shadow + "\n"
+        // Escaped, the scan does not find it; the full reading does.
+        log += shadow.replacingOccurrences(of: #""source":"shadow""#, with: #""source":"\u0073hadow""#) + "\n"
+        let result = try Self.replay("scripts/alerts.lua", log: try Self.logFile(log))
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains(": 12 requests: 12 same, 0 changed, 0 newly invalid; 0 unreadable records; 2 shadow records passed over"),
+                "\(result.stdout)")
+    }
+
     @Test func aChangedRuleListsExactlyTheRequestsItChangesWithTheirExplanation() throws {
         let log = try Self.logFile()
         let result = try Self.replay("\(Self.fixtures)/alerts-oncall.lua", log: log)

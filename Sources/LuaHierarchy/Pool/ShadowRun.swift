@@ -17,9 +17,10 @@ extension RulesPool {
 
     /// What the candidate made of a request.
     package struct ShadowResult: Sendable {
-        /// For each line answered, in order, the compared fields in which the candidate's
+        /// For each line answered, in order: its number (as `line` counts, from 1, blank lines
+        /// included; 1 for a single request) and the compared fields in which the candidate's
         /// answer differs from the live one (empty: they agree).
-        package var differences: [[String]] = []
+        package var lines: [(number: Int, differences: [String])] = []
         /// The candidate revision that answered.
         package var revision: Revision
     }
@@ -47,13 +48,13 @@ extension RulesPool {
             var lineStarted = ContinuousClock.now
             body.withUnsafeBytes { bytes in
                 _ = worker.answer(bytes, lines: lines, held: held, numbered: batch, timeBudget: batch ? batchTime : nil) { answer, _ in
-                    guard result.differences.count < live.count else { return false }
-                    let old = live[result.differences.count]
+                    guard result.lines.count < live.count else { return false }
+                    let old = live[result.lines.count]
                     let key = worker.processor.keys?.key
                     let fields = Self.differences(old, answer, key: key)
-                    result.differences.append(fields)
+                    let number = batch ? PoolWorker.lineNumber(of: answer) : 1
+                    result.lines.append((number, fields))
                     if !fields.isEmpty, recorder != nil {
-                        let number = batch ? PoolWorker.lineNumber(of: answer) : 1
                         while lineIndex < lines.count - 1 && lines[lineIndex].number < number { lineIndex += 1 }
                         recorder!.lastAnswer = lineStarted
                         var outcome = old.json

@@ -1,0 +1,267 @@
+#if Server
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import LuaHierarchy
+@testable import LuaHierarchyServer
+import Testing
+
+/// Shadow revisions (docs/shadow.md): a candidate answers a sample of live requests after
+/// them, on its own states, and the differences are counted and logged; the live answers
+/// never wait for it.
+@Suite("Shadow revisions")
+struct ShadowTests {
+    /// Live rules: `Ask` is answered at /app, `Page` at the root.
+    static let live = """
+        local app = hier.root:child("app")
+        app:receiveEvent("Ask", function(e) return {type = "Answer", to = e.who} end)
+        hier.root:receiveEvent("Page", function(e) return "handled" end)
+        """
+    /// The candidate: `Ask` answered differently (value), `Page` the same, `Hold` waits for the
+    /// test (the live rules leave it unhandled).
+    static let candidate = """
+        local app = hier.root:child("app")
+        app:receiveEvent("Ask", function(e) return {type = "Answer", to = "everyone"} end)
+        hier.root:receiveEvent("Page", function(e) return "handled" end)
+        app:receiveEvent("Hold", function(e) hold() return "handled" end)
+        """
+
+    static func folder() throws -> URL {
+        let folder = URL(fileURLWithPath: "/tmp/lhshadow-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    /// A server on the live rules with reloading on, the candidate written beside them, and
+    /// `hold()` for the candidate's rules to wait on `release`.
+    static func server(
+        release: DispatchSemaphore = DispatchSemaphore(value: 0), entered: DispatchSemaphore? = nil, log: DecisionLog? = nil
+    ) throws -> (server: RulesServer, candidate: String, folder: URL) {
+        let folder = try folder()
+        let rules = folder.appendingPathComponent("rules.lua")
+        try live.write(to: rules, atomically: true, encoding: .utf8)
+        let candidate = folder.appendingPathComponent("candidate.lua")
+        try Self.candidate.write(to: candidate, atomically: true, encoding: .utf8)
+        var pool = RulesPool.Options(rulesFile: rules.path, workers: 1)
+        pool.responderKeys = true
+        pool.decisionLog = log
+        pool.hierarchy.limits.dispatchTime = nil
+        pool.setup = { hierarchy in
+            hierarchy.register(function: "hold") { _ in
+                entered?.signal()
+                release.wait()
+                return .null
+            }
+        }
+        var options = RulesServer.Options()
+        options.reloadEndpoint = true
+        return (RulesServer(pool: try RulesPool(options: pool), options: options), candidate.path, folder)
+    }
+
+    static func report(_ client: some TestClientProtocol) async throws -> Value {
+        APIDocumentTests.object(try await client.execute(uri: "/v1/shadow", method: .get))
+    }
+
+    static func count(_ report: Value, _ group: String, _ name: String) -> Int {
+        Int(report[group]?[name]?.intValue ?? -1)
+    }
+
+    @Test func aCandidateIsComparedOnEveryRequestAtSampleOne() async throws {
+        let (server, candidate, _) = try Self.server()
+        try await server.startShadow(rulesFile: candidate, sample: 1)
+        try await server.application().test(.router) { client in
+            for (index, event) in ["Ask", "Page", "Ask", "Nothing"].enumerated() {
+                let reply = try await client.execute(
+                    uri: "/v1/dispatch", method: .post, headers: [.init("X-Request-Id")!: "r\(index)"],
+                    body: ByteBuffer(string: #"{"at": "/app", "event": {"type": "\#(event)", "who": "ann"}}"#))
+                #expect(reply.status == .ok)
+                // The live answer is the live rules' own.
+                if event == "Ask" { #expect(APIDocumentTests.object(reply)["value"]?["to"]?.stringValue == "ann") }
+            }
+            #expect(try await RouteTests.eventually { Self.count(try await Self.report(client), "requests", "compared") == 4 })
+            let report = try await Self.report(client)
+            #expect(report["active"] == .bool(true))
+            #expect(Self.count(report, "lines", "same") == 2)
+            #expect(Self.count(report, "lines", "different") == 2)
+            #expect(Self.count(report, "differences", "value") == 2)
+            #expect(Self.count(report, "differences", "status") == 0)
+            #expect(Self.count(report, "differences", "responder") == 0, "the same responder, on a line of its own file")
+            let recent = report["recent"]?.arrayValue?.compactMap { $0["request_id"]?.stringValue }
+            #expect(recent == ["r0", "r2"])
+            let metrics = String(buffer: try await client.execute(uri: "/metrics", method: .get).body)
+            #expect(metrics.contains(#"luahier_shadow_lines_total{result="different"} 2"#))
+            #expect(metrics.contains(#"luahier_shadow_differences_total{field="value"} 2"#))
+            #expect(metrics.contains("luahier_shadow_active 1.0"))
+        }
+    }
+
+    @Test func aBatchIsComparedLineByLine() async throws {
+        let (server, candidate, _) = try Self.server()
+        try await server.startShadow(rulesFile: candidate, sample: 1)
+        try await server.application().test(.router) { client in
+            let lines = [#"{"at": "/app", "event": "Page"}"#, "", #"{"at": "/app", "event": {"type": "Ask", "who": "bo"}}"#, "not json"]
+            let reply = try await client.execute(
+                uri: "/v1/dispatch", method: .post, headers: [.contentType: "application/x-ndjson", .init("X-Request-Id")!: "batch"],
+                body: ByteBuffer(string: lines.joined(separator: "\n")))
+            #expect(String(buffer: reply.body).split(separator: "\n").count == 3)
+            #expect(try await RouteTests.eventually { Self.count(try await Self.report(client), "lines", "compared") == 3 })
+            let report = try await Self.report(client)
+            #expect(Self.count(report, "requests", "compared") == 1)
+            #expect(Self.count(report, "lines", "different") == 1)
+            // The line of the batch, as `line` counts it (the blank line counted).
+            #expect(report["recent"]?.arrayValue?.first?["line"]?.intValue == 3)
+        }
+    }
+
+    @Test func sampleChoosesByRequestIdInTheGivenProportion() throws {
+        let pool = try RulesPool(options: .init(rulesSource: Self.live))
+        let registry = try ShadowTestRegistry()
+        for (sample, low, high) in [(0.0, 0, 0), (1.0, 1000, 1000), (0.25, 180, 320), (0.5, 420, 580)] {
+            let shadow = Shadow(candidate: pool, file: "c.lua", sample: sample, counters: registry.counters)
+            let chosen = (0..<1000).filter { _ in shadow.samples(UUID().uuidString) }.count
+            #expect((low...high).contains(chosen), "sample \(sample): \(chosen) of 1000")
+            // The same id, the same choice: a retried request is sampled alike.
+            for id in ["a", "retry-7", "4f1c"] { #expect(shadow.samples(id) == shadow.samples(id)) }
+        }
+    }
+
+    /// Load on the live route while the candidate cannot answer at all (its rule waits on the
+    /// test): every live answer comes, each the same as without a shadow, so none of them
+    /// waited for the candidate; once it is let go, it compares them all.
+    @Test func liveAnswersNeverWaitForTheCandidate() async throws {
+        let release = DispatchSemaphore(value: 0), entered = DispatchSemaphore(value: 0)
+        let (plain, _, _) = try Self.server()
+        let (server, candidate, _) = try Self.server(release: release, entered: entered)
+        try await server.startShadow(rulesFile: candidate, sample: 1)
+        let requests = 200
+        let bodies = (0..<requests).map { index in
+            index % 2 == 0 ? #"{"id": \#(index), "at": "/app", "event": "Hold"}"# : #"{"id": \#(index), "at": "/app", "event": {"type": "Ask", "who": "x"}}"#
+        }
+        let expected = try await plain.application().test(.router) { client in
+            var expected: [String] = []
+            for body in bodies {
+                expected.append(String(buffer: try await client.execute(uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: body)).body))
+            }
+            return expected
+        }
+        try await server.application().test(.router) { client in
+            // The first request (a Hold) alone, until the candidate is stuck in it.
+            let first = try await client.execute(uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: bodies[0]))
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    entered.wait()
+                    continuation.resume()
+                }
+            }
+            let answers = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+                for (index, body) in bodies.enumerated().dropFirst() {
+                    group.addTask {
+                        let reply = try await client.execute(uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: body))
+                        return (index, String(buffer: reply.body))
+                    }
+                }
+                var answers = [String](repeating: "", count: requests)
+                answers[0] = String(buffer: first.body)
+                for try await (index, body) in group { answers[index] = body }
+                return answers
+            }
+            // Every live answer came while the candidate was held at its first request, each as
+            // the same rules answer it with no shadow (the revision aside: another folder).
+            let differing = zip(answers, expected).filter { Self.withoutRevision($0) != Self.withoutRevision($1) }
+            #expect(answers.count == requests)
+            #expect(differing.isEmpty, "\(differing.count) answers differ, the first: \(differing.first.map { "\($0)" } ?? "")")
+            // Each is handed to the candidate once its answer is written.
+            #expect(try await RouteTests.eventually { Self.count(try await Self.report(client), "requests", "sampled") == requests })
+            #expect(Self.count(try await Self.report(client), "requests", "compared") == 0)
+            for _ in 0..<requests { release.signal() }
+            #expect(try await RouteTests.eventually {
+                let report = try await Self.report(client)
+                return Self.count(report, "requests", "compared") + Self.count(report, "requests", "skipped") == requests
+            })
+            let report = try await Self.report(client)
+            // Those the candidate's wait bound did not refuse were compared: Hold differs
+            // (handled against unhandled), Ask differs in its value.
+            #expect(Self.count(report, "lines", "same") == 0)
+            #expect(Self.count(report, "requests", "pending") == 0)
+        }
+    }
+
+    @Test func differencesAreLoggedWithBothOutcomesAndMasked() async throws {
+        let folder = try Self.folder()
+        let path = folder.appendingPathComponent("decisions.ndjson").path
+        let log = DecisionLog(sink: try DecisionFileSink(path: path), mask: ["/outcome/value/to"], source: "serve")
+        let (server, candidate, _) = try Self.server(log: log)
+        try await server.startShadow(rulesFile: candidate, sample: 1)
+        try await server.application().test(.router) { client in
+            _ = try await client.execute(
+                uri: "/v1/dispatch", method: .post, headers: [.init("X-Request-Id")!: "masked"],
+                body: ByteBuffer(string: #"{"at": "/app", "event": {"type": "Ask", "who": "ann"}}"#))
+            _ = try await client.execute(uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: #"{"at": "/app", "event": "Page"}"#))
+            #expect(try await RouteTests.eventually { Self.count(try await Self.report(client), "requests", "compared") == 2 })
+        }
+        #expect(log.flush())
+        let records = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map { try JSON.parse(String($0)) }
+        let shadow = records.filter { $0["source"]?.stringValue == "shadow" }
+        // Two live records, and one shadow record: the request whose outcomes differ.
+        #expect(records.count == 3)
+        #expect(shadow.count == 1)
+        let record = try #require(shadow.first)
+        #expect(record["request_id"]?.stringValue == "masked")
+        #expect(record["differences"] == .array(["value"]))
+        #expect(record["outcome"]?["value"]?["to"]?.stringValue == "<masked>")
+        #expect(record["live"]?["outcome"]?["value"]?["to"]?.stringValue == "<masked>", "the live side is masked as well")
+        #expect(record["live"]?["responder_key"]?.stringValue == record["responder_key"]?.stringValue)
+        #expect(record["live"]?["revision"]?["hash"]?.stringValue != record["revision"]?["hash"]?.stringValue)
+        log.close()
+    }
+
+    @Test func theRoutesLoadReplaceAndStopACandidate() async throws {
+        let (server, candidate, folder) = try Self.server()
+        try await server.application().test(.router) { client in
+            func call(_ method: HTTPRequest.Method, _ body: String? = nil) async throws -> TestResponse {
+                try await client.execute(uri: "/v1/shadow", method: method, body: body.map { ByteBuffer(string: $0) })
+            }
+            #expect(Self.object(try await call(.get)) == .map(["active": false]))
+            #expect(try await call(.post).status == .conflict)   // no file known yet
+            #expect(try await call(.post, "[1]").status == .badRequest)
+            #expect(try await call(.post, #"{"rules": "c.lua", "extra": 1}"#).status == .badRequest)
+            #expect(try await call(.post, #"{"rules": "\#(candidate)", "sample": 2}"#).status == .badRequest)
+            let loaded = try await call(.post, #"{"rules": "\#(candidate)", "sample": 0.5}"#)
+            #expect(loaded.status == .ok)
+            #expect(Self.object(loaded)["sample"] == .double(0.5))
+            let broken = folder.appendingPathComponent("broken.lua").path
+            try "local x = (".write(toFile: broken, atomically: true, encoding: .utf8)
+            let failed = try await call(.post, #"{"rules": "\#(broken)"}"#)
+            #expect(failed.status == .unprocessableContent)
+            #expect(Self.object(failed)["error"]?["message"]?.stringValue?.contains("rules.lua:1") == true,
+                    "the candidate's error, under the live rules' name: \(String(buffer: failed.body))")
+            // The candidate running goes on.
+            #expect(Self.object(failed)["shadow"]?["file"]?.stringValue == candidate)
+            // Without `rules`: the candidate running, loaded again.
+            #expect(Self.object(try await call(.post, "{}"))["file"]?.stringValue == candidate)
+            let stopped = try await call(.delete)
+            #expect(stopped.status == .ok)
+            #expect(Self.object(stopped)["active"] == .bool(true))
+            #expect(Self.object(try await call(.get)) == .map(["active": false]))
+        }
+    }
+
+    static func object(_ response: TestResponse) -> Value { APIDocumentTests.object(response) }
+
+    static func withoutRevision(_ answer: String) -> Value {
+        guard case .map(var members)? = try? JSON.parse(answer) else { return .null }
+        members["revision"] = nil
+        return .map(members)
+    }
+}
+
+/// Counters for a `Shadow` made outside a server.
+struct ShadowTestRegistry {
+    let counters: ShadowCounters
+
+    init() throws {
+        let pool = try RulesPool(options: .init(rulesSource: ""))
+        counters = ServerMetrics(pool: pool, printer: nil).shadow
+    }
+}
+#endif
