@@ -19,6 +19,8 @@ struct ExampleScriptTests {
         "workspace.lua.tree": (["tree", "scripts/workspace.lua"], 0),
         "workspace.lua.tree-dot": (["tree", "scripts/workspace.lua", "--format", "dot"], 0),
         "workspace.lua.tree-json": (["tree", "scripts/workspace.lua", "--format", "json"], 0),
+        // The generated traffic of scripts/review-a-change.sh: the same lines for a seed.
+        "traffic.lua": (["run", "scripts/traffic.lua", "12", "3"], 0),
     ]
 
     static let golden = Luahier.packageRoot.appendingPathComponent("Tests/luahierTests/Golden")
@@ -60,6 +62,27 @@ struct ExampleScriptTests {
             #expect(actual == expected, "\(name) \(stream) differs from \(file.lastPathComponent)")
         }
     }
+
+    #if Server
+    /// The worked example of docs/shadow.md: a rules change, yesterday's log replayed (three
+    /// requests change), and the change as a shadow revision under generated traffic. It runs
+    /// the built binary through bash, as a user runs it; its whole stdout is golden.
+    @Test func reviewingAChangeShowsItsThreeRequestsAndTheShadowCounts() throws {
+        let child = try LuahierProcess(
+            ["scripts/review-a-change.sh"], environment: ProcessInfo.processInfo.environment.merging(["LUAHIER": Luahier.binary.path]) { $1 },
+            executable: URL(fileURLWithPath: "/bin/bash"), stdin: false)
+        let ended = child.waitForExit(timeout: 300)
+        #expect(ended.status == 0, "\(ended.stderr)")
+        #expect(child.stdout.contains(": 1000 requests: 997 same, 3 changed (type 3, by 3, responder 3, value 3)"), "\(child.stdout)")
+        #expect(child.stdout.components(separatedBy: "\nchanged: ").count == 4)
+        #expect(child.stdout.contains("10 batches compared (0 skipped); 2000 request lines: 1992 same, 8 different"), "\(child.stdout)")
+        let file = Self.golden.appendingPathComponent("review-a-change.sh.stdout")
+        if ProcessInfo.processInfo.environment["UPDATE_GOLDEN"] == "1" {
+            try child.stdout.write(to: file, atomically: true, encoding: .utf8)
+        }
+        #expect(child.stdout == (try String(contentsOf: file, encoding: .utf8)), "differs from \(file.lastPathComponent)")
+    }
+    #endif
 
     /// The alerts rules keep no state between events, so two workers answer the same.
     @Test func alertsAnswerTheSameWithTwoJobs() throws {
