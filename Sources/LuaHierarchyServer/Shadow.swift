@@ -85,14 +85,7 @@ final class Shadow: Sendable {
             counters.skipped["busy"]?.increment()
             return
         }
-        Task { [candidate] in
-            let result: RulesPool.ShadowResult?
-            do throws(RulesPool.Refusal) {
-                result = try await candidate.shadow(body, batch: batch, requestID: requestID, live: live, liveRevision: liveRevision, log: log)
-            } catch {
-                counters.skipped[error == .overloaded ? "busy" : "stopped"]?.increment()
-                result = nil
-            }
+        candidate.shadow(body, batch: batch, requestID: requestID, live: live, liveRevision: liveRevision, log: log) { result in
             self.finish(result, requestID: requestID, bytes: bytes)
         }
     }
@@ -118,15 +111,16 @@ final class Shadow: Sendable {
                 counts.recent.append((requestID, number, fields))
             }
         }
-        guard let result else { return }
+        guard let result else {
+            // Its queue was full, or it was stopped (replaced) first.
+            counters.skipped[candidate.isShutDown ? "stopped" : "busy"]?.increment()
+            return
+        }
         for (_, fields) in result.lines {
             counters.lines[fields.isEmpty ? "same" : "different"]?.increment()
             for field in fields { counters.fields[field]?.increment() }
         }
     }
-
-    /// Requests handed to the candidate and not yet compared.
-    var pending: Int { state.withLock { $0.pending } }
 
     /// What `GET /v1/shadow` shows of it.
     func report(live: Revision) -> [String: Value] {

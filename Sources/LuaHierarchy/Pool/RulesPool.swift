@@ -181,6 +181,9 @@ public final class RulesPool: @unchecked Sendable {
     /// The revision answering new requests.
     public var revision: Revision { monitor.locked { current.revision } }
 
+    /// Whether the pool was shut down (it answers no more requests).
+    package var isShutDown: Bool { monitor.locked { closed } }
+
     /// The running revision's files as they were when it read them (RulesWatcher).
     var loadedStamps: [String: FileStamp] { monitor.locked { current.stamps } }
 

@@ -25,51 +25,65 @@ extension RulesPool {
         package var revision: Revision
     }
 
-    /// Answers `body` on a free state of this (the candidate's) pool, one request or, with
-    /// `batch`, its JSON lines as `dispatchBatch` does, and compares each answer with the live
-    /// one at the same place in `live`; no more lines are answered than `live` holds. A line
-    /// whose answers differ is recorded in `log`, when given, as a shadow record: the
-    /// candidate's answer with the live one beside it and the fields that differ, masked by
-    /// the candidate's `hier.maskDecision` and by the log's pointers (those into the outcome
-    /// reach the live side's too).
+    /// Queues `body` to a state of this (the candidate's) pool, one request or, with `batch`,
+    /// its JSON lines as `dispatchBatch` does, to be answered and compared with `live`: each
+    /// answer with the live one at the same place; no more lines are answered than `live`
+    /// holds. A line whose answers differ is recorded in `log`, when given, as a shadow
+    /// record: the candidate's answer with the live one beside it and the fields that differ,
+    /// masked by the candidate's `hier.maskDecision` and by the log's pointers (those into the
+    /// outcome reach the live side's too).
+    ///
+    /// Returns at once. `finish` gets the result on the state's thread, or nil, at once on
+    /// the caller's, when the queue is full (`Options.maxWaiting`) or the pool shut down. The
+    /// request waits for a state with no time bound: no timer per request, no task, nothing
+    /// that runs at the live requests' priority (the caller bounds what it queues).
     package func shadow(
-        _ body: [UInt8], batch: Bool, requestID: String?, live: [LiveAnswer], liveRevision: Revision, log: DecisionLog?
-    ) async throws(Refusal) -> ShadowResult {
+        _ body: [UInt8], batch: Bool, requestID: String?, live: [LiveAnswer], liveRevision: Revision, log: DecisionLog?,
+        finish: @escaping @Sendable (ShadowResult?) -> Void
+    ) {
+        let options = self.options
+        let job = PoolJob(work: { worker in
+            finish(Self.compare(body, batch: batch, on: worker, options: options, requestID: requestID, live: live, liveRevision: liveRevision, log: log))
+        }, refused: { finish(nil) })
+        if submit(job) != nil { finish(nil) }
+    }
+
+    private static func compare(
+        _ body: [UInt8], batch: Bool, on worker: PoolWorker, options: Options, requestID: String?, live: [LiveAnswer],
+        liveRevision: Revision, log: DecisionLog?
+    ) -> ShadowResult {
         var cutter = LineCutter(maxLineBytes: options.maxLineBytes)
-        let lines = batch ? cutter.cut(body) : [Self.line(count: body.count, limit: options.maxLineBytes)]
-        let batchTime = options.batchTime
-        return try await onFreeState { worker in
-            worker.request.id = requestID
-            defer { worker.request.id = nil }
-            var result = ShadowResult(revision: worker.generation.revision)
-            var recorder = log.map { DecisionRecorder(log: $0, revision: worker.generation.revision, shadow: true) }
-            let held = worker.processor.outputCharge()
-            var lineIndex = 0
-            var lineStarted = ContinuousClock.now
-            body.withUnsafeBytes { bytes in
-                _ = worker.answer(bytes, lines: lines, held: held, numbered: batch, timeBudget: batch ? batchTime : nil) { answer, _ in
-                    guard result.lines.count < live.count else { return false }
-                    let old = live[result.lines.count]
-                    let key = worker.processor.keys?.key
-                    let fields = Self.differences(old, answer, key: key)
-                    let number = batch ? PoolWorker.lineNumber(of: answer) : 1
-                    result.lines.append((number, fields))
-                    if !fields.isEmpty, recorder != nil {
-                        while lineIndex < lines.count - 1 && lines[lineIndex].number < number { lineIndex += 1 }
-                        recorder!.lastAnswer = lineStarted
-                        var outcome = old.json
-                        if outcome.last == UInt8(ascii: "\n") { outcome.removeLast() }
-                        recorder!.record(
-                            request: bytes, line: lines.isEmpty ? nil : lines[lineIndex], numbered: batch, requestID: requestID,
-                            outcome: answer, responderKey: key, mask: worker.processor.hierarchy.decisionMask,
-                            live: .init(revision: liveRevision, outcome: outcome, responderKey: old.responderKey, differences: fields))
-                    }
-                    lineStarted = ContinuousClock.now
-                    return true
+        let lines = batch ? cutter.cut(body) : [line(count: body.count, limit: options.maxLineBytes)]
+        worker.request.id = requestID
+        defer { worker.request.id = nil }
+        var result = ShadowResult(revision: worker.generation.revision)
+        var recorder = log.map { DecisionRecorder(log: $0, revision: worker.generation.revision, shadow: true) }
+        let held = worker.processor.outputCharge()
+        var lineIndex = 0
+        var lineStarted = ContinuousClock.now
+        body.withUnsafeBytes { bytes in
+            _ = worker.answer(bytes, lines: lines, held: held, numbered: batch, timeBudget: batch ? options.batchTime : nil) { answer, _ in
+                guard result.lines.count < live.count else { return false }
+                let old = live[result.lines.count]
+                let key = worker.processor.keys?.key
+                let fields = differences(old, answer, key: key)
+                let number = batch ? PoolWorker.lineNumber(of: answer) : 1
+                result.lines.append((number, fields))
+                if !fields.isEmpty, recorder != nil {
+                    while lineIndex < lines.count - 1 && lines[lineIndex].number < number { lineIndex += 1 }
+                    recorder!.lastAnswer = lineStarted
+                    var outcome = old.json
+                    if outcome.last == UInt8(ascii: "\n") { outcome.removeLast() }
+                    recorder!.record(
+                        request: bytes, line: lines.isEmpty ? nil : lines[lineIndex], numbered: batch, requestID: requestID,
+                        outcome: answer, responderKey: key, mask: worker.processor.hierarchy.decisionMask,
+                        live: .init(revision: liveRevision, outcome: outcome, responderKey: old.responderKey, differences: fields))
                 }
+                lineStarted = ContinuousClock.now
+                return true
             }
-            return result
         }
+        return result
     }
 
     /// The fields in which `answer` (the candidate's outcome line) differs from `live`'s.
