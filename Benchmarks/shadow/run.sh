@@ -26,9 +26,9 @@ run() {   # run NAME CONNECTIONS [serve flags...]
   shift 2
   $LUAHIER serve scripts/alerts.lua --port 0 --workers 1 --log-level notice "$@" 2> "$WORK/serve.err" &
   SERVER=$!
-  for _ in $(seq 200); do grep -q 'on http://' "$WORK/serve.err" && break; sleep 0.05; done
+  for _ in $(seq 1200); do grep -q 'on http://' "$WORK/serve.err" && break; sleep 0.05; done
   local url
-  url=$(grep -o 'http://[0-9.:]*' "$WORK/serve.err")
+  url=$(grep -o 'http://[0-9.:]*' "$WORK/serve.err") || { echo "serve did not start:" >&2; cat "$WORK/serve.err" >&2; exit 1; }
   echo "== $name, $connections connections, ${SECONDS_PER_RUN}s"
   wrk -t1 -c"$connections" -d"${SECONDS_PER_RUN}s" --latency -s Benchmarks/serve/post.lua "$url" \
     | grep -E 'Requests/sec|50%|90%|99%|Non-2xx|Socket errors'
