@@ -40,6 +40,20 @@ struct Dispatch: ParsableCommand {
     var maxLine = "1M"
 
     /// The rules script (it builds the tree and its responders), sandbox flags, arguments.
+    @Option(parsing: .unconditional, help: ArgumentHelp(
+        "Number the lines from N+1: a part of a larger input (a Spark partition) numbers its lines as the whole does.", valueName: "n"))
+    var lineOffset = 0
+
+    @Option(help: ArgumentHelp("How `where` names the input (default: stdin, or INPUT's path).", valueName: "name"))
+    var source: String?
+
+    @Option(help: ArgumentHelp(
+        "Run the rules under this name in `responder` and messages (e.g. their path relative to a folder every worker shares).", valueName: "name"))
+    var rulesName: String?
+
+    @Flag(help: "Exit 0 when lines were invalid: each got its invalid outcome (for runners that fail a nonzero exit, as Spark's pipe).")
+    var invalidOk = false
+
     @OptionGroup
     var rules: ScriptArguments
 
@@ -62,6 +76,13 @@ struct Dispatch: ParsableCommand {
         if rules.file == "-" { throw ValidationError("dispatch reads its rules from a file, not stdin") }
         guard (1...256).contains(jobs) else { throw ValidationError("--jobs must be between 1 and 256") }
         guard try maxLineBytes() > 0 else { throw ValidationError("--max-line must be more than 0") }
+        guard lineOffset >= 0 else { throw ValidationError("--line-offset must be 0 or more") }
+        if let source, source.isEmpty || source.contains(where: { $0.isNewline }) {
+            throw ValidationError("--source must be a name on one line")
+        }
+        if let rulesName, rulesName.isEmpty { throw ValidationError("--rules-name must not be empty") }
+        // The rules run from their text under another name: a reload would not read the file.
+        if rulesName != nil && watch { throw ValidationError("give one of --rules-name and --watch") }
     }
 
     func run() throws {
@@ -72,7 +93,8 @@ struct Dispatch: ParsableCommand {
         options.jobs = jobs
         options.strict = strict
         options.maxLineBytes = try maxLineBytes()
-        options.inputName = inputPath == "-" ? "stdin" : inputPath
+        options.inputName = source ?? (inputPath == "-" ? "stdin" : inputPath)
+        options.lineOffset = lineOffset
         options.presentWhileLoading = { Console.present($0) }
         options.stampsRevision = watch
 
@@ -84,6 +106,10 @@ struct Dispatch: ParsableCommand {
         fflush(nil)
         let summary: LineDispatcher.Summary
         var poolOptions = options.pool
+        if let rulesName {
+            poolOptions.rulesSource = try rules.text()
+            poolOptions.rulesFile = rulesName
+        }
         poolOptions.decisionLog = try decisions.fileSink().map { decisions.log(to: $0, source: "dispatch", logger: ConsoleLogHandler.logger) }
         defer { poolOptions.decisionLog?.close() }
         do {
@@ -113,7 +139,7 @@ struct Dispatch: ParsableCommand {
         }
         Console.error(report)
         if let signal = summary.interruption { throw ExitCode(ExitStatus.interrupted(by: signal)) }
-        if summary.ioError != nil || summary.counts[.invalid, default: 0] > 0 {
+        if summary.ioError != nil || (summary.counts[.invalid, default: 0] > 0 && !invalidOk) {
             throw ExitCode(ExitStatus.scriptFailed)
         }
     }

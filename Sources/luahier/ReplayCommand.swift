@@ -58,20 +58,6 @@ struct Replay: ParsableCommand {
         guard try maxRecordBytes() > 0 else { throw ValidationError("--max-record must be more than 0") }
     }
 
-    /// The rules' text, for `--rules-name` (read whole: a rules file is small).
-    private static func text(of path: String) throws -> String {
-        guard let file = fopen(path, "rb") else { throw ValidationError("cannot read \(path): \(String(cString: strerror(errno)))") }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 << 10)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
-            if count <= 0 { break }
-            bytes += chunk[..<count]
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
     private func maxRecordBytes() throws -> Int {
         guard let bytes = Size.bytes(maxRecord) else {
             throw ValidationError("--max-record takes a size such as 1M or 16M, not '\(maxRecord)'")
@@ -80,7 +66,7 @@ struct Replay: ParsableCommand {
     }
 
     func run() throws {
-        let source = try rulesName.map { _ in try Self.text(of: rules.file) }
+        let source = try rulesName.map { _ in try rules.text() }
         var options = RulesPool.Options(rulesFile: rules.file, workers: jobs)
         if let rulesName, let source { options = RulesPool.Options(rulesSource: source, name: rulesName, workers: jobs) }
         options.arguments = arguments

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Glibc
 import LuaHierarchy
 
 /// The rules script and the sandbox and limit flags: what `dispatch`, `check` and `tree`
@@ -17,6 +18,21 @@ struct ScriptArguments: ParsableArguments {
 
     /// How messages name the rules: the file, or `stdin` for `-`.
     var name: String { file == "-" ? "stdin" : file }
+
+    /// The rules file's text, read whole (a rules file is small): for `--rules-name`, which
+    /// runs it under another name.
+    func text() throws -> String {
+        guard let handle = fopen(file, "rb") else { throw ValidationError("cannot read \(file): \(String(cString: strerror(errno)))") }
+        defer { fclose(handle) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, handle) }
+            if count <= 0 { break }
+            bytes += chunk[..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
 
     /// A hierarchy with these flags, before the script runs.
     func makeHierarchy() throws -> Hierarchy {

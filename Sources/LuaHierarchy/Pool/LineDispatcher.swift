@@ -39,6 +39,9 @@ package enum LineDispatcher {
         public var maxLineBytes = 1 << 20
         /// How `where` names the input (`alerts.jsonl:12`).
         public var inputName = "stdin"
+        /// The first line is numbered `lineOffset + 1` (`line`, `where`): a part of a larger
+        /// input numbers its lines as the whole does.
+        public var lineOffset = 0
         /// Where the rules' `print` goes: never the outcome stream. Called from worker threads.
         /// By default stderr, escaped and bounded as all text the host prints for a script.
         public var print: @Sendable (String) -> Void = { line in
@@ -125,7 +128,7 @@ package enum LineDispatcher {
             summary.ioError = "could not start a thread"
             return summary
         }
-        var reader = LineReader(pipeline: pipeline, input: input, maxLineBytes: options.maxLineBytes)
+        var reader = LineReader(pipeline: pipeline, input: input, maxLineBytes: options.maxLineBytes, lineOffset: options.lineOffset)
         reader.readAll()
         pipeline.waitUntilAnswered()
         pipeline.stopFlushing()

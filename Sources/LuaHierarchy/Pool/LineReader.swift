@@ -26,10 +26,12 @@ struct LineReader {
     private var lineNumber = 0
     private var sequence = 0
 
-    init(pipeline: Pipeline, input: Int32, maxLineBytes: Int) {
+    /// `lineOffset`: the number of the line before the first (0: the first is line 1).
+    init(pipeline: Pipeline, input: Int32, maxLineBytes: Int, lineOffset: Int = 0) {
         self.pipeline = pipeline
         self.input = input
         self.maxLineBytes = maxLineBytes
+        lineNumber = lineOffset
     }
 
     mutating func readAll() {
