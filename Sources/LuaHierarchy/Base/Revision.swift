@@ -28,7 +28,7 @@ public struct Revision: Sendable, Hashable, CustomStringConvertible {
 
     /// The hash of `rules` (the file `path`) and `modules` (texts by path).
     static func hash(path: String, rules: [UInt8], modules: [String: [UInt8]]) -> String {
-        var digest = SHA256()
+        var digest = ContentHash()
         for (name, text) in [(path, rules)] + modules.sorted(by: { $0.key < $1.key }).map({ ($0.key, $0.value) }) {
             digest.update(Array(name.utf8) + [0] + Array(String(text.count).utf8) + [0])
             digest.update(text)
