@@ -2,7 +2,7 @@ import ArgumentParser
 import Glibc
 import LuaHierarchy
 
-/// `luahier dispatch RULES.lua [INPUT|-] [--jobs N] [--trace off|path|full] [--strict]`
+/// `luahier dispatch RULES.lua|RULES.bundle [INPUT|-] [--jobs N] [--trace off|path|full] [--strict]`
 struct Dispatch: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Answer JSON-line requests with the responder chain a rules script builds.",
@@ -43,6 +43,9 @@ struct Dispatch: ParsableCommand {
     @OptionGroup
     var rules: ScriptArguments
 
+    @Option(help: ArgumentHelp("With a bundle for RULES: the public key file its signature must verify with (an unsigned bundle is then refused).", valueName: "public-key"))
+    var bundleKey: String?
+
     @OptionGroup
     var decisions: DecisionLogOptions
 
@@ -62,6 +65,7 @@ struct Dispatch: ParsableCommand {
         if rules.file == "-" { throw ValidationError("dispatch reads its rules from a file, not stdin") }
         guard (1...256).contains(jobs) else { throw ValidationError("--jobs must be between 1 and 256") }
         guard try maxLineBytes() > 0 else { throw ValidationError("--max-line must be more than 0") }
+        if let bundleKey { try Validate.readableFile(bundleKey) }
     }
 
     func run() throws {
@@ -74,7 +78,10 @@ struct Dispatch: ParsableCommand {
         options.maxLineBytes = try maxLineBytes()
         options.inputName = inputPath == "-" ? "stdin" : inputPath
         options.presentWhileLoading = { Console.present($0) }
-        options.stampsRevision = watch
+        // A bundle (told by its first bytes): its outcomes carry its revision, the manifest's.
+        options.bundle = try BundleFiles.load(rules.file, key: bundleKey)
+        if options.bundle != nil && watch { throw ValidationError("--watch watches rules files: a bundle is not reloaded") }
+        options.stampsRevision = watch || options.bundle != nil
 
         let descriptor = inputPath == "-" ? STDIN_FILENO : open(inputPath, O_RDONLY)
         guard descriptor >= 0 else {
