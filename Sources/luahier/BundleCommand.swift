@@ -57,9 +57,10 @@ struct BundleBuild: ParsableCommand {
     }
 
     func run() throws {
+        let options = try host.hierarchyOptions()
         let bundle: RuleBundle
         do {
-            bundle = try RuleBundle(building: rulesFile, hierarchy: try host.hierarchyOptions(), arguments: arguments)
+            bundle = try RuleBundle(building: rulesFile, hierarchy: options, arguments: arguments)
         } catch let error as ScriptError {
             Console.scriptFailed(error)
             throw ExitCode(ExitStatus.failed(error))
