@@ -160,7 +160,8 @@ final class Generation: @unchecked Sendable {
     private func run(index: Int, options: RulesPool.Options, text: [UInt8], number: Int) {
         let worker: PoolWorker
         do {
-            // The first state reads the modules from disk; the others wait for its texts.
+            // The first state reads the modules from disk (a bundle's: from the bundle only);
+            // the others wait for its texts.
             let known: [String: [UInt8]] = try monitor.locked { () throws(ScriptError) -> [String: [UInt8]] in
                 guard index > 0 else { return options.bundle?.modules ?? [:] }
                 while modules == nil && loadFailure == nil { monitor.wait() }
