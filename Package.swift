@@ -24,6 +24,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.5.0"),
         // `swift package generate-documentation --target LuaHierarchy`: the DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
+        // SHA-256 for a revision's content hash and a bundle's manifest; Ed25519 for bundle
+        // signatures (RuleBundle). Foundation-free, and already under the server stack.
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         // `luahier serve` only (the LuaHierarchyServer target): HTTP, metrics, shutdown.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
@@ -62,7 +65,10 @@ let package = Package(
         // build time by the EmbedLua plugin as `LuaSources`: no file is read at run time.
         .target(
             name: "LuaHierarchy",
-            dependencies: ["CLua", "CLuaHost", "CJSONReader", "CSignals", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "CLua", "CLuaHost", "CJSONReader", "CSignals", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             plugins: [.plugin(name: "EmbedLua")]),
         // Files to Swift string constants, for the EmbedLua build-tool plugin (the library's
         // Lua, the server's docs/openapi.json).

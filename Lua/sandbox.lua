@@ -195,6 +195,8 @@ local function loadModule(path)
   local sources = rawget(folders, "sources")
   local text = sources and sources[path]
   if text == nil then
+    -- A bundle's rules: only its own files, never the disk.
+    if rawget(folders, "sealed") then return nil, "cannot open " .. path end
     local message
     text, message = readsource(path)
     if not text then return nil, message end
@@ -216,7 +218,7 @@ local function fromFolders(name)
       local chunk, message = loadModule(path)
       if chunk then return chunk, path end
       if not strfind(message, "^cannot open ") then error(message, 0) end
-      tried[#tried + 1] = "\n\tno file '" .. path .. "'"
+      tried[#tried + 1] = "\n\tno file '" .. path .. "'" .. (rawget(folders, "sealed") and " in the bundle" or "")
     end
   end
   return concat(tried)

@@ -2,7 +2,7 @@ import ArgumentParser
 import Glibc
 import LuaHierarchy
 
-/// `luahier dispatch RULES.lua [INPUT|-] [--jobs N] [--trace off|path|full] [--strict]`
+/// `luahier dispatch RULES.lua|RULES.bundle [INPUT|-] [--jobs N] [--trace off|path|full] [--strict]`
 struct Dispatch: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Answer JSON-line requests with the responder chain a rules script builds.",
@@ -57,6 +57,9 @@ struct Dispatch: ParsableCommand {
     @OptionGroup
     var rules: ScriptArguments
 
+    @Option(help: ArgumentHelp("With a bundle for RULES: the public key file its signature must verify with (an unsigned bundle is then refused).", valueName: "public-key"))
+    var bundleKey: String?
+
     @OptionGroup
     var decisions: DecisionLogOptions
 
@@ -83,6 +86,7 @@ struct Dispatch: ParsableCommand {
         if let rulesName, rulesName.isEmpty { throw ValidationError("--rules-name must not be empty") }
         // The rules run from their text under another name: a reload would not read the file.
         if rulesName != nil && watch { throw ValidationError("give one of --rules-name and --watch") }
+        if let bundleKey { try Validate.readableFile(bundleKey) }
     }
 
     func run() throws {
@@ -96,7 +100,13 @@ struct Dispatch: ParsableCommand {
         options.inputName = source ?? (inputPath == "-" ? "stdin" : inputPath)
         options.lineOffset = lineOffset
         options.presentWhileLoading = { Console.present($0) }
-        options.stampsRevision = watch
+        // A bundle (told by its first bytes): its outcomes carry its revision, the manifest's.
+        options.bundle = try BundleFiles.load(rules.file, key: bundleKey)
+        if options.bundle != nil && watch { throw ValidationError("--watch watches rules files: a bundle is not reloaded") }
+        if options.bundle != nil && rulesName != nil {
+            throw ValidationError("a bundle's rules run under the name its manifest gives them: give no --rules-name")
+        }
+        options.stampsRevision = watch || options.bundle != nil
 
         let descriptor = inputPath == "-" ? STDIN_FILENO : open(inputPath, O_RDONLY)
         guard descriptor >= 0 else {

@@ -17,7 +17,8 @@ struct Luahier: ParsableCommand {
               0    success
               1    the script failed (syntax or runtime error, limits, printed as
                    file:line: message); dispatch: some input line was invalid; check: there
-                   were findings; replay: some outcome changed; a write to stdout failed
+                   were findings; replay: some outcome changed; a bundle was refused; a
+                   write to stdout failed
               2    usage error (bad flags, missing file, misspelled subcommand); serve:
                    an address it cannot listen on
               3    with --fail-on-unhandled: an error reached the root unhandled
@@ -25,7 +26,7 @@ struct Luahier: ParsableCommand {
               141  stdout was a pipe its reader closed
             """,
         version: PackageVersion.description,
-        subcommands: [Run.self, Dispatch.self, Serve.self, Check.self, Tree.self, Test.self, Explain.self, Replay.self]
+        subcommands: [Run.self, Dispatch.self, Serve.self, Check.self, Tree.self, Test.self, Explain.self, Replay.self, Bundle.self]
     )
 
     /// Parses and runs on a large-stack thread, mapping every failure to a documented exit
@@ -116,7 +117,7 @@ enum ExitStatus {
 
 /// The process's command line, as the subcommands read it.
 enum CommandLineWords {
-    static let subcommands: Set<String> = ["run", "dispatch", "serve", "check", "tree", "test", "explain", "replay", "help"]
+    static let subcommands: Set<String> = ["run", "dispatch", "serve", "check", "tree", "test", "explain", "replay", "bundle", "help"]
 
     /// The arguments after the program's name, with `run` put in front when the first one
     /// is a script rather than a subcommand or an option: a shebang line

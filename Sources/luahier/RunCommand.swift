@@ -8,7 +8,8 @@ struct Run: ParsableCommand {
         discussion: """
             luahier's own options come before FILE; everything after FILE goes to the script, \
             in `arg` and `...`, as with lua5.4 (a -- right after FILE is dropped). FILE - reads \
-            the script from stdin. print is flushed line by line. Unhandled errors that pass \
+            the script from stdin; FILE may be a rule bundle (luahier bundle), told by its \
+            first bytes. print is flushed line by line. Unhandled errors that pass \
             the root are printed to stderr. SIGINT or SIGTERM stops the script at its current \
             instruction with file:line: interrupted and a traceback. Exit 0 on success, 1 if \
             the script fails (limits included) or a write to stdout fails, 2 on usage errors, \
@@ -26,6 +27,9 @@ struct Run: ParsableCommand {
     @Option(help: ArgumentHelp("The recovery option to choose for alerts a handleAlertErrors responder shows, when the script chooses none.", valueName: "option"))
     var recover: String?   // ScriptRun.defaults.recover is nil: no default choice
 
+    @Option(help: ArgumentHelp("With a bundle for FILE: the public key file its signature must verify with (an unsigned bundle is then refused).", valueName: "public-key"))
+    var bundleKey: String?
+
     @OptionGroup(title: "Sandbox and limits")
     var host: HostOptions
 
@@ -37,7 +41,9 @@ struct Run: ParsableCommand {
 
     /// What these flags ask for.
     var scriptRun: ScriptRun {
-        ScriptRun(trace: trace, failOnUnhandled: failOnUnhandled, recover: recover, host: host.settings, words: ScriptWords(script))
+        ScriptRun(
+            trace: trace, failOnUnhandled: failOnUnhandled, recover: recover, bundleKey: bundleKey, host: host.settings,
+            words: ScriptWords(script))
     }
 
     func validate() throws {
@@ -57,6 +63,8 @@ struct ScriptRun {
     var trace = false
     var failOnUnhandled = false
     var recover: String?
+    /// The public key file a bundle's signature must verify with.
+    var bundleKey: String?
     var host = HostSettings.defaults
     var words = ScriptWords([])
 
@@ -82,10 +90,13 @@ struct ScriptRun {
         }
         if file.hasPrefix("-") && file != "-" && !words.afterTerminator { throw ValidationError("unknown option '\(file)'") }
         if file != "-" { try Validate.readableFile(file) }
+        if let bundleKey { try Validate.readableFile(bundleKey) }
         try host.validate()
     }
 
     func execute() throws {
+        // A bundle (told by its first bytes) runs from its own files only.
+        let bundle = try BundleFiles.load(words.file!, key: bundleKey)
         let hierarchy = try Hierarchy(options: try host.hierarchyOptions())
         var unhandledErrors = 0
         hierarchy.byteOutput = { try Console.print($0) }
@@ -101,7 +112,11 @@ struct ScriptRun {
             hierarchy.onDispatch = Console.printTrace
         }
         do {
-            try hierarchy.run(file: words.file!, arguments: words.arguments, commandLine: words.commandLine)
+            if let bundle {
+                try hierarchy.run(bundle: bundle, arguments: words.arguments)
+            } else {
+                try hierarchy.run(file: words.file!, arguments: words.arguments, commandLine: words.commandLine)
+            }
         } catch {
             // A failed print says so itself (it stopped the script); another failure after
             // one is reported beside it.

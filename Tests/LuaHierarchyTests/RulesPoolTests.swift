@@ -34,7 +34,7 @@ struct RulesPoolTests {
             ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
             (String(repeating: "a", count: 1000), "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3"),
         ] {
-            var hash = SHA256()
+            var hash = ContentHash()
             hash.update(Array(text.utf8))
             #expect(hash.hexDigest() == digest, "\(text.prefix(10))")
         }

@@ -288,13 +288,31 @@ public final class Hierarchy {
     /// Runs the rules file `path` from its `text`, read once by a pool for all its states, as
     /// `run(file:)` would run the file. `require` takes the module texts in `modules` instead
     /// of reading their files, and the texts of every module it loads are returned (the
-    /// sandbox only; full libraries return none).
-    func run(file path: String, text: [UInt8], modules: [String: [UInt8]], arguments: [String]) throws(ScriptError) -> [String: [UInt8]] {
+    /// sandbox only; full libraries return none). `sealed` (a bundle's rules): `require`
+    /// finds only `modules`, from the rules' folder alone, and never reads a file; it needs
+    /// the sandbox.
+    func run(
+        file path: String, text: [UInt8], modules: [String: [UInt8]], arguments: [String], sealed: Bool = false
+    ) throws(ScriptError) -> [String: [UInt8]] {
         let folder = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
-        setModuleFolders(folder)
-        if moduleFolderList != 0 { host.recordModuleSources(modules, ref: moduleFolderList) }
+        if sealed {
+            guard moduleFolderList != 0 else {
+                throw ScriptError(type: "BundleError", message: "a bundle's rules run in the sandbox only: its require reads the bundle, never the disk")
+            }
+            host.setFolders([folder], ref: moduleFolderList)
+        } else {
+            setModuleFolders(folder)
+        }
+        if moduleFolderList != 0 { host.recordModuleSources(modules, sealed: sealed, ref: moduleFolderList) }
         try host.runChunk(.text(text), name: path, arguments: arguments)
         return moduleFolderList != 0 ? host.recordedModuleSources(ref: moduleFolderList) : [:]
+    }
+
+    /// Runs the rules of `bundle` (read and checked by ``RuleBundle/init(bytes:publicKey:maxBytes:)``)
+    /// as `run(file:)` runs a file, named by the bundle's entry (`rules.lua:3` in messages):
+    /// `require` finds the bundle's modules only, never a file on disk. Needs the sandbox.
+    public func run(bundle: RuleBundle, arguments: [String] = []) throws(ScriptError) {
+        _ = try run(file: bundle.entry, text: bundle.rulesText, modules: bundle.modules, arguments: arguments, sealed: true)
     }
 
     /// Runs Lua `source`; `chunkName` is how messages name it (`rules.lua` reads `rules.lua:3:`).

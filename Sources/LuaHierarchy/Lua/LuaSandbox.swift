@@ -77,7 +77,8 @@ extension LuaHost {
 
     /// [-0, +0, m] Starts recording the text of every module `require` reads into the folder
     /// list's `sources`, given `known` texts to take instead of reading their files.
-    func recordModuleSources(_ known: [String: [UInt8]], ref folderList: Int32) {
+    /// `sealed`: `require` takes only those, and reads no file (a bundle's rules).
+    func recordModuleSources(_ known: [String: [UInt8]], sealed: Bool = false, ref folderList: Int32) {
         let L = thread
         lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(folderList))
         lua_createtable(L, 0, Int32(clamping: known.count))
@@ -89,6 +90,8 @@ extension LuaHost {
             lua_rawset(L, -3)
         }
         setRawField(of: -2, "sources")
+        lua_pushboolean(L, sealed ? 1 : 0)
+        setRawField(of: -2, "sealed")
         luahier_pop(L, 1)
     }
 

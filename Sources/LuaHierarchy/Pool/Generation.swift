@@ -167,9 +167,10 @@ final class Generation: @unchecked Sendable {
         #endif
         let worker: PoolWorker
         do {
-            // The first state reads the modules from disk; the others wait for its texts.
+            // The first state reads the modules from disk (a bundle's: from the bundle only);
+            // the others wait for its texts.
             let known: [String: [UInt8]] = try monitor.locked { () throws(ScriptError) -> [String: [UInt8]] in
-                guard index > 0 else { return [:] }
+                guard index > 0 else { return options.bundle?.modules ?? [:] }
                 while modules == nil && loadFailure == nil { monitor.wait() }
                 if let loadFailure { throw loadFailure }
                 return modules!
@@ -192,14 +193,16 @@ final class Generation: @unchecked Sendable {
             }
             hierarchy.presenter = nil
             if index == 0, number == 1, let present = options.presentWhileLoading { hierarchy.presenter = { present($0) } }
-            let read = try hierarchy.run(file: options.rulesFile, text: text, modules: known, arguments: options.arguments)
+            let read = try hierarchy.run(
+                file: options.rulesFile, text: text, modules: known, arguments: options.arguments, sealed: options.bundle != nil)
             hierarchy.presenter = nil
             if index == 0 {
                 let revision = Revision(
                     number: number, hash: Revision.hash(path: options.rulesFile, rules: text, modules: read),
                     files: [options.rulesFile] + read.keys.sorted(), loadedAt: Monitor.now)
                 var stamps = self.stamps
-                for module in read.keys { stamps[module] = FileStamp(path: module) }
+                // A bundle's modules are no files to watch.
+                for module in read.keys where options.bundle == nil { stamps[module] = FileStamp(path: module) }
                 monitor.locked {
                     self.revision = revision
                     self.stamps = stamps

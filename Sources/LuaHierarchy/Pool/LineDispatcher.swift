@@ -57,6 +57,9 @@ package enum LineDispatcher {
         /// Outcomes carry the `revision` that answered them (for a pool that reloads).
         public var stampsRevision = false
 
+        /// The bundle the rules come from, in place of `rulesFile` (`RulesPool.Options(bundle:workers:)`).
+        public var bundle: RuleBundle?
+
         /// Options for the rules in `rulesFile`, with the defaults: one worker, stdin, not strict.
         public init(rulesFile: String) {
             self.rulesFile = rulesFile
@@ -64,7 +67,7 @@ package enum LineDispatcher {
 
         /// The pool these options describe: `jobs` states, lines named by `inputName`.
         public var pool: RulesPool.Options {
-            var pool = RulesPool.Options(rulesFile: rulesFile, workers: jobs)
+            var pool = bundle.map { RulesPool.Options(bundle: $0, workers: jobs) } ?? RulesPool.Options(rulesFile: rulesFile, workers: jobs)
             pool.arguments = arguments
             pool.hierarchy = hierarchy
             pool.maxLineBytes = maxLineBytes

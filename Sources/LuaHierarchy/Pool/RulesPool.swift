@@ -94,8 +94,22 @@ public final class RulesPool: @unchecked Sendable {
             self.workers = workers
         }
 
-        /// The rules' text: `rulesSource`, or the file, read as a rules file is.
+        /// Options for the rules of `bundle` (read and checked by
+        /// ``RuleBundle/init(bytes:publicKey:maxBytes:)``), on `workers` states: `rulesFile` is
+        /// its entry, and `require` finds the bundle's modules only, never a file on disk.
+        /// Its revision hash is the bundle's `revisionHash`. Needs the sandbox.
+        public init(bundle: RuleBundle, workers: Int = 1) {
+            self.rulesFile = bundle.entry
+            self.bundle = bundle
+            self.workers = workers
+        }
+
+        /// The bundle the rules come from (`init(bundle:workers:)`), if they do.
+        public private(set) var bundle: RuleBundle?
+
+        /// The rules' text: the bundle's, `rulesSource`, or the file, read as a rules file is.
         func rulesText() -> Result<[UInt8], ScriptError> {
+            if let bundle { return .success(bundle.rulesText) }
             if let rulesSource { return .success(Array(rulesSource.utf8)) }
             return readRulesFile(rulesFile, limit: hierarchy.limits.memory)
         }

@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+
+/// `luahier bundle build|sign|verify|keygen`, and `dispatch` and `run` on a bundle.
+@Suite("luahier bundle")
+struct BundleCommandTests {
+    /// A folder with rules.lua requiring lib/prices.lua, and an input line for it.
+    static func rulesFolder() throws -> URL {
+        let folder = URL(fileURLWithPath: "/tmp/lhbundle-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("lib"), withIntermediateDirectories: true)
+        try """
+            local prices = require("lib.prices")
+            local app = hier.root:child("app")
+            app:receiveEvent("Ask", function(e) return {type = "Answer", price = prices.of(e.item)} end)
+            print("rules loaded")
+            """.write(to: folder.appendingPathComponent("rules.lua"), atomically: true, encoding: .utf8)
+        try "return { of = function(item) return #item * 10 end }\n"
+            .write(to: folder.appendingPathComponent("lib/prices.lua"), atomically: true, encoding: .utf8)
+        try #"{"id": 1, "at": "/app", "event": {"type": "Ask", "item": "abc"}}"#
+            .write(to: folder.appendingPathComponent("in.jsonl"), atomically: true, encoding: .utf8)
+        return folder
+    }
+
+    /// The 64 hex digits after `revision ` in `text`.
+    static func revision(in text: String) -> String? {
+        guard let range = text.range(of: "revision ") ?? text.range(of: "revision: ") else { return nil }
+        return String(text[range.upperBound...].prefix(64))
+    }
+
+    @Test func buildSignVerifyAndDispatchASignedBundle() throws {
+        let folder = try Self.rulesFolder()
+        let built = try Luahier.run(["bundle", "build", ".", "-o", "rules.bundle"], in: folder)
+        #expect(built.status == 0, "\(built.stderr)")
+        #expect(built.stdout.hasPrefix("rules.bundle: rules.lua and 1 module, unsigned, revision "))
+        let hash = try #require(Self.revision(in: built.stdout))
+
+        let keygen = try Luahier.run(["bundle", "keygen", "ops"], in: folder)
+        #expect(keygen.status == 0, "\(keygen.stderr)")
+        let mode = try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent("ops.key").path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let publicKey = try String(contentsOf: folder.appendingPathComponent("ops.pub"), encoding: .utf8)
+        #expect(Data(base64Encoded: publicKey.trimmingCharacters(in: .whitespacesAndNewlines))?.count == 32)
+        // Never over an existing key.
+        let again = try Luahier.run(["bundle", "keygen", "ops"], in: folder)
+        #expect(again.status == 1 && again.stderr.contains("cannot create ops.key: File exists"))
+
+        let unsignedCheck = try Luahier.run(["bundle", "verify", "rules.bundle", "--key", "ops.pub"], in: folder)
+        #expect(unsignedCheck.status == 1)
+        #expect(unsignedCheck.stderr.contains("luahier: rules.bundle: unsigned: a signature is required (a key was given) and the bundle has none"))
+
+        let signed = try Luahier.run(["bundle", "sign", "rules.bundle", "--key", "ops.key"], in: folder)
+        #expect(signed.status == 0 && signed.stdout == "rules.bundle: signed, revision \(hash)\n", "\(signed.stderr)")
+        let verified = try Luahier.run(["bundle", "verify", "rules.bundle", "--key", "ops.pub"], in: folder)
+        #expect(verified.status == 0, "\(verified.stderr)")
+        #expect(verified.stdout.contains("rules.bundle: signed, signature verified\nentry: rules.lua\nfile: rules.lua "))
+        #expect(verified.stdout.contains("file: lib/prices.lua 53 bytes sha256 "))
+        #expect(verified.stdout.hasSuffix("revision: \(hash)\n"))
+
+        // dispatch, told a bundle by its bytes (not its name): the manifest's revision stamps it.
+        try FileManager.default.copyItem(at: folder.appendingPathComponent("rules.bundle"), to: folder.appendingPathComponent("shipped.lua"))
+        for rules in ["rules.bundle", "shipped.lua"] {
+            let answered = try Luahier.run(["dispatch", rules, "in.jsonl", "--bundle-key", "ops.pub"], in: folder)
+            #expect(answered.status == 0, "\(answered.stderr)")
+            #expect(answered.stdout.contains(#""revision":{"number":1,"hash":"\#(hash.prefix(16))"}"#), "\(answered.stdout)")
+            #expect(answered.stdout.contains(#""value":{"price":30,"type":"Answer"}"#))
+        }
+        // The same rules from disk, anywhere, report the same revision.
+        let fromDisk = try Luahier.run(["dispatch", folder.appendingPathComponent("rules.lua").path, "in.jsonl", "--watch"], stdin: "", in: folder)
+        #expect(fromDisk.stdout.contains(#""hash":"\#(hash.prefix(16))""#), "\(fromDisk.stdout)")
+
+        // Another key: refused, and nothing is answered.
+        _ = try Luahier.run(["bundle", "keygen", "other"], in: folder)
+        let wrong = try Luahier.run(["dispatch", "rules.bundle", "in.jsonl", "--bundle-key", "other.pub"], in: folder)
+        #expect(wrong.status == 1 && wrong.stdout.isEmpty)
+        #expect(wrong.stderr == "luahier: rules.bundle: the signature does not verify with the given public key\n")
+        let notBundle = try Luahier.run(["dispatch", "rules.lua", "in.jsonl", "--bundle-key", "ops.pub"], in: folder)
+        #expect(notBundle.status == 2 && notBundle.stderr.contains("--bundle-key: rules.lua is not a bundle"))
+    }
+
+    @Test func runTakesABundleAndItsRequireNeverReadsTheDisk() throws {
+        let folder = try Self.rulesFolder()
+        try """
+            print(require("lib.prices").of("ab"))
+            print(pcall(require, "late"))
+            """.write(to: folder.appendingPathComponent("script.lua"), atomically: true, encoding: .utf8)
+        #expect(try Luahier.run(["bundle", "build", "script.lua", "-o", "script.bundle"], in: folder).status == 0)
+        // late.lua appears on disk only after the bundle was built.
+        try "return 'from disk'\n".write(to: folder.appendingPathComponent("late.lua"), atomically: true, encoding: .utf8)
+        let ran = try Luahier.run(["run", "script.bundle"], in: folder)
+        #expect(ran.status == 0, "\(ran.stderr)")
+        #expect(ran.stdout.hasPrefix("20\nfalse\tmodule 'late' not found:\n\tno file 'late.lua' in the bundle"), "\(ran.stdout)")
+        let fromFile = try Luahier.run(["run", "script.lua"], in: folder)
+        #expect(fromFile.stdout == "20\ntrue\tfrom disk\tlate.lua\n")
+        _ = try Luahier.run(["bundle", "keygen", "k"], in: folder)
+        let unsigned = try Luahier.run(["run", "--bundle-key", "k.pub", "script.bundle"], in: folder)
+        #expect(unsigned.status == 1 && unsigned.stderr.contains("unsigned: a signature is required"))
+    }
+
+    @Test func damagedBundlesAreRefusedByName() throws {
+        let folder = try Self.rulesFolder()
+        #expect(try Luahier.run(["bundle", "build", "rules.lua", "-o", "rules.bundle"], in: folder).status == 0)
+        var bytes = try [UInt8](Data(contentsOf: folder.appendingPathComponent("rules.bundle")))
+        try Data(bytes.dropLast(4)).write(to: folder.appendingPathComponent("short.bundle"))
+        bytes[bytes.count - 2] ^= 0x20
+        try Data(bytes).write(to: folder.appendingPathComponent("flipped.bundle"))
+        bytes[11] = 9
+        try Data(bytes).write(to: folder.appendingPathComponent("future.bundle"))
+        for (name, message) in [
+            ("short.bundle", "truncated: the bytes end inside the file lib/prices.lua"),
+            ("flipped.bundle", "damaged: lib/prices.lua does not match its SHA-256 in the manifest"),
+            ("future.bundle", "unknown bundle format version 9 (this luahier reads version 1)"),
+        ] {
+            for command in [["bundle", "verify", name], ["dispatch", name, "in.jsonl"], ["run", name]] {
+                let refused = try Luahier.run(command, in: folder)
+                #expect(refused.status == 1 && refused.stderr == "luahier: \(name): \(message)\n", "\(command): \(refused.stderr)")
+            }
+        }
+    }
+}
