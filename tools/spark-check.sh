@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # By hand (not in CI): `luahier dispatch` as a stage of Apache Spark, checked against one
 # dispatch run over the same input (docs/spark.md). Installs pyspark from PyPI if missing
-# (Java 17 must be on the machine), generates LINES requests with scripts/traffic.lua (one in
+# (Java 17 must be on the machine), packs RULES into a signed bundle (the executors get it and
+# its public key with addFile), generates LINES requests with scripts/traffic.lua (one in
 # 50,000 made invalid on purpose), then for 1 and 2 executors (Spark's local mode):
 #   - offsets: mapPartitionsWithIndex with each partition's --line-offset: must equal the
 #     single run byte for byte;
@@ -21,9 +22,12 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
 "$LUAHIER" run scripts/traffic.lua "$LINES" 7 | awk 'NR % 50000 == 0 { print "not json"; next } { print }' > "$WORK/input.jsonl"
-NAME=$(basename "$RULES")
+(cd "$WORK" && "$LUAHIER" bundle keygen rules >/dev/null)
+"$LUAHIER" bundle build "$RULES" -o "$WORK/rules.bundle" >/dev/null
+"$LUAHIER" bundle sign "$WORK/rules.bundle" --key "$WORK/rules.key" >/dev/null
 start=$(date +%s.%N)
-"$LUAHIER" dispatch "$RULES" - --source input --rules-name "$NAME" --invalid-ok < "$WORK/input.jsonl" > "$WORK/single.jsonl" 2>/dev/null
+"$LUAHIER" dispatch "$WORK/rules.bundle" - --bundle-key "$WORK/rules.pub" --source input --invalid-ok \
+  < "$WORK/input.jsonl" > "$WORK/single.jsonl" 2>/dev/null
 end=$(date +%s.%N)
 awk -v n="$LINES" -v a="$start" -v b="$end" 'BEGIN { printf "single dispatch: %d lines in %.2f s, %.0f lines/s\n", n, b - a, n / (b - a) }'
 
@@ -34,7 +38,8 @@ status=0
 for executors in 1 2; do
   for mode in offsets pipe; do
     out="$WORK/spark-$mode-$executors"
-    figures=$(python3 tools/spark/dispatch_stage.py --luahier "$LUAHIER" --rules "$RULES" --input "$WORK/input.jsonl" \
+    figures=$(python3 tools/spark/dispatch_stage.py --luahier "$LUAHIER" --rules "$WORK/rules.bundle" \
+      --bundle-key "$WORK/rules.pub" --input "$WORK/input.jsonl" \
       --output "$out" --executors "$executors" --mode "$mode" 2>"$WORK/spark.err" | tail -n 1) \
       || { cat "$WORK/spark.err" >&2; exit 1; }
     cat "$out"/part-* > "$out.jsonl"

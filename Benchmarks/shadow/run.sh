@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Live latency with a shadow revision at sample 1.0 against none: luahier serve --workers 1
-# on scripts/alerts.lua under wrk on loopback, the candidate the change of
+# Live latency with a shadow revision at sample 1.0 (and 0.1) against none: luahier serve
+# --workers 1 on scripts/alerts.lua under wrk on loopback, the candidate the change of
 # scripts/review-a-change.sh, in alternating rounds of one run.
 #
 #   Benchmarks/shadow/run.sh [SECONDS] [ROUNDS]     (defaults: 10 s, 3 rounds)
@@ -32,7 +32,7 @@ run() {   # run NAME CONNECTIONS [serve flags...]
   echo "== $name, $connections connections, ${SECONDS_PER_RUN}s"
   wrk -t1 -c"$connections" -d"${SECONDS_PER_RUN}s" --latency -s Benchmarks/serve/post.lua "$url" \
     | grep -E 'Requests/sec|50%|90%|99%|Non-2xx|Socket errors'
-  if [ "$name" = shadow ]; then
+  if [ "$name" != none ]; then
     curl -s "$url/v1/shadow" | python3 -c 'import json,sys; r=json.load(sys.stdin)["requests"]; print("   candidate: sampled %d, compared %d, skipped %d" % (r["sampled"], r["compared"], r["skipped"]))'
   fi
   kill -TERM "$SERVER"; wait "$SERVER" || true; SERVER=""
@@ -42,6 +42,7 @@ for round in $(seq "$ROUNDS"); do
   echo "#### round $round"
   for connections in 2 16; do
     run none "$connections"
-    run shadow "$connections" --shadow "$WORK/candidate.lua" --shadow-sample 1
+    run "shadow 1.0" "$connections" --shadow "$WORK/candidate.lua" --shadow-sample 1
+    run "shadow 0.1" "$connections" --shadow "$WORK/candidate.lua" --shadow-sample 0.1
   done
 done

@@ -141,7 +141,10 @@ public final class RulesServer: Sendable {
             return running
         }
         logger.notice("shadowing \(rulesFile) (revision \(candidate.revision.shortHash)) on \(sample) of requests")
-        if let replaced { await replaced.candidate.shutDown() }
+        if let replaced {
+            replaced.close()
+            await replaced.candidate.shutDown()
+        }
     }
 
     /// Stops the candidate revision running, if one is; the comparisons under way end first.
@@ -152,6 +155,7 @@ public final class RulesServer: Sendable {
         }
         if let stopped {
             logger.notice("shadow stopped: \(stopped.file)")
+            stopped.close()
             await stopped.candidate.shutDown()
         }
     }

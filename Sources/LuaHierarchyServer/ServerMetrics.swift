@@ -225,6 +225,7 @@ final class ServerMetrics: Sendable {
         waiting.set(Double(pool.waiting))
         ready.set(isReady ? 1.0 : 0.0)
         shadowActive.set(shadowing ? 1.0 : 0.0)
+        shadow.update()
         process.update()
         decisions?.update()
         var buffer: [UInt8] = []

@@ -11,9 +11,14 @@ import Darwin
 
 /// A candidate revision running beside the live one (`--shadow`, docs/shadow.md): a sample
 /// of live requests, chosen by request id, is answered again by the candidate after the live
-/// answer went out, on the candidate's own states at the lowest CPU priority, and the two
-/// answers are compared field by field (`OutcomeDifferences`). Nothing of it reaches the
-/// live answer: a sampled request that finds the candidate's queue full is skipped, counted.
+/// answer went out, on the candidate's own states in the background (SCHED_IDLE), and the two
+/// answers are compared field by field (`OutcomeDifferences`).
+///
+/// Nothing of it can hold a live request up. The live side takes no lock a thread of the
+/// candidate's takes: it counts with atomics and hands the request to a `ShadowIntake`, which
+/// only tries its lock. A sampled request that finds the intake busy, or the backlog full, is
+/// skipped and counted. The candidate's side keeps its counts in atomics too; only `recent`
+/// is under a lock, which readers only try.
 final class Shadow: Sendable {
     let candidate: RulesPool
     /// The candidate's rules file, as given.
@@ -23,8 +28,13 @@ final class Shadow: Sendable {
     /// When it was loaded (seconds since 1970).
     let since: Double
     private let threshold: UInt64
+    private let intake: ShadowIntake
     private let counters: ShadowCounters
-    private let state = Mutex(Counts())
+
+    private let sampled = Tally(), compared = Tally(), skipped = Tally(), pending = Tally(), pendingBytes = Tally()
+    private let lines = Tally(), same = Tally()
+    private let fields = OutcomeDifferences.compared.map { _ in Tally() }
+    private let recent = Mutex<[(requestID: String, line: Int, fields: [String])]>([])
 
     /// Requests and their live answers held for the candidate at most, in bytes: past it, a
     /// sampled request is skipped (the candidate is behind).
@@ -32,22 +42,21 @@ final class Shadow: Sendable {
     /// Differences kept for `GET /v1/shadow`'s `recent`.
     static let recentKept = 20
 
-    struct Counts {
-        var sampled = 0, compared = 0, skipped = 0, pendingBytes = 0, pending = 0
-        var lines = 0, same = 0, different = 0
-        var fields: [String: Int] = [:]
-        var recent: [(requestID: String, line: Int, fields: [String])] = []
-    }
-
     init(candidate: RulesPool, file: String, sample: Double, counters: ShadowCounters) {
         self.candidate = candidate
         self.file = file
         self.sample = min(max(sample, 0), 1)
         self.counters = counters
+        intake = ShadowIntake(pool: candidate)
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         since = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
         threshold = self.sample >= 1 ? .max : UInt64(self.sample * 0x1p64)
+    }
+
+    /// Takes no more requests; those handed over are answered or refused by the candidate.
+    func close() {
+        intake.close()
     }
 
     /// Whether the request of `requestID` is sampled: by a hash of the id, so a request
@@ -66,67 +75,77 @@ final class Shadow: Sendable {
     }
 
     /// Hands a sampled request to the candidate: `body` as the live pool got it (one request,
-    /// or a batch's lines), and the live answers in order. Returns at once; the comparison runs
-    /// on the candidate's states, its differences recorded in `log`.
+    /// or a batch's lines), and the live answers in order. Returns at once, having waited on
+    /// nothing; the comparison runs on the candidate's states, its differences recorded in
+    /// `log`.
     func submit(_ body: [UInt8], batch: Bool, requestID: String, live: [RulesPool.LiveAnswer], liveRevision: Revision, log: DecisionLog?) {
         let bytes = body.count + live.reduce(0) { $0 + $1.json.count }
-        let taken: Bool = state.withLock { counts in
-            counts.sampled += 1
-            guard counts.pendingBytes + bytes <= Self.maxPendingBytes else {
-                counts.skipped += 1
-                return false
-            }
-            counts.pendingBytes += bytes
-            counts.pending += 1
-            return true
-        }
-        counters.sampled.increment()
-        guard taken else {
-            counters.skipped["busy"]?.increment()
+        sampled.add(1)
+        counters.sampled.add(1)
+        if pendingBytes.add(bytes) > Self.maxPendingBytes {
+            pendingBytes.add(-bytes)
+            skip(stopped: false)
             return
         }
-        candidate.shadow(body, batch: batch, requestID: requestID, live: live, liveRevision: liveRevision, log: log) { result in
-            self.finish(result, requestID: requestID, bytes: bytes)
+        pending.add(1)
+        let offer = ShadowIntake.Offer(body: body, batch: batch, requestID: requestID, live: live, liveRevision: liveRevision, log: log) {
+            [self] result in
+            finish(result, requestID: requestID, bytes: bytes)
+        }
+        if !intake.offer(offer) {
+            pending.add(-1)
+            pendingBytes.add(-bytes)
+            skip(stopped: false)
         }
     }
 
+    private func skip(stopped: Bool) {
+        skipped.add(1)
+        (stopped ? counters.skippedStopped : counters.skippedBusy).add(1)
+    }
+
+    /// On a thread of the candidate's: what it made of a request, or nil when it did not answer.
     private func finish(_ result: RulesPool.ShadowResult?, requestID: String, bytes: Int) {
-        state.withLock { counts in
-            counts.pendingBytes -= bytes
-            counts.pending -= 1
-            guard let result else {
-                counts.skipped += 1
-                return
-            }
-            counts.compared += 1
-            for (number, fields) in result.lines {
-                counts.lines += 1
-                if fields.isEmpty {
-                    counts.same += 1
-                    continue
-                }
-                counts.different += 1
-                for field in fields { counts.fields[field, default: 0] += 1 }
-                if counts.recent.count == Self.recentKept { counts.recent.removeFirst() }
-                counts.recent.append((requestID, number, fields))
-            }
+        defer {
+            pendingBytes.add(-bytes)
+            pending.add(-1)
         }
         guard let result else {
             // Its queue was full, or it was stopped (replaced) first.
-            counters.skipped[candidate.isShutDown ? "stopped" : "busy"]?.increment()
+            skip(stopped: candidate.isShutDown)
             return
         }
-        for (_, fields) in result.lines {
-            counters.lines[fields.isEmpty ? "same" : "different"]?.increment()
-            for field in fields { counters.fields[field]?.increment() }
+        compared.add(1)
+        var differing: [(String, Int, [String])] = []
+        for (number, differences) in result.lines {
+            lines.add(1)
+            counters.lines.add(1)
+            if differences.isEmpty {
+                same.add(1)
+                counters.same.add(1)
+                continue
+            }
+            for (index, field) in OutcomeDifferences.compared.enumerated() where differences.contains(field) {
+                fields[index].add(1)
+                counters.fields[index].add(1)
+            }
+            differing.append((requestID, number, differences))
+        }
+        if !differing.isEmpty {
+            recent.withLock { recent in
+                recent.append(contentsOf: differing.suffix(Self.recentKept))
+                if recent.count > Self.recentKept { recent.removeFirst(recent.count - Self.recentKept) }
+            }
         }
     }
 
-    /// What `GET /v1/shadow` shows of it.
+    /// What `GET /v1/shadow` shows of it. `recent` is read only if its lock is free now (a
+    /// thread of the candidate's may hold it while stopped): else it is left out this time.
     func report(live: Revision) -> [String: Value] {
-        let counts = state.withLock { $0 }
         let revision = candidate.revision
-        return [
+        let count = { (tally: Tally) in Value.int(Int64(tally.value)) }
+        let linesCompared = lines.value, linesSame = same.value
+        var report: [String: Value] = [
             "active": true,
             "file": .string(file),
             "sample": .double(sample),
@@ -134,52 +153,86 @@ final class Shadow: Sendable {
             "revision": .map(["number": .int(Int64(revision.number)), "hash": .string(revision.hash)]),
             "live_revision": .map(["number": .int(Int64(live.number)), "hash": .string(live.hash)]),
             "requests": .map([
-                "sampled": .int(Int64(counts.sampled)), "compared": .int(Int64(counts.compared)),
-                "skipped": .int(Int64(counts.skipped)), "pending": .int(Int64(counts.pending)),
+                "sampled": count(sampled), "compared": count(compared), "skipped": count(skipped), "pending": count(pending),
             ]),
             "lines": .map([
-                "compared": .int(Int64(counts.lines)), "same": .int(Int64(counts.same)),
-                "different": .int(Int64(counts.different)),
+                "compared": .int(Int64(linesCompared)), "same": .int(Int64(linesSame)),
+                "different": .int(Int64(linesCompared - linesSame)),
             ]),
-            "differences": .map(Dictionary(uniqueKeysWithValues: OutcomeDifferences.compared.map {
-                ($0, .int(Int64(counts.fields[$0, default: 0])))
+            "differences": .map(Dictionary(uniqueKeysWithValues: OutcomeDifferences.compared.enumerated().map {
+                ($0.element, count(fields[$0.offset]))
             })),
-            "recent": .array(counts.recent.map {
-                .map(["request_id": .string($0.requestID), "line": .int(Int64($0.line)), "differences": .array($0.fields.map { .string($0) })])
-            }),
         ]
+        if let recent = recent.withLockIfAvailable({ $0 }) {
+            report["recent"] = .array(recent.map {
+                .map(["request_id": .string($0.requestID), "line": .int(Int64($0.line)), "differences": .array($0.fields.map { .string($0) })])
+            })
+        }
+        return report
     }
 }
 
-/// The shadow's counters in `/metrics`, kept across candidates (a new candidate starts its
-/// own counts in `GET /v1/shadow`; the counters go on growing):
+/// The shadow's counts as `/metrics` shows them, kept across candidates (a new candidate
+/// starts its own counts in `GET /v1/shadow`; these go on growing). Atomics, counted by both
+/// sides without a lock, and copied into the Prometheus counters when the metrics are read:
 /// `luahier_shadow_sampled_total`, `luahier_shadow_skipped_total{reason}` (`busy`: the
 /// candidate was behind; `stopped`: it was replaced or stopped first),
 /// `luahier_shadow_lines_total{result}` (`same`, `different`), and
 /// `luahier_shadow_differences_total{field}` (a line counts once in each field that differs).
 final class ShadowCounters: Sendable {
-    let sampled: Counter
-    let skipped: [String: Counter]
-    let lines: [String: Counter]
-    let fields: [String: Counter]
+    let sampled = Tally(), skippedBusy = Tally(), skippedStopped = Tally(), lines = Tally(), same = Tally()
+    let fields = OutcomeDifferences.compared.map { _ in Tally() }
+
+    private let shownSampled: Counter
+    private let shownSkipped: [Counter]
+    private let shownLines: [Counter]
+    private let shownFields: [Counter]
+    /// The values as last shown (sampled, busy, stopped, same, different, then the fields):
+    /// the counters grow by the difference.
+    private let shown = Mutex([Int](repeating: 0, count: 5 + OutcomeDifferences.compared.count))
 
     init(registry: PrometheusCollectorRegistry) {
-        sampled = registry.makeCounter(descriptor: .named("luahier_shadow_sampled_total", "Requests sampled for the shadow revision."))
-        skipped = Dictionary(uniqueKeysWithValues: ["busy", "stopped"].map { reason in
-            (reason, registry.makeCounter(
+        shownSampled = registry.makeCounter(descriptor: .named("luahier_shadow_sampled_total", "Requests sampled for the shadow revision."))
+        shownSkipped = ["busy", "stopped"].map { reason in
+            registry.makeCounter(
                 descriptor: .named("luahier_shadow_skipped_total", "Sampled requests the shadow revision did not answer: it was behind, or stopped."),
-                labels: [("reason", reason)]))
-        })
-        lines = Dictionary(uniqueKeysWithValues: ["same", "different"].map { result in
-            (result, registry.makeCounter(
+                labels: [("reason", reason)])
+        }
+        shownLines = ["same", "different"].map { result in
+            registry.makeCounter(
                 descriptor: .named("luahier_shadow_lines_total", "Request lines the shadow revision answered, by whether its outcome was the live one's."),
-                labels: [("result", result)]))
-        })
-        fields = Dictionary(uniqueKeysWithValues: OutcomeDifferences.compared.map { field in
-            (field, registry.makeCounter(
+                labels: [("result", result)])
+        }
+        shownFields = OutcomeDifferences.compared.map { field in
+            registry.makeCounter(
                 descriptor: .named("luahier_shadow_differences_total", "Request lines whose shadow outcome differs from the live one, by field."),
-                labels: [("field", field)]))
-        })
+                labels: [("field", field)])
+        }
     }
+
+    /// Brings the Prometheus counters up to the atomics (when `/metrics` is read).
+    func update() {
+        let lines = self.lines.value, same = self.same.value
+        let now = [
+            sampled.value, skippedBusy.value, skippedStopped.value,
+            same, lines - same,
+        ] + fields.indices.map { fields[$0].value }
+        let before = shown.withLock { shown in defer { shown = now }; return shown }
+        let targets = [shownSampled] + shownSkipped + shownLines + shownFields
+        for (index, counter) in targets.enumerated() { counter.increment(by: Int64(now[index] - before[index])) }
+    }
+}
+
+/// A count both sides keep without a lock.
+final class Tally: Sendable {
+    private let atomic = Atomic(0)
+
+    /// Adds `amount` (negative: takes it away); the new value.
+    @discardableResult
+    func add(_ amount: Int) -> Int {
+        atomic.add(amount, ordering: .relaxed).newValue
+    }
+
+    var value: Int { atomic.load(ordering: .relaxed) }
 }
 #endif

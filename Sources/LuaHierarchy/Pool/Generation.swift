@@ -1,7 +1,4 @@
 import Dispatch
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The states of one revision: a thread each, with its own hierarchy and the rules loaded
 /// from the same text, taking jobs from one queue (contract §7: one state, one thread).
@@ -161,10 +158,7 @@ final class Generation: @unchecked Sendable {
     // MARK: A worker
 
     private func run(index: Int, options: RulesPool.Options, text: [UInt8], number: Int) {
-        #if os(Linux)
-        // On Linux the nice value is the thread's own: 0 for "who" is this thread.
-        if options.background { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19) }
-        #endif
+        if options.background { ThreadPriority.background() }
         let worker: PoolWorker
         do {
             // The first state reads the modules from disk (a bundle's: from the bundle only);

@@ -74,8 +74,9 @@ public final class RulesPool: @unchecked Sendable {
         /// Where each answered request is recorded (`dispatch`, `dispatchBatch`: one decision
         /// record per request line; nil: nowhere). The log never holds answering up.
         public var decisionLog: DecisionLog?
-        /// The states' threads run at the lowest CPU priority (nice 19, on Linux): for work that
-        /// must never take the CPU from the requests of others, as a shadow revision's.
+        /// The states' threads run only on a CPU nothing else wants (SCHED_IDLE, on Linux): for
+        /// work that must never take the CPU from the requests of others, as a shadow
+        /// revision's.
         package var background = false
         /// Errors that pass the root while the first revision loads (a rule that reports at
         /// load time), from its first state only.
