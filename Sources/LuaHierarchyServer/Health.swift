@@ -8,7 +8,8 @@ internal import NIOCore
 /// - `/livez`: 200 `{"status":"live"}` whenever the process answers at all, busy or not.
 /// - `/readyz`: 200 `{"status":"ready", ...}` when a new request would be answered; 503
 ///   `{"status":"not ready","reason": ...}` while `draining` (SIGTERM came) or `overloaded`
-///   (`RulesPool.isOverloaded`: a request made now would be refused). Both bodies carry the
+///   (`RulesPool.isOverloaded`: a request made now would be refused), or `revision` while the
+///   running revision is not the one required (`requiredRevision`). Both bodies carry the
 ///   workers, the running revision and the last reload failure; a 503's also the one error
 ///   shape's `error` (`NotReady`). The pool exists only once
 ///   its first revision loaded, and the server listens only after: before that there is
@@ -19,18 +20,20 @@ internal import NIOCore
 extension RulesServer {
     /// Why the server would not answer a new request now; nil when it would.
     enum NotReady: String {
-        case draining, overloaded
+        case draining, overloaded, revision
 
         var explanation: String {
             switch self {
             case .draining: "the server is shutting down: it serves the requests it has, and takes no more soon"
             case .overloaded: "every Lua state is busy, none came free within --max-wait: a request now would be refused"
+            case .revision: "the running revision is not the one required (--require-revision)"
             }
         }
     }
 
     var notReady: NotReady? {
         if draining.withLock({ $0 }) { return .draining }
+        if let required = requiredRevision.withLock({ $0 }), !pool.revision.hash.hasPrefix(required) { return .revision }
         if pool.isOverloaded { return .overloaded }
         return nil
     }
@@ -67,6 +70,12 @@ extension RulesServer {
             let load = pool.load
             body["waiting"] = .int(Int64(load.waiting))
             if let busy = load.allBusyFor { body["allBusyFor"] = .double(busy) }
+        }
+        if let required = requiredRevision.withLock({ $0 }) { body["requiredRevision"] = .string(required) }
+        if let bundles {
+            var source: [String: Value] = ["url": .string(bundles.options.url)]
+            if let refusal = bundles.refusal { source["lastRefusal"] = .string(refusal) }
+            body["bundle"] = .map(source)
         }
         if let failure = pool.lastReloadFailure {
             body["lastReloadError"] = .map(["message": .string(failure.description), "at": .double(failure.at)])

@@ -34,6 +34,7 @@ extension RulesServer {
             await self.reload(context: context)
         }
         addShadowRoutes(to: router)
+        addRequiredRevisionRoute(to: router)
         for (path, methods) in Self.routeMethods {
             refuseOtherMethods(on: path, taking: methods, router: router)
         }
@@ -43,7 +44,7 @@ extension RulesServer {
     static let routeMethods: [(String, [HTTPRequest.Method])] = [
         ("/v1/dispatch", [.post]), ("/v1/reload", [.post]), ("/livez", [.get, .head]), ("/readyz", [.get, .head]),
         ("/healthz", [.get, .head]), ("/metrics", [.get, .head]), ("/openapi.json", [.get, .head]),
-        ("/v1/shadow", [.get, .head, .post, .delete]),
+        ("/v1/shadow", [.get, .head, .post, .delete]), ("/v1/required-revision", [.post]),
     ]
 
     /// 405 `MethodNotAllowed` with `Allow` for the standard methods `path` does not take (a

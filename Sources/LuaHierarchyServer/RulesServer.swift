@@ -70,8 +70,35 @@ public final class RulesServer: Sendable {
         /// The candidate revision `POST /v1/shadow` loads when its body names none, until one
         /// is loaded (`startShadow` loads one at start).
         public var shadow: ShadowOptions?
+        /// Where signed rule bundles are pulled from while the server runs; nil: the rules are
+        /// the pool's own, reloaded as it was told.
+        public var bundleSource: BundleSource?
+        /// `/readyz` answers 503 (`revision`) until the running revision's hash starts with
+        /// this (hex digits: all 64, or a prefix of 16 or more): a rollout waits for every
+        /// replica to run it. `POST /v1/required-revision` changes it.
+        public var requiredRevision: String?
 
         public init() {}
+    }
+
+    /// Where signed rule bundles are pulled from (docs/bundles.md, "Pulled by `serve`").
+    public struct BundleSource: Sendable {
+        /// The bundle's URL (`http://` or `https://`), polled with `If-None-Match`.
+        public var url: String
+        /// The public key a bundle's signature must verify with (a key file's text: base64 of
+        /// the 32-byte Ed25519 key); nil: unsigned bundles are taken (not for production).
+        public var publicKey: String?
+        /// Seconds between polls.
+        public var interval = 30.0
+        /// Seconds a poll may take, connecting included.
+        public var timeout = 10.0
+        /// A larger bundle is refused, read no further than this.
+        public var maxBytes = RuleBundle.defaultMaxBytes
+
+        /// Bundles from `url`, signed with the key of `publicKey`.
+        public init(url: String, publicKey: String?) {
+            (self.url, self.publicKey) = (url, publicKey)
+        }
     }
 
     /// A candidate revision to run beside the live one (docs/shadow.md).
@@ -105,6 +132,10 @@ public final class RulesServer: Sendable {
     let logger: Logger
     /// The candidate revision running beside the live one, if one is.
     private let shadowing = Mutex<Shadow?>(nil)
+    /// The hash `/readyz` waits for (`Options.requiredRevision`, `POST /v1/required-revision`).
+    let requiredRevision: Mutex<String?>
+    /// Pulls bundles when `Options.bundleSource` is set.
+    let bundles: BundlePoller?
 
     /// `printer`, when the rules print through one, has its dropped lines in the metrics.
     /// `logger` gets an access log line per request at `info` (request id, method, route,
@@ -118,7 +149,18 @@ public final class RulesServer: Sendable {
         self.options = options
         self.onReload = onReload
         self.logger = logger
-        metrics = ServerMetrics(pool: pool, printer: printer)
+        let metrics = ServerMetrics(pool: pool, printer: printer)
+        self.metrics = metrics
+        requiredRevision = Mutex(options.requiredRevision?.lowercased())
+        bundles = options.bundleSource.map { source in
+            BundlePoller(options: source, pool: pool, logger: logger) { result, reload in
+                metrics.recordBundlePoll(result)
+                if let reload, result != .unchanged {
+                    metrics.recordReload(reload)
+                    onReload(reload)
+                }
+            }
+        }
     }
 
     /// The candidate revision running, if one is.
@@ -207,6 +249,8 @@ public final class RulesServer: Sendable {
             defer { self.ended.withLock { $0 = true } }
             try await group.run()
         }
+        let polling = bundles.map { poller in Task { await poller.run() } }
+        defer { polling?.cancel() }
         // SIGTERM or SIGINT: a flag the handler set, polled (the handler can do no more).
         while ServiceSignals.stopSignal == nil && !hasEnded {
             try? await Task.sleep(for: .milliseconds(50))

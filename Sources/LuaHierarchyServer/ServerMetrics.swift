@@ -38,7 +38,9 @@ import Darwin
 ///   `luahier_decision_batches_total{result}`, batches `sent`, `retried` (a send that failed
 ///   and was made again) and `failed` (dropped after the last attempt);
 /// - the shadow revision's (`ShadowCounters`), and `luahier_shadow_active`;
-/// - gauges: `luahier_revision`, `luahier_reload_failing` (1 while the last reload failed),
+/// - with `--bundle-url`: `luahier_bundle_polls_total{result}` (`loaded`, `unchanged`,
+///   `not_modified`, `refused`, `failed`);
+/// - gauges: `luahier_revision_info{hash}` (1, the running revision's content hash), `luahier_revision`, `luahier_reload_failing` (1 while the last reload failed),
 ///   `luahier_workers`, `luahier_pool_waiting`, `luahier_ready` (1 while `/readyz` answers
 ///   200);
 /// - `luahier_build_info{version,lua}` (always 1), and the process's own, read from /proc when
@@ -63,6 +65,10 @@ final class ServerMetrics: Sendable {
     private let shown = Mutex(RulesPool.Statistics())
     private let shownDropped = Mutex(0)
     private let decisions: DecisionMetrics?
+    /// `luahier_bundle_polls_total{result}`, by `BundlePoller.Result`.
+    private let bundlePolls: [String: Counter]
+    /// `luahier_revision_info{hash}`: 1 for the running revision's hash (the one series).
+    private let revisionInfo = Mutex<(hash: String, gauge: Gauge)?>(nil)
     /// The shadow revision's counters (`ShadowCounters`).
     let shadow: ShadowCounters
     private let shadowActive: Gauge
@@ -98,6 +104,11 @@ final class ServerMetrics: Sendable {
         process = ProcessGauges(registry: registry)
         decisions = pool.options.decisionLog.map { DecisionMetrics(log: $0, registry: registry) }
         shadow = ShadowCounters(registry: registry)
+        bundlePolls = Dictionary(uniqueKeysWithValues: BundlePoller.Result.allCases.map { result in
+            (result.rawValue, registry.makeCounter(
+                descriptor: .named("luahier_bundle_polls_total", "Polls of --bundle-url, by what became of them."),
+                labels: [("result", result.rawValue)]))
+        })
         shadowActive = registry.makeGauge(descriptor: .named("luahier_shadow_active", "1 while a shadow revision runs beside the live one."))
         for result in ["loaded", "unchanged", "failed"] { reloads(result).increment(by: Int64(0)) }
         for reason in ["client_gone", "client_stalled"] { batchesStopped(reason).increment(by: Int64(0)) }
@@ -211,6 +222,24 @@ final class ServerMetrics: Sendable {
 
     /// The metrics as Prometheus text, the pool's gauges read now, and `ready` as `/readyz`
     /// would answer now.
+    /// A poll of `--bundle-url`, counted.
+    func recordBundlePoll(_ result: BundlePoller.Result) {
+        bundlePolls[result.rawValue]?.increment()
+    }
+
+    /// `luahier_revision_info{hash}` names `hash`: a fleet's revisions compared by content.
+    private func showRevision(_ hash: String) {
+        let registry = self.registry
+        revisionInfo.withLock { shown in
+            guard shown?.hash != hash else { return }
+            if let old = shown { registry.unregisterGauge(old.gauge) }
+            let gauge = registry.makeGauge(
+                descriptor: .named("luahier_revision_info", "The running revision's content hash (always 1)."), labels: [("hash", hash)])
+            gauge.set(1.0)
+            shown = (hash, gauge)
+        }
+    }
+
     func text(ready isReady: Bool, shadowing: Bool = false) -> String {
         let statistics = pool.statistics
         let dropped = printer?.dropped ?? 0
@@ -226,6 +255,7 @@ final class ServerMetrics: Sendable {
         ready.set(isReady ? 1.0 : 0.0)
         shadowActive.set(shadowing ? 1.0 : 0.0)
         shadow.update()
+        showRevision(pool.revision.hash)
         process.update()
         decisions?.update()
         var buffer: [UInt8] = []

@@ -114,6 +114,18 @@ struct Serve: ParsableCommand {
     @Option(parsing: .unconditional, help: "Lua states of the --shadow candidate, at the lowest CPU priority.")
     var shadowWorkers = 1
 
+    @Option(help: ArgumentHelp("Pull signed rule bundles from this URL (polled with If-None-Match), each loaded as a reload.", valueName: "url"))
+    var bundleUrl: String?
+
+    @Option(help: ArgumentHelp("The public key (a file of luahier bundle keygen) bundles must be signed with: RULES, if a bundle, and those of --bundle-url.", valueName: "file"))
+    var bundleKey: String?
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds between polls of --bundle-url.", valueName: "seconds"))
+    var bundlePoll: Double = 30
+
+    @Option(help: ArgumentHelp("/readyz answers 503 until the running revision's hash starts with this (16 to 64 hex digits).", valueName: "hash"))
+    var requireRevision: String?
+
     @Option(help: ArgumentHelp("A JSON file of settings, keyed by long option name (also LUAHIER_CONFIG).", valueName: "file"))
     var config: String?
 
@@ -140,6 +152,17 @@ struct Serve: ParsableCommand {
         guard (1...256).contains(workers) else { throw ValidationError("--workers must be between 1 and 256") }
         guard (1...256).contains(shadowWorkers) else { throw ValidationError("--shadow-workers must be between 1 and 256") }
         guard (0...1).contains(shadowSample) else { throw ValidationError("--shadow-sample must be a fraction from 0 to 1") }
+        if bundleUrl != nil && bundleKey == nil {
+            throw ValidationError("--bundle-url takes signed bundles only: give the public key with --bundle-key")
+        }
+        if let bundleUrl, !(bundleUrl.hasPrefix("http://") || bundleUrl.hasPrefix("https://")) {
+            throw ValidationError("--bundle-url must be an http:// or https:// URL")
+        }
+        guard bundlePoll > 0, bundlePoll.isFinite else { throw ValidationError("--bundle-poll must be more than 0 seconds") }
+        if let bundleKey { try Validate.readableFile(bundleKey) }
+        if let requireRevision, !Revision.isHashPrefix(requireRevision) {
+            throw ValidationError("--require-revision takes 16 to 64 hex digits of a revision's hash, not '\(requireRevision)'")
+        }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard try maxBodyBytes() > 0 else { throw ValidationError("--max-body must be more than 0") }
         guard maxWait > 0, maxWait.isFinite else { throw ValidationError("--max-wait must be more than 0 seconds") }
@@ -176,7 +199,10 @@ struct Serve: ParsableCommand {
             Console.error("luahier: \(PrintableText.field(error.description))")
             throw ExitCode(ExitStatus.usage)
         }
-        var options = RulesPool.Options(rulesFile: rules.file, workers: workers)
+        let bundle = try BundleFiles.load(rules.file, key: bundleKey)
+        if bundle != nil && watch { throw ValidationError("--watch watches rules files: a bundle is not reloaded from disk (see --bundle-url)") }
+        var options = RulesPool.Options(rulesFile: rules.file, workers: self.workers)
+        if let bundle { options = RulesPool.Options(bundle: bundle, workers: self.workers) }
         options.arguments = arguments
         options.hierarchy = try rules.host.hierarchyOptions()
         options.hierarchy.traceLevel = trace.level
@@ -217,6 +243,12 @@ struct Serve: ParsableCommand {
         serverOptions.tls = security.tls
         serverOptions.dispatchTokens = security.dispatchTokens
         serverOptions.reloadTokens = security.reloadTokens
+        if let bundleUrl, let bundleKey {
+            var source = RulesServer.BundleSource(url: bundleUrl, publicKey: try BundleFiles.readKey(bundleKey))
+            source.interval = bundlePoll
+            serverOptions.bundleSource = source
+        }
+        serverOptions.requiredRevision = requireRevision
         serverOptions.shadow = shadow.map { RulesServer.ShadowOptions(rulesFile: $0, sample: shadowSample, workers: shadowWorkers) }
         for warning in securityWarnings(security) { log.warning("\(warning)") }
         let server = RulesServer(pool: pool, options: serverOptions, printer: printer, logger: log) {

@@ -17,6 +17,12 @@ public struct Revision: Sendable, Hashable, CustomStringConvertible {
     /// When it was loaded (seconds since 1970).
     public let loadedAt: Double
 
+    /// Whether `text` can name a revision by its hash: 16 to 64 hex digits (all of it, or at
+    /// least the prefix outcomes carry).
+    package static func isHashPrefix(_ text: String) -> Bool {
+        (16...64).contains(text.utf8.count) && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0 | 0x20) }
+    }
+
     /// The hash as outcomes and logs show it.
     public var shortHash: String { String(hash.prefix(16)) }
 

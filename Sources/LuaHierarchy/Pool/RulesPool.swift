@@ -108,6 +108,15 @@ public final class RulesPool: @unchecked Sendable {
         /// The bundle the rules come from (`init(bundle:workers:)`), if they do.
         public private(set) var bundle: RuleBundle?
 
+        /// These options with the rules of `bundle` in place of those they had.
+        func replacing(bundle: RuleBundle) -> Options {
+            var options = self
+            options.bundle = bundle
+            options.rulesFile = bundle.entry
+            options.rulesSource = nil
+            return options
+        }
+
         /// The rules' text: the bundle's, `rulesSource`, or the file, read as a rules file is.
         func rulesText() -> Result<[UInt8], ScriptError> {
             if let bundle { return .success(bundle.rulesText) }
@@ -162,6 +171,9 @@ public final class RulesPool: @unchecked Sendable {
     /// The options the pool was made with.
     public let options: Options
     private let monitor = Monitor()
+    /// What a reload loads: `options`, with the rules of the last bundle loaded, if any
+    /// (guarded by `monitor`).
+    private var source: Options
     // Guarded by `monitor`.
     private var current: Generation
     private var closed = false
@@ -184,6 +196,7 @@ public final class RulesPool: @unchecked Sendable {
     /// (`rules.lua:3: ...`) if they fail to load.
     public init(options: Options) throws(ScriptError) {
         self.options = options
+        source = options
         let stamp = FileStamp(path: options.rulesFile)
         let text = try options.rulesText().get()
         current = try Generation(options: options, text: text, stamp: stamp, number: 1)
@@ -420,10 +433,11 @@ public final class RulesPool: @unchecked Sendable {
     /// `reload()`, blocking the calling thread while the states load (for threads of the
     /// host's own: the watcher's; call it off the states' threads).
     @discardableResult
-    package func reloadBlocking() -> ReloadResult {
-        monitor.locked {
+    package func reloadBlocking(bundle: RuleBundle? = nil) -> ReloadResult {
+        let options: Options = monitor.locked {
             while reloading { monitor.wait() }
             reloading = true
+            return bundle.map { source.replacing(bundle: $0) } ?? source
         }
         defer {
             monitor.locked {
@@ -457,6 +471,7 @@ public final class RulesPool: @unchecked Sendable {
             if closed { return nil }
             let old = current
             current = loaded
+            source = options
             failure = nil
             counts.reloads += 1
             return old
@@ -476,8 +491,19 @@ public final class RulesPool: @unchecked Sendable {
     /// Reloads asked for while one runs wait for it, then run. The loading runs on a thread of
     /// its own, off the caller's task.
     public func reload() async -> ReloadResult {
+        await reload(with: nil)
+    }
+
+    /// `reload()` with the rules of `bundle` (read and checked: `RuleBundle(bytes:publicKey:)`)
+    /// in place of those the pool had; later reloads load this bundle again. For rules pulled
+    /// from elsewhere (`luahier serve --bundle-url`): every guarantee of a reload holds.
+    public func reload(bundle: RuleBundle) async -> ReloadResult {
+        await reload(with: bundle)
+    }
+
+    private func reload(with bundle: RuleBundle?) async -> ReloadResult {
         await withCheckedContinuation { continuation in
-            if LargeStack.spawn(size: 256 << 10, { continuation.resume(returning: self.reloadBlocking()) }) == nil {
+            if LargeStack.spawn(size: 256 << 10, { continuation.resume(returning: self.reloadBlocking(bundle: bundle)) }) == nil {
                 continuation.resume(returning: .failed(running: revision, message: "could not start a thread to reload"))
             }
         }

@@ -1,0 +1,107 @@
+#if Server
+internal import AsyncHTTPClient
+import LuaHierarchy
+internal import Logging
+internal import NIOCore
+internal import NIOHTTP1
+import Synchronization
+
+/// Pulls signed rule bundles from a URL (`luahier serve --bundle-url`, docs/bundles.md): every
+/// `interval` seconds a GET with `If-None-Match` (the ETag of the last bundle taken); a 304
+/// changes nothing; a new bundle is read and checked (`RuleBundle(bytes:publicKey:)`: its
+/// size, its files' hashes, its signature) and loaded by a reload of the pool
+/// (`RulesPool.reload(bundle:)`), so every guarantee of a reload holds. A bundle that is
+/// refused (unsigned, badly signed, damaged, too large) or fails to load leaves the running
+/// revision answering; the refusal is logged, counted and shown in `/readyz`, and the same
+/// bundle (its ETag) is not fetched again.
+final class BundlePoller: Sendable {
+    /// What became of each poll (`luahier_bundle_polls_total{result}`).
+    enum Result: String, CaseIterable {
+        /// A new bundle, loaded as a new revision.
+        case loaded
+        /// A bundle of the running revision's hash.
+        case unchanged
+        /// 304: the bundle of the last ETag.
+        case notModified = "not_modified"
+        /// The bundle was refused, or its rules failed to load.
+        case refused
+        /// No answer, or one other than 200 and 304.
+        case failed
+    }
+
+    let options: RulesServer.BundleSource
+    private let pool: RulesPool
+    private let client: HTTPClient
+    private let logger: Logger
+    private let onPoll: @Sendable (Result, ReloadResult?) -> Void
+    private let state = Mutex<(etag: String?, refusal: String?)>((nil, nil))
+
+    init(options: RulesServer.BundleSource, pool: RulesPool, logger: Logger, onPoll: @escaping @Sendable (Result, ReloadResult?) -> Void) {
+        self.options = options
+        self.pool = pool
+        self.logger = logger
+        self.onPoll = onPoll
+        let timeout = TimeAmount.milliseconds(Int64(options.timeout * 1000))
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(timeout: .init(connect: timeout, read: timeout)))
+    }
+
+    /// Why the last bundle fetched was refused, while no later one was taken.
+    var refusal: String? { state.withLock { $0.refusal } }
+
+    /// Polls until the task is cancelled: at once, then every `interval` seconds.
+    func run() async {
+        while !Task.isCancelled {
+            let result = await poll()
+            onPoll(result.0, result.1)
+            try? await Task.sleep(for: .milliseconds(Int64(options.interval * 1000)))
+        }
+        try? await client.shutdown()
+    }
+
+    /// One poll: what became of it, and the reload it ran, if it ran one.
+    func poll() async -> (Result, ReloadResult?) {
+        var request = HTTPClientRequest(url: options.url)
+        let etag = state.withLock { $0.etag }
+        if let etag { request.headers.add(name: "If-None-Match", value: etag) }
+        let bytes: [UInt8], received: String?
+        do {
+            let response = try await client.execute(request, timeout: .milliseconds(Int64(options.timeout * 1000)))
+            if response.status == .notModified { return (.notModified, nil) }
+            guard response.status == .ok else {
+                logger.warning("bundle: \(options.url) answered \(response.status.code)")
+                return (.failed, nil)
+            }
+            received = response.headers.first(name: "ETag")
+            // One byte over the limit is enough to refuse it: the rest is not read.
+            let body = try await response.body.collect(upTo: options.maxBytes + 1)
+            bytes = Array(body.readableBytesView)
+        } catch {
+            logger.warning("bundle: cannot fetch \(options.url): \(error)")
+            return (.failed, nil)
+        }
+        let bundle: RuleBundle
+        do {
+            bundle = try RuleBundle(bytes: bytes, publicKey: options.publicKey, maxBytes: options.maxBytes)
+        } catch {
+            return refuse("the bundle at \(options.url) was refused: \(error)", etag: received)
+        }
+        if bundle.revisionHash == pool.revision.hash {
+            state.withLock { $0 = (received, nil) }
+            return (.unchanged, .unchanged(pool.revision))
+        }
+        let reload = await pool.reload(bundle: bundle)
+        if case .failed(_, let message) = reload {
+            return (refuse("the bundle at \(options.url) did not load: \(message)", etag: received).0, reload)
+        }
+        state.withLock { $0 = (received, nil) }
+        return (.loaded, reload)
+    }
+
+    /// Notes `message` as the refusal, and `etag` as seen: that bundle is not fetched again.
+    private func refuse(_ message: String, etag: String?) -> (Result, ReloadResult?) {
+        logger.error("bundle: \(message); revision \(pool.revision.shortHash) goes on answering")
+        state.withLock { $0 = (etag ?? $0.etag, message) }
+        return (.refused, nil)
+    }
+}
+#endif
