@@ -31,7 +31,6 @@ final class BundlePoller: Sendable {
 
     let options: RulesServer.BundleSource
     private let pool: RulesPool
-    private let client: HTTPClient
     private let logger: Logger
     private let onPoll: @Sendable (Result, ReloadResult?) -> Void
     private let state = Mutex<(etag: String?, refusal: String?)>((nil, nil))
@@ -41,8 +40,6 @@ final class BundlePoller: Sendable {
         self.pool = pool
         self.logger = logger
         self.onPoll = onPoll
-        let timeout = TimeAmount.milliseconds(Int64(options.timeout * 1000))
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(timeout: .init(connect: timeout, read: timeout)))
     }
 
     /// Why the last bundle fetched was refused, while no later one was taken.
@@ -55,7 +52,6 @@ final class BundlePoller: Sendable {
             onPoll(result.0, result.1)
             try? await Task.sleep(for: .milliseconds(Int64(options.interval * 1000)))
         }
-        try? await client.shutdown()
     }
 
     /// One poll: what became of it, and the reload it ran, if it ran one.
@@ -63,20 +59,33 @@ final class BundlePoller: Sendable {
         var request = HTTPClientRequest(url: options.url)
         let etag = state.withLock { $0.etag }
         if let etag { request.headers.add(name: "If-None-Match", value: etag) }
-        let bytes: [UInt8], received: String?
+        let response: HTTPClientResponse
         do {
-            let response = try await client.execute(request, timeout: .milliseconds(Int64(options.timeout * 1000)))
-            if response.status == .notModified { return (.notModified, nil) }
-            guard response.status == .ok else {
-                logger.warning("bundle: \(options.url) answered \(response.status.code)")
-                return (.failed, nil)
-            }
-            received = response.headers.first(name: "ETag")
-            // One byte over the limit is enough to refuse it: the rest is not read.
-            let body = try await response.body.collect(upTo: options.maxBytes + 1)
-            bytes = Array(body.readableBytesView)
+            // The process's shared client: nothing to shut down, whoever made the poller.
+            response = try await HTTPClient.shared.execute(request, timeout: .milliseconds(Int64(options.timeout * 1000)))
         } catch {
             logger.warning("bundle: cannot fetch \(options.url): \(error)")
+            return (.failed, nil)
+        }
+        if response.status == .notModified { return (.notModified, nil) }
+        guard response.status == .ok else {
+            logger.warning("bundle: \(options.url) answered \(response.status.code)")
+            return (.failed, nil)
+        }
+        let received = response.headers.first(name: "ETag")
+        let tooLarge = "it is over the limit of \(options.maxBytes) bytes"
+        if let length = response.headers.first(name: "Content-Length").flatMap(Int.init), length > options.maxBytes {
+            return refuse("the bundle at \(options.url) was refused: \(tooLarge)", etag: received)
+        }
+        let bytes: [UInt8]
+        do {
+            // One byte over the limit is enough to refuse it: the rest is not read.
+            let body = try await response.body.collect(upTo: options.maxBytes)
+            bytes = Array(body.readableBytesView)
+        } catch is NIOTooManyBytesError {
+            return refuse("the bundle at \(options.url) was refused: \(tooLarge)", etag: received)
+        } catch {
+            logger.warning("bundle: cannot read \(options.url): \(error)")
             return (.failed, nil)
         }
         let bundle: RuleBundle

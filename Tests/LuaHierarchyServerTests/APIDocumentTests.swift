@@ -20,6 +20,7 @@ struct APIDocumentTests {
         "POST /v1/reload 401": "bearer tokens are not wired yet",
         "POST /v1/shadow 401": "tokens over a socket: luahierTests' ShadowServeTests",
         "DELETE /v1/shadow 401": "tokens over a socket: luahierTests' ShadowServeTests",
+        "POST /v1/required-revision 401": "tokens over a socket: luahierTests' ServeBundleTests",
     ]
 
     /// Rules whose answers show every part of an outcome: a handled error, an unhandled event,
@@ -79,7 +80,7 @@ struct APIDocumentTests {
         let validator = SchemaValidator(document: document)
         #expect(document["openapi"]?.stringValue == "3.1.0")
         let paths = Set(document["paths"]?.mapValue?.keys.map { $0 } ?? [])
-        #expect(paths == ["/v1/dispatch", "/livez", "/readyz", "/healthz", "/metrics", "/v1/reload", "/openapi.json", "/v1/shadow"])
+        #expect(paths == ["/v1/dispatch", "/livez", "/readyz", "/healthz", "/metrics", "/v1/reload", "/openapi.json", "/v1/shadow", "/v1/required-revision"])
         var problems: [String] = []
         for (name, schema) in document["components"]?["schemas"]?.mapValue ?? [:] {
             problems += validator.problems(in: schema, at: "#/components/schemas/\(name)")
@@ -177,6 +178,7 @@ struct APIDocumentTests {
         try await driveOperations(conformance)
         try await driveOverload(conformance)
         try await driveShadow(conformance)
+        try await driveRequiredRevision(conformance)
         let unseen = APIConformance.documented.subtracting(conformance.seen).subtracting(Self.unreachableInProcess.keys)
         #expect(unseen.isEmpty, "documented, never answered: \(unseen.sorted())")
     }
@@ -289,6 +291,38 @@ struct APIDocumentTests {
             let reply = try await client.execute(uri: "/v1/reload", method: .post)
             #expect(reply.status == .forbidden)
             conformance.check(reply, .post, "/v1/reload")
+        }
+    }
+
+    /// `/v1/required-revision`, and `/readyz` waiting for it.
+    private func driveRequiredRevision(_ conformance: APIConformance) async throws {
+        let (server, _) = try Self.server { _, server in
+            server.reloadEndpoint = true
+            server.requiredRevision = String(repeating: "0", count: 16)
+        }
+        try await server.application().test(.router) { client in
+            func call(_ method: HTTPRequest.Method, _ path: String, _ body: String? = nil) async throws -> TestResponse {
+                let reply = try await client.execute(uri: path, method: method, body: body.map { ByteBuffer(string: $0) })
+                conformance.check(reply, method, path)
+                return reply
+            }
+            #expect(try await call(.get, "/readyz").status == .serviceUnavailable)
+            let (wrong, running, none) = (#"{"hash": 1}"#, #"{"hash": "\#(server.pool.revision.hash)"}"#, #"{"hash": null}"#)
+            let refused = try await call(.post, "/v1/required-revision", wrong)
+            #expect(refused.status == .badRequest)
+            let required = try await call(.post, "/v1/required-revision", running)
+            #expect(required.status == .ok)
+            #expect(try await call(.get, "/readyz").status == .ok)
+            let cleared = try await call(.post, "/v1/required-revision", none)
+            #expect(cleared.status == .ok)
+            #expect(try await call(.get, "/v1/required-revision").status == .methodNotAllowed)
+            #expect(try await call(HTTPRequest.Method(rawValue: "QUERY")!, "/v1/required-revision").status == .notFound)
+        }
+        let (closed, _) = try Self.server()
+        try await closed.application().test(.router) { client in
+            let reply = try await client.execute(uri: "/v1/required-revision", method: .post, body: ByteBuffer(string: #"{"hash": null}"#))
+            #expect(reply.status == .forbidden)
+            conformance.check(reply, .post, "/v1/required-revision")
         }
     }
 

@@ -76,6 +76,8 @@ struct ServeConfigurationTests {
             "tls-cert": ("\(tls)/cert.pem", ["--tls-key", "\(tls)/key.pem"]),
             "tls-key": ("\(tls)/key.pem", ["--tls-cert", "\(tls)/cert.pem"]),
             "dispatch-token-file": (token, []), "reload-token-file": (token, []),
+            "bundle-url": ("http://127.0.0.1:1/rules.bundle", ["--bundle-key", token]),
+            "require-revision": ("0123456789abcdef", []),
         ]
         for setting in settings {
             // A value serve accepts: a flag on, an option's default, else a readable file

@@ -1,0 +1,92 @@
+#if Server
+import Foundation
+import Testing
+
+/// `luahier serve` with signed bundles: a bundle as RULES, bundles pulled from a real HTTP
+/// server on loopback (`--bundle-url`), and `--require-revision` (docs/bundles.md).
+@Suite("luahier serve, bundles", .serialized)
+struct ServeBundleTests {
+    static func rules(_ version: Int) -> String {
+        #"hier.root:child("app"):receiveEvent("Ask", function() return {type = "Answer", version = \#(version)} end)"# + "\n"
+    }
+
+    /// Builds and signs (or not) a bundle of `rules(version)` at `path`; its revision hash.
+    static func bundle(_ version: Int, at path: String, in folder: URL, signed: Bool = true) throws -> String {
+        let source = folder.appendingPathComponent("v\(version)/rules.lua")
+        try FileManager.default.createDirectory(at: source.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try rules(version).write(to: source, atomically: true, encoding: .utf8)
+        let built = try Luahier.run(["bundle", "build", source.path, "-o", path], in: folder)
+        #expect(built.status == 0, "\(built.stderr)")
+        if signed { #expect(try Luahier.run(["bundle", "sign", path, "--key", "rules.key"], in: folder).status == 0) }
+        return String(try #require(built.stdout.split(separator: " ").last).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    @Test func bundlesArePulledAndARolloutWaitsForTheRequiredRevision() throws {
+        let folder = URL(fileURLWithPath: try Luahier.script("", name: "x.lua")).deletingLastPathComponent()
+        #expect(try Luahier.run(["bundle", "keygen", "rules"], in: folder).status == 0)
+        try "bundle-reload-token\n".write(to: folder.appendingPathComponent("reload.token"), atomically: true, encoding: .utf8)
+        let www = folder.appendingPathComponent("www")
+        try FileManager.default.createDirectory(at: www, withIntermediateDirectories: true)
+        let published = www.appendingPathComponent("rules.bundle").path
+        _ = try Self.bundle(1, at: "v1.bundle", in: folder)
+        let second = try Self.bundle(2, at: "v2.bundle", in: folder)
+        try FileManager.default.copyItem(atPath: folder.appendingPathComponent("v1.bundle").path, toPath: published)
+
+        // A static HTTP server for the bundle (as an nginx location would be).
+        let files = Process()
+        files.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        files.arguments = ["python3", "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", www.path]
+        let output = Pipe()
+        files.standardOutput = output
+        files.standardError = FileHandle.nullDevice
+        try files.run()
+        defer { files.terminate() }
+        let banner = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        let port = try #require(banner.firstMatch(of: #/port (\d+)/#).map { String($0.1) }, "\(banner)")
+
+        let server = try ServerProcess(
+            ["v1.bundle", "--bundle-url", "http://127.0.0.1:\(port)/rules.bundle", "--bundle-key", "rules.pub", "--bundle-poll", "0.1",
+             "--require-revision", second, "--reload-token-file", "reload.token"], in: folder)
+        defer { server.stop() }
+        let ready = { (try? server.get("/readyz").status) == 200 }
+        #expect(!ready(), "not ready before it runs the required revision")
+        #expect(try server.get("/readyz").json["reason"] as? String == "revision")
+
+        // The rollout: the new bundle is published; the replica takes it and becomes ready.
+        try FileManager.default.removeItem(atPath: published)
+        try FileManager.default.copyItem(atPath: folder.appendingPathComponent("v2.bundle").path, toPath: published)
+        #expect(try Luahier.eventually(timeout: 60) { ready() })
+        let answer = try server.post("/v1/dispatch", #"{"at": "/app", "event": "Ask"}"#).json
+        #expect((answer["value"] as? [String: Any])?["version"] as? Int == 2)
+        #expect((answer["revision"] as? [String: Any])?["hash"] as? String == String(second.prefix(16)))
+        #expect(try server.get("/metrics").text.contains(#"luahier_revision_info{hash="\#(second)"} 1"#))
+
+        // An unsigned bundle is refused: revision 2 goes on, the refusal shown.
+        _ = try Self.bundle(3, at: published, in: folder, signed: false)
+        #expect(server.waitForMetric(#"luahier_bundle_polls_total{result="refused"}"#, 1))
+        #expect(ready())
+        let readiness = try server.get("/readyz").json
+        #expect(((readiness["bundle"] as? [String: Any])?["lastRefusal"] as? String)?.contains("unsigned") == true, "\(readiness)")
+        #expect((readiness["revision"] as? [String: Any])?["hash"] as? String == second)
+        #expect(server.stderr.contains("was refused"))
+
+        #expect(try server.post("/v1/required-revision", #"{"hash": null}"#).status == 401)
+        let cleared = try server.post("/v1/required-revision", #"{"hash": null}"#, headers: ["Authorization": "Bearer bundle-reload-token"])
+        #expect(cleared.status == 200)
+    }
+
+    @Test func badBundleFlagsAreUsageErrors() throws {
+        let folder = try ServeTests.folder()
+        for (arguments, message) in [
+            (["--bundle-url", "http://127.0.0.1:1/x"], "--bundle-key"),
+            (["--bundle-url", "ftp://x/y", "--bundle-key", "rules.lua"], "http:// or https://"),
+            (["--require-revision", "xyz"], "--require-revision takes 16 to 64 hex digits"),
+            (["--bundle-poll", "0"], "--bundle-poll must be more than 0"),
+        ] {
+            let refused = try ServeSecurityTests.refused(["rules.lua"] + arguments, in: folder)
+            #expect(refused.status == 2, "\(arguments): \(refused.stderr)")
+            #expect(refused.stderr.contains(message), "\(arguments): \(refused.stderr)")
+        }
+    }
+}
+#endif
