@@ -36,6 +36,8 @@ cleanup() {
 }
 trap cleanup EXIT
 now() { date +%s.%N; }
+# Runs the command until it succeeds, for 60 s at most (then the script fails).
+eventually() { for _ in $(seq 1200); do "$@" && return 0; sleep 0.05; done; echo "timed out: $*" >&2; exit 1; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 
 # The rules: version 1 and 2 of scripts/alerts.lua (the change of scripts/review-a-change.sh).
@@ -91,6 +93,8 @@ start_replica() {   # start_replica N BUNDLE
   echo "replica $1 did not start" >&2; cat "$WORK/replica-$1.log" >&2; exit 1
 }
 for n in 1 2 3; do start_replica "$n" v1.bundle; done
+refused() { curl -s "http://127.0.0.1:1808$1/metrics" | grep -q 'luahier_bundle_polls_total{result="refused"} [1-9]'; }
+runs_new() { [ "$(running_hash "$1")" = "$NEW" ]; }
 running_hash() { curl -s "http://127.0.0.1:1808$1/readyz" | python3 -c 'import json,sys; print(json.load(sys.stdin)["revision"]["hash"])'; }
 echo "old revision $OLD"
 echo "new revision $NEW"
@@ -137,7 +141,7 @@ for n in 1 2 3; do
   curl -sf -H "Authorization: Bearer token-of-the-fleet" -d "{\"hash\": \"$NEW\"}" "http://127.0.0.1:1808$n/v1/required-revision" >/dev/null
 done
 for n in 1 2 3; do
-  until curl -sf "http://127.0.0.1:1808$n/readyz" >/dev/null; do sleep 0.05; done
+  eventually curl -sf -o /dev/null "http://127.0.0.1:1808$n/readyz"
   echo "replica $n ready on the new revision after $(since "$start") s"
 done
 echo "fleet converged in $(since "$start") s"
@@ -146,7 +150,7 @@ echo "== 2. publish an unsigned bundle"
 start=$(now)
 publish v3
 for n in 1 2 3; do
-  until curl -s "http://127.0.0.1:1808$n/metrics" | grep -q 'luahier_bundle_polls_total{result="refused"} [1-9]'; do sleep 0.05; done
+  eventually refused "$n"
   echo "replica $n refused it after $(since "$start") s, runs $(running_hash "$n" | cut -c1-16)"
 done
 
@@ -155,7 +159,7 @@ publish v2
 start=$(now)
 kill -TERM "${PIDS[2]}"; wait "${PIDS[2]}" 2>/dev/null || true
 start_replica 2 v1.bundle
-until [ "$(running_hash 2)" = "$NEW" ]; do sleep 0.05; done
+eventually runs_new 2
 echo "replica 2 restarted and on the new revision after $(since "$start") s"
 
 wait "$WRK" || true
