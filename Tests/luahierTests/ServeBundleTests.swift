@@ -55,7 +55,7 @@ struct ServeBundleTests {
         // The rollout: the new bundle is published; the replica takes it and becomes ready.
         try FileManager.default.removeItem(atPath: published)
         try FileManager.default.copyItem(atPath: folder.appendingPathComponent("v2.bundle").path, toPath: published)
-        #expect(try Luahier.eventually(timeout: 60) { ready() })
+        #expect(Luahier.eventually(timeout: 60) { ready() })
         let answer = try server.post("/v1/dispatch", #"{"at": "/app", "event": "Ask"}"#).json
         #expect((answer["value"] as? [String: Any])?["version"] as? Int == 2)
         #expect((answer["revision"] as? [String: Any])?["hash"] as? String == String(second.prefix(16)))
