@@ -183,13 +183,19 @@ public final class RulesServer: Sendable {
             return running
         }
         logger.notice("shadowing \(rulesFile) (revision \(candidate.revision.shortHash)) on \(sample) of requests")
-        if let replaced {
-            replaced.close()
-            await replaced.candidate.shutDown()
-        }
+        if let replaced { Self.retire(replaced) }
     }
 
-    /// Stops the candidate revision running, if one is; the comparisons under way end first.
+    /// A candidate no longer shadowing: it takes no more requests, and its states close once
+    /// they have answered what was queued to them, in the background (that may take long for
+    /// a candidate that fell behind: nothing waits for it).
+    private static func retire(_ shadow: Shadow) {
+        shadow.close()
+        Task.detached { await shadow.candidate.shutDown() }
+    }
+
+    /// Stops the candidate revision running, if one is, at once; its states close in the
+    /// background once they have answered what was queued to them.
     public func stopShadow() async {
         let stopped = shadowing.withLock { running in
             defer { running = nil }
@@ -197,8 +203,7 @@ public final class RulesServer: Sendable {
         }
         if let stopped {
             logger.notice("shadow stopped: \(stopped.file)")
-            stopped.close()
-            await stopped.candidate.shutDown()
+            Self.retire(stopped)
         }
     }
 
