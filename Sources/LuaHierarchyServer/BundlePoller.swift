@@ -12,8 +12,9 @@ import Synchronization
 /// size, its files' hashes, its signature) and loaded by a reload of the pool
 /// (`RulesPool.reload(bundle:)`), so every guarantee of a reload holds. A bundle that is
 /// refused (unsigned, badly signed, damaged, too large) or fails to load leaves the running
-/// revision answering; the refusal is logged, counted and shown in `/readyz`, and the same
-/// bundle (its ETag) is not fetched again.
+/// revision answering; the refusal is logged (once per ETag), counted and shown in
+/// `/readyz`. A refused bundle is fetched again at the next poll: a refusal may have been
+/// transient (a body cut short), and a publisher may put a good bundle under the same ETag.
 final class BundlePoller: Sendable {
     /// What became of each poll (`luahier_bundle_polls_total{result}`).
     enum Result: String, CaseIterable {
@@ -33,7 +34,9 @@ final class BundlePoller: Sendable {
     private let pool: RulesPool
     private let logger: Logger
     private let onPoll: @Sendable (Result, ReloadResult?) -> Void
-    private let state = Mutex<(etag: String?, refusal: String?)>((nil, nil))
+    /// The ETag of the last bundle taken; why the last one fetched was refused (until one is
+    /// taken), and its ETag (its refusal is logged once).
+    private let state = Mutex<(etag: String?, refusal: String?, refusedETag: String?)>((nil, nil, nil))
 
     init(options: RulesServer.BundleSource, pool: RulesPool, logger: Logger, onPoll: @escaping @Sendable (Result, ReloadResult?) -> Void) {
         self.options = options
@@ -78,9 +81,20 @@ final class BundlePoller: Sendable {
             return refuse("the bundle at \(options.url) was refused: \(tooLarge)", etag: received)
         }
         let bytes: [UInt8]
+        let timeout = options.timeout
         do {
-            // One byte over the limit is enough to refuse it: the rest is not read.
-            let body = try await response.body.collect(upTo: options.maxBytes)
+            // One byte over the limit is enough to refuse it: the rest is not read. The whole
+            // body within the timeout: a server that drips it cannot hold the polling up.
+            let body = try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
+                group.addTask { [maxBytes = options.maxBytes] in try await response.body.collect(upTo: maxBytes) }
+                group.addTask {
+                    try await Task.sleep(for: .milliseconds(Int64(timeout * 1000)))
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let body = first else { throw BodyTimeout() }
+                return body
+            }
             bytes = Array(body.readableBytesView)
         } catch is NIOTooManyBytesError {
             return refuse("the bundle at \(options.url) was refused: \(tooLarge)", etag: received)
@@ -95,21 +109,33 @@ final class BundlePoller: Sendable {
             return refuse("the bundle at \(options.url) was refused: \(error)", etag: received)
         }
         if bundle.revisionHash == pool.revision.hash {
-            state.withLock { $0 = (received, nil) }
+            state.withLock { $0 = (received, nil, nil) }
             return (.unchanged, .unchanged(pool.revision))
         }
         let reload = await pool.reload(bundle: bundle)
         if case .failed(_, let message) = reload {
             return (refuse("the bundle at \(options.url) did not load: \(message)", etag: received).0, reload)
         }
-        state.withLock { $0 = (received, nil) }
+        state.withLock { $0 = (received, nil, nil) }
+        if case .loaded(let revision) = reload {
+            logger.notice("bundle: loaded revision \(revision) from \(options.url)")
+        }
         return (.loaded, reload)
     }
 
-    /// Notes `message` as the refusal, and `etag` as seen: that bundle is not fetched again.
+    /// The body did not come whole within the timeout.
+    struct BodyTimeout: Error, CustomStringConvertible {
+        var description: String { "the body did not arrive whole within the timeout" }
+    }
+
+    /// Notes `message` as the refusal; logs it unless the bundle of `etag` was refused just
+    /// before (a bad publish that stays is logged once, and counted at each poll).
     private func refuse(_ message: String, etag: String?) -> (Result, ReloadResult?) {
-        logger.error("bundle: \(message); revision \(pool.revision.shortHash) goes on answering")
-        state.withLock { $0 = (etag ?? $0.etag, message) }
+        let repeated: Bool = state.withLock { state in
+            defer { (state.refusal, state.refusedETag) = (message, etag) }
+            return etag != nil && etag == state.refusedETag && message == state.refusal
+        }
+        if !repeated { logger.error("bundle: \(message); revision \(pool.revision.shortHash) goes on answering") }
         return (.refused, nil)
     }
 }

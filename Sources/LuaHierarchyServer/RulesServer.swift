@@ -132,6 +132,9 @@ public final class RulesServer: Sendable {
     let logger: Logger
     /// The candidate revision running beside the live one, if one is.
     private let shadowing = Mutex<Shadow?>(nil)
+    /// Starts and stops of the shadow asked for so far: a load that finishes after a later one
+    /// was asked for is not installed (taken before `shadowing`).
+    private let shadowChanges = Mutex(0)
     /// The hash `/readyz` waits for (`Options.requiredRevision`, `POST /v1/required-revision`).
     let requiredRevision: Mutex<String?>
     /// Pulls bundles when `Options.bundleSource` is set.
@@ -155,10 +158,7 @@ public final class RulesServer: Sendable {
         bundles = options.bundleSource.map { source in
             BundlePoller(options: source, pool: pool, logger: logger) { result, reload in
                 metrics.recordBundlePoll(result)
-                if let reload, result != .unchanged {
-                    metrics.recordReload(reload)
-                    onReload(reload)
-                }
+                if let reload, result != .unchanged { metrics.recordReload(reload) }
             }
         }
     }
@@ -175,12 +175,25 @@ public final class RulesServer: Sendable {
     /// (if any) goes on. Promoting a candidate is a reload of the live rules.
     /// Comparing responders by their stable key needs the live pool's
     /// `RulesPool.Options.responderKeys` (or a decision log); without it, by `file:line`.
+    /// A start or stop made while this one loaded supersedes it: the candidate it loaded is
+    /// then closed unused (the last change made wins, whichever loads first).
     public func startShadow(rulesFile: String, sample: Double, workers: Int = 1) async throws(ScriptError) {
+        let ticket = shadowChanges.withLock { changes in
+            changes += 1
+            return changes
+        }
         let candidate = try await pool.candidate(file: rulesFile, workers: workers)
         let started = Shadow(candidate: candidate, file: rulesFile, sample: sample, counters: metrics.shadow)
-        let replaced = shadowing.withLock { running in
-            defer { running = started }
-            return running
+        let (current, replaced): (Bool, Shadow?) = shadowChanges.withLock { changes in
+            guard changes == ticket else { return (false, nil) }
+            return (true, shadowing.withLock { running in
+                defer { running = started }
+                return running
+            })
+        }
+        guard current else {
+            Self.retire(started)
+            return
         }
         logger.notice("shadowing \(rulesFile) (revision \(candidate.revision.shortHash)) on \(sample) of requests")
         if let replaced { Self.retire(replaced) }
@@ -197,9 +210,12 @@ public final class RulesServer: Sendable {
     /// Stops the candidate revision running, if one is, at once; its states close in the
     /// background once they have answered what was queued to them.
     public func stopShadow() async {
-        let stopped = shadowing.withLock { running in
-            defer { running = nil }
-            return running
+        let stopped: Shadow? = shadowChanges.withLock { changes in
+            changes += 1
+            return shadowing.withLock { running in
+                defer { running = nil }
+                return running
+            }
         }
         if let stopped {
             logger.notice("shadow stopped: \(stopped.file)")

@@ -70,18 +70,21 @@ extension RulesServer {
             }
             settings = parsed
         }
+        // Each member, when given, of its type and range; else what runs, else the options'.
+        func invalid(_ message: String) -> Response { ErrorBody.response(.badRequest, type: "InvalidBody", message: message) }
+        if let rules = settings["rules"], (rules.stringValue ?? "").isEmpty { return invalid("rules must be a file's path") }
+        if let sample = settings["sample"], !(Self.number(sample).map { (0...1).contains($0) } ?? false) {
+            return invalid("sample must be a number from 0 to 1")
+        }
+        if let workers = settings["workers"], !(workers.intValue.map { (1...Int64(pool.workers)).contains($0) } ?? false) {
+            return invalid("workers must be a whole number from 1 to the live workers (\(pool.workers))")
+        }
         let running = shadow
         let file = settings["rules"]?.stringValue ?? running?.file ?? options.shadow?.rulesFile
         let sample = settings["sample"].flatMap(Self.number) ?? running?.sample ?? options.shadow?.sample ?? 0.1
         let workers = settings["workers"]?.intValue.map(Int.init) ?? options.shadow?.workers ?? 1
-        guard let file, !file.isEmpty else {
+        guard let file else {
             return ErrorBody.response(.conflict, type: "NoShadowFile", message: #"no candidate file: give {"rules": "FILE"}, or start luahier serve with --shadow FILE"#)
-        }
-        guard (0...1).contains(sample) else {
-            return ErrorBody.response(.badRequest, type: "InvalidBody", message: "sample must be a number from 0 to 1")
-        }
-        guard (1...256).contains(workers) else {
-            return ErrorBody.response(.badRequest, type: "InvalidBody", message: "workers must be from 1 to 256")
         }
         do {
             try await startShadow(rulesFile: file, sample: sample, workers: workers)

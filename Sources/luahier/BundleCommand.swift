@@ -196,7 +196,14 @@ enum BundleFiles {
     }
 
     /// Writes `bytes` to `path` whole or not at all: to a file beside it, then renamed over it.
+    /// A path that is there already must be a regular file: the rename would put the bundle
+    /// in place of a device or a symbolic link (not through it).
     static func write(_ bytes: [UInt8], to path: String) throws {
+        var status = stat()
+        if lstat(path, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
+            Console.error("luahier: \(PrintableText.field(path)) is not a regular file: a bundle is written only as one")
+            throw ExitCode(ExitStatus.scriptFailed)
+        }
         let temporary = path + ".tmp-\(getpid())"
         try create(bytes, at: temporary, mode: 0o644)
         guard rename(temporary, path) == 0 else {

@@ -40,6 +40,8 @@ struct Dispatch: ParsableCommand {
     var maxLine = "1M"
 
     /// The rules script (it builds the tree and its responders), sandbox flags, arguments.
+    static let largestLineOffset = 1_000_000_000_000_000
+
     @Option(parsing: .unconditional, help: ArgumentHelp(
         "Number the lines from N+1: a part of a larger input (a Spark partition) numbers its lines as the whole does.", valueName: "n"))
     var lineOffset = 0
@@ -79,11 +81,17 @@ struct Dispatch: ParsableCommand {
         if rules.file == "-" { throw ValidationError("dispatch reads its rules from a file, not stdin") }
         guard (1...256).contains(jobs) else { throw ValidationError("--jobs must be between 1 and 256") }
         guard try maxLineBytes() > 0 else { throw ValidationError("--max-line must be more than 0") }
-        guard lineOffset >= 0 else { throw ValidationError("--line-offset must be 0 or more") }
-        if let source, source.isEmpty || source.contains(where: { $0.isNewline }) {
-            throw ValidationError("--source must be a name on one line")
+        // Far past any input's lines, and far from Int.max: line numbers count on from it.
+        guard (0...Self.largestLineOffset).contains(lineOffset) else {
+            throw ValidationError("--line-offset must be from 0 to \(Self.largestLineOffset)")
         }
-        if let rulesName, rulesName.isEmpty { throw ValidationError("--rules-name must not be empty") }
+        for (flag, name) in [("--source", source), ("--rules-name", rulesName)] {
+            if let name, name.isEmpty || name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+                throw ValidationError("\(flag) must be a name on one line, without control characters")
+            }
+        }
+        // --strict stops at the first invalid line: the lines after it would get no outcome.
+        if strict && invalidOk { throw ValidationError("give one of --strict and --invalid-ok") }
         // The rules run from their text under another name: a reload would not read the file.
         if rulesName != nil && watch { throw ValidationError("give one of --rules-name and --watch") }
         if let bundleKey { try Validate.readableFile(bundleKey) }

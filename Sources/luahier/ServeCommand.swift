@@ -144,13 +144,19 @@ struct Serve: ParsableCommand {
     @Argument(parsing: .postTerminator, help: "Arguments for the rules script, after --.")
     var arguments: [String] = []
 
+    /// The longest duration a flag takes, in seconds (a day): longer ones would overflow the
+    /// timers they become (nanoseconds in 64 bits), and no wait of a server needs more.
+    static let longestWait = 86_400.0
+
     func validate() throws {
         if rules.file == "-" { throw ValidationError("serve reads its rules from a file, not stdin") }
         if decisionLogURL != nil && decisions.decisionLog != nil {
             throw ValidationError("give one of --decision-log and --decision-log-url")
         }
         guard (1...256).contains(workers) else { throw ValidationError("--workers must be between 1 and 256") }
-        guard (1...256).contains(shadowWorkers) else { throw ValidationError("--shadow-workers must be between 1 and 256") }
+        guard (1...workers).contains(shadowWorkers) else {
+            throw ValidationError("--shadow-workers must be between 1 and --workers (\(workers)): each state holds up to the memory cap")
+        }
         guard (0...1).contains(shadowSample) else { throw ValidationError("--shadow-sample must be a fraction from 0 to 1") }
         if bundleUrl != nil && bundleKey == nil {
             throw ValidationError("--bundle-url takes signed bundles only: give the public key with --bundle-key")
@@ -158,18 +164,26 @@ struct Serve: ParsableCommand {
         if let bundleUrl, !(bundleUrl.hasPrefix("http://") || bundleUrl.hasPrefix("https://")) {
             throw ValidationError("--bundle-url must be an http:// or https:// URL")
         }
-        guard bundlePoll > 0, bundlePoll.isFinite else { throw ValidationError("--bundle-poll must be more than 0 seconds") }
+        guard bundlePoll >= 0.01, bundlePoll <= Self.longestWait else {
+            throw ValidationError("--bundle-poll must be from 0.01 to \(Int(Self.longestWait)) seconds")
+        }
         if let bundleKey { try Validate.readableFile(bundleKey) }
         if let requireRevision, !Revision.isHashPrefix(requireRevision) {
             throw ValidationError("--require-revision takes 16 to 64 hex digits of a revision's hash, not '\(requireRevision)'")
         }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard try maxBodyBytes() > 0 else { throw ValidationError("--max-body must be more than 0") }
-        guard maxWait > 0, maxWait.isFinite else { throw ValidationError("--max-wait must be more than 0 seconds") }
-        guard idleTimeout > 0, idleTimeout.isFinite else { throw ValidationError("--idle-timeout must be more than 0 seconds") }
+        guard maxWait > 0, maxWait <= Self.longestWait else { throw ValidationError("--max-wait must be more than 0 seconds, and at most \(Int(Self.longestWait))") }
+        guard idleTimeout > 0, idleTimeout <= Self.longestWait else {
+            throw ValidationError("--idle-timeout must be more than 0 seconds, and at most \(Int(Self.longestWait))")
+        }
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be more than 0") }
-        guard shutdownGrace >= 0, shutdownGrace.isFinite else { throw ValidationError("--shutdown-grace must be 0 or more seconds") }
-        guard shutdownDelay >= 0, shutdownDelay.isFinite else { throw ValidationError("--shutdown-delay must be 0 or more seconds") }
+        guard shutdownGrace >= 0, shutdownGrace <= Self.longestWait else {
+            throw ValidationError("--shutdown-grace must be 0 or more seconds, and at most \(Int(Self.longestWait))")
+        }
+        guard shutdownDelay >= 0, shutdownDelay <= Self.longestWait else {
+            throw ValidationError("--shutdown-delay must be 0 or more seconds, and at most \(Int(Self.longestWait))")
+        }
         #if Server
         try validateSecurity()
         #endif

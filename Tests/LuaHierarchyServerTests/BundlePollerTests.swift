@@ -37,6 +37,14 @@ struct BundlePollerTests {
                 return (state.bytes, state.etag, conditional)
             }
             if conditional == etag { return Response(status: .notModified, headers: [.eTag: etag]) }
+            if bytes.isEmpty {
+                // Nothing published: a body that starts and stalls (past the poller's timeout).
+                return Response(status: .ok, body: .init { writer in
+                    try await writer.write(ByteBuffer(string: "LHBUNDLE"))
+                    try? await Task.sleep(for: .seconds(3))
+                    try await writer.finish(nil)
+                })
+            }
             return Response(status: .ok, headers: [.eTag: etag], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
         }
         return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
@@ -73,7 +81,8 @@ struct BundlePollerTests {
             #expect(pool.revision.number == 2)
             #expect(try await pool.dispatch(#"{"at": "/app", "event": "Ask"}"#).value["value"]?["version"] == .int(2))
 
-            // Each refusal leaves revision 2 answering, is shown, and is not fetched again.
+            // Each refusal leaves revision 2 answering and is shown; the bundle is fetched again
+            // at the next poll (a refusal may have been transient), and refused again.
             let refusals: [(String, [UInt8], String)] = [
                 ("unsigned", try Self.bundle(3, signedWith: nil).bytes, "unsigned"),
                 ("badly signed", try Self.bundle(3, signedWith: stranger.privateKey).bytes, "signature"),
@@ -87,7 +96,8 @@ struct BundlePollerTests {
                 #expect(pool.revision.hash == second.revisionHash, "\(name)")
                 let refusal = poller.refusal ?? ""
                 #expect(refusal.localizedCaseInsensitiveContains(says), "\(name): \(refusal)")
-                #expect(await poller.poll().0 == .notModified, "\(name): the refused bundle is not fetched again")
+                #expect(await poller.poll().0 == .refused, "\(name): fetched again, refused again")
+                #expect(pool.revision.hash == second.revisionHash, "\(name)")
             }
             // Rules that fail to load are refused the same way.
             published.publish(try RuleBundle(entry: "rules.lua", rules: Array("local x = (".utf8), modules: [:]).signed(privateKey: keys.privateKey).bytes)
@@ -100,6 +110,19 @@ struct BundlePollerTests {
             #expect(await poller.poll().0 == .loaded)
             #expect(pool.revision.hash == fourth.revisionHash)
             #expect(poller.refusal == nil)
+        }
+        await pool.shutDown()
+    }
+
+    @Test func aBodyThatStallsEndsThePollAtTheTimeout() async throws {
+        let keys = RuleBundle.makeKeyPair()
+        let pool = try RulesPool(options: .init(bundle: try Self.bundle(1, signedWith: keys.privateKey)))
+        try await Self.bundleServer(Published()).test(.live) { client in
+            var source = RulesServer.BundleSource(url: "http://127.0.0.1:\(try #require(client.port))/rules.bundle", publicKey: keys.publicKey)
+            source.timeout = 0.3
+            let poller = BundlePoller(options: source, pool: pool, logger: Logger(label: "test")) { _, _ in }
+            #expect(await poller.poll().0 == .failed)
+            #expect(pool.revision.number == 1)
         }
         await pool.shutDown()
     }

@@ -250,6 +250,71 @@ struct ShadowTests {
         }
     }
 
+    /// A mask written for the rules' own records masks the live side of a shadow record too:
+    /// it is run on the live outcome as the live revision's record of the request.
+    @Test func theRulesMaskMasksTheLiveSideOfAShadowRecord() async throws {
+        let folder = try Self.folder()
+        let mask = """
+            hier.maskDecision(function(record)
+              if type(record.outcome) == "table" and type(record.outcome.value) == "table" then record.outcome.value.to = "<hidden>" end
+              if type(record.request) == "table" and type(record.request.event) == "table" then record.request.event.who = "<hidden>" end
+              return record
+            end)
+            """
+        try (Self.live + "\n" + mask).write(to: folder.appendingPathComponent("rules.lua"), atomically: true, encoding: .utf8)
+        try (Self.candidate + "\n" + mask).write(to: folder.appendingPathComponent("candidate.lua"), atomically: true, encoding: .utf8)
+        let path = folder.appendingPathComponent("decisions.ndjson").path
+        let log = DecisionLog(sink: try DecisionFileSink(path: path), source: "serve")
+        var options = RulesPool.Options(rulesFile: folder.appendingPathComponent("rules.lua").path)
+        options.decisionLog = log
+        let server = RulesServer(pool: try RulesPool(options: options), options: .init())
+        try await server.startShadow(rulesFile: folder.appendingPathComponent("candidate.lua").path, sample: 1)
+        try await server.application().test(.router) { client in
+            _ = try await client.execute(
+                uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: #"{"at": "/app", "event": {"type": "Ask", "who": "ann@example.org"}}"#))
+            #expect(try await RouteTests.eventually { Self.count(try await Self.report(client), "requests", "compared") == 1 })
+        }
+        #expect(log.flush())
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(!text.contains("ann@example.org"), "\(text)")
+        let shadow = try #require(text.split(separator: "\n").map { try JSON.parse(String($0)) }.first { $0["source"]?.stringValue == "shadow" })
+        #expect(shadow["live"]?["outcome"]?["value"]?["to"]?.stringValue == "<hidden>")
+        #expect(shadow["outcome"]?["value"]?["to"]?.stringValue == "<hidden>")
+        log.close()
+    }
+
+    /// Live rules from a bundle: the candidate is the file given, not the live bundle again
+    /// (which would report every line the same); a bundle as the candidate is refused.
+    @Test func aCandidateBesideABundleIsTheFileGiven() async throws {
+        let folder = try Self.folder()
+        let bundle = try RuleBundle(entry: "rules.lua", rules: Array(Self.live.utf8), modules: [:])
+        let candidate = folder.appendingPathComponent("candidate.lua")
+        try Self.candidate.write(to: candidate, atomically: true, encoding: .utf8)
+        let bundled = folder.appendingPathComponent("candidate.bundle")
+        try Data(bundle.bytes).write(to: bundled)
+        let server = RulesServer(pool: try RulesPool(options: .init(bundle: bundle)), options: .init())
+        try await server.startShadow(rulesFile: candidate.path, sample: 1)
+        try await server.application().test(.router) { client in
+            let report = try await Self.report(client)
+            #expect(report["revision"]?["hash"] != report["live_revision"]?["hash"])
+            _ = try await client.execute(uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: #"{"at": "/app", "event": "Ask"}"#))
+            #expect(try await RouteTests.eventually { Self.count(try await Self.report(client), "lines", "different") == 1 })
+        }
+        await #expect(throws: ScriptError.self) { try await server.startShadow(rulesFile: bundled.path, sample: 1) }
+    }
+
+    @Test func membersOfTheWrongTypeAreRefused() async throws {
+        let (server, candidate, _) = try Self.server()
+        try await server.startShadow(rulesFile: candidate, sample: 0.5)
+        try await server.application().test(.router) { client in
+            for body in [#"{"sample": "0.5"}"#, #"{"rules": 123}"#, #"{"workers": "1"}"#, #"{"workers": 1.5}"#, #"{"workers": 2}"#, #"{"rules": ""}"#] {
+                let reply = try await client.execute(uri: "/v1/shadow", method: .post, body: ByteBuffer(string: body))
+                #expect(reply.status == .badRequest, "\(body)")
+            }
+            #expect(Self.object(try await client.execute(uri: "/v1/shadow", method: .get))["sample"] == .double(0.5))
+        }
+    }
+
     static func object(_ response: TestResponse) -> Value { APIDocumentTests.object(response) }
 
     static func withoutRevision(_ answer: String) -> Value {

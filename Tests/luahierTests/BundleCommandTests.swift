@@ -77,6 +77,22 @@ struct BundleCommandTests {
         #expect(notBundle.status == 2 && notBundle.stderr.contains("--bundle-key: rules.lua is not a bundle"))
     }
 
+    /// A bundle is written only as a regular file: not in place of a symbolic link (signing
+    /// through one would leave its target unsigned) nor of a device.
+    @Test func aBundleIsNotWrittenOverALinkOrADevice() throws {
+        let folder = try Self.rulesFolder()
+        #expect(try Luahier.run(["bundle", "build", ".", "-o", "rules.bundle"], in: folder).status == 0)
+        #expect(try Luahier.run(["bundle", "keygen", "ops"], in: folder).status == 0)
+        try FileManager.default.createSymbolicLink(atPath: folder.appendingPathComponent("link.bundle").path, withDestinationPath: "rules.bundle")
+        for arguments in [["sign", "link.bundle", "--key", "ops.key"], ["sign", "rules.bundle", "--key", "ops.key", "-o", "/dev/null"],
+                          ["build", ".", "-o", "link.bundle"]] {
+            let refused = try Luahier.run(["bundle"] + arguments, in: folder)
+            #expect(refused.status == 1, "\(arguments)")
+            #expect(refused.stderr.contains("is not a regular file"), "\(arguments): \(refused.stderr)")
+        }
+        #expect(FileManager.default.fileExists(atPath: "/dev/null"))
+    }
+
     @Test func runTakesABundleAndItsRequireNeverReadsTheDisk() throws {
         let folder = try Self.rulesFolder()
         try """

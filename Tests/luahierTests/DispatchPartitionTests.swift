@@ -43,9 +43,13 @@ struct DispatchPartitionTests {
 
     @Test func badPartitionFlagsAreUsageErrors() throws {
         for (arguments, message) in [
-            (["--line-offset", "-1"], "--line-offset must be 0 or more"),
+            (["--line-offset", "-1"], "--line-offset must be from 0 to 1000000000000000"),
+            (["--line-offset", "9223372036854775807"], "--line-offset must be from 0"),
             (["--source", ""], "--source must be a name on one line"),
-            (["--rules-name", ""], "--rules-name must not be empty"),
+            (["--source", "a\u{1B}[2Jb"], "--source must be a name on one line, without control characters"),
+            (["--rules-name", ""], "--rules-name must be a name on one line"),
+            (["--rules-name", "a\nb"], "--rules-name must be a name on one line"),
+            (["--strict", "--invalid-ok"], "give one of --strict and --invalid-ok"),
             (["--rules-name", "a.lua", "--watch"], "give one of --rules-name and --watch"),
         ] {
             let result = try Luahier.run(["dispatch", "scripts/alerts.lua", "-"] + arguments, stdin: "")

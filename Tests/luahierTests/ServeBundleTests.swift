@@ -81,7 +81,10 @@ struct ServeBundleTests {
             (["--bundle-url", "http://127.0.0.1:1/x"], "--bundle-key"),
             (["--bundle-url", "ftp://x/y", "--bundle-key", "rules.lua"], "http:// or https://"),
             (["--require-revision", "xyz"], "--require-revision takes 16 to 64 hex digits"),
-            (["--bundle-poll", "0"], "--bundle-poll must be more than 0"),
+            (["--bundle-poll", "0"], "--bundle-poll must be from 0.01 to 86400 seconds"),
+            (["--bundle-poll", "1e17"], "--bundle-poll must be from 0.01 to 86400 seconds"),
+            (["--idle-timeout", "1e300"], "--idle-timeout must be more than 0 seconds, and at most 86400"),
+            (["--shutdown-delay", "1e300"], "--shutdown-delay must be 0 or more seconds, and at most 86400"),
         ] {
             let refused = try ServeSecurityTests.refused(["rules.lua"] + arguments, in: folder)
             #expect(refused.status == 2, "\(arguments): \(refused.stderr)")

@@ -72,7 +72,7 @@ struct ShadowServeTests {
         let missing = try ServeSecurityTests.refused(["rules.lua", "--shadow", "nowhere.lua"], in: folder)
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("nowhere.lua"), "\(missing.stderr)")
-        for (flag, value) in [("--shadow-sample", "1.5"), ("--shadow-sample", "-0.1"), ("--shadow-workers", "0")] {
+        for (flag, value) in [("--shadow-sample", "1.5"), ("--shadow-sample", "-0.1"), ("--shadow-workers", "0"), ("--shadow-workers", "2")] {
             let refused = try ServeSecurityTests.refused(["rules.lua", "--shadow", "candidate.lua", flag, value], in: folder)
             #expect(refused.status == 2, "\(flag) \(value): \(refused.stderr)")
             #expect(refused.stderr.contains(flag), "\(refused.stderr)")

@@ -108,6 +108,15 @@ public final class RulesPool: @unchecked Sendable {
         /// The bundle the rules come from (`init(bundle:workers:)`), if they do.
         public private(set) var bundle: RuleBundle?
 
+        /// These options with the rules of `text`, under the same name, in place of those they
+        /// had (a bundle's, a file's or a text's).
+        func replacing(source text: String) -> Options {
+            var options = self
+            options.bundle = nil
+            options.rulesSource = text
+            return options
+        }
+
         /// These options with the rules of `bundle` in place of those they had.
         func replacing(bundle: RuleBundle) -> Options {
             var options = self

@@ -95,21 +95,27 @@ extension RulesPool {
 }
 
 extension RulesPool {
-    /// Loads a candidate revision beside this (the live) pool: the rules of `file` on
-    /// `workers` states of their own, at the lowest CPU priority, with this pool's options
-    /// otherwise. The candidate runs under the live rules' name, so that its responders are
+    /// Loads a candidate revision beside this (the live) pool: the rules of `file` (a rules
+    /// file, not a bundle) on `workers` states of their own (at most as many as the live
+    /// pool's), at the lowest CPU priority, with this pool's options otherwise. The candidate runs under the live rules' name, so that its responders are
     /// named (`responder`, `FILE#NODEPATH#N`) as the live ones they are compared with; the
     /// modules it requires are found as the live rules' are. Its `print` is discarded, and it
     /// keeps no decision log of its own (`shadow` records its differences). The loading runs
     /// on a thread of its own; a file that does not load throws its error.
     package func candidate(file: String, workers: Int) async throws(ScriptError) -> RulesPool {
-        var candidate = options
+        let live = options
         let limit = options.hierarchy.limits.memory
         let loaded: Result<RulesPool, ScriptError> = await withCheckedContinuation { continuation in
             let started = LargeStack.spawn(size: 256 << 10) {
                 continuation.resume(returning: readRulesFile(file, limit: limit).flatMap { text in
-                    candidate.rulesSource = String(decoding: text, as: UTF8.self)
-                    candidate.workers = workers
+                    // A bundle is checked against a key the pool does not hold: not taken here.
+                    if RuleBundle.looksLikeBundle(text) {
+                        return .failure(ScriptError(type: "CannotRead", message: "\(file) is a bundle: a shadow candidate is a rules file"))
+                    }
+                    // The live rules may be a bundle's: the candidate is this text, whatever they are.
+                    var candidate = live.replacing(source: String(decoding: text, as: UTF8.self))
+                    // Never more states than the live rules have: each holds up to the memory cap.
+                    candidate.workers = min(max(workers, 1), live.workers)
                     candidate.background = true
                     candidate.responderKeys = true
                     candidate.decisionLog = nil

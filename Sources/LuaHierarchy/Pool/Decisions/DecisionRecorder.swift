@@ -78,8 +78,11 @@ struct DecisionRecorder {
         writer.writeKey("evaluation_ms")
         Self.writeMilliseconds(evaluation, into: &writer)
         writer.append("}\n")
-        let record = mask.map { Self.masked(writer.bytes, by: $0) } ?? writer.bytes
-        if live != nil { log.submitShadow(record) } else { log.submit(record) }
+        guard live != nil else {
+            log.submit(mask.map { Self.masked(writer.bytes, by: $0) } ?? writer.bytes)
+            return
+        }
+        log.submitShadow(mask.map { Self.maskedShadow(writer.bytes, by: $0) } ?? writer.bytes)
     }
 
     /// `,"live":{"revision":...,"outcome":...,"responder_key":...},"differences":[...]`.
@@ -110,6 +113,35 @@ struct DecisionRecorder {
             for key in ["request", "request_text", "outcome"] where members[key] != nil {
                 members[key] = .string("<mask failed>")
             }
+            output.write(.map(members))
+        }
+        output.bytes.append(UInt8(ascii: "\n"))
+        return output.bytes
+    }
+
+    /// A shadow record masked by the rules' mask twice: as the candidate's own record, and
+    /// its live side as the live revision's record of the same request would be (the mask
+    /// sees a record of the usual shape, with the live outcome in it), so that a mask written
+    /// for the records of the rules masks the live side too. When either fails, every
+    /// payload is `"<mask failed>"`.
+    static func maskedShadow(_ record: [UInt8], by mask: LuaDecisionMask) -> [UInt8] {
+        guard let value = record.withUnsafeBytes({ try? JSON.parse($0) }), case .map(var members) = value,
+            case .map(var live)? = members["live"]
+        else { return record }
+        var liveRecord = members
+        liveRecord["live"] = nil
+        liveRecord["differences"] = nil
+        for key in ["outcome", "responder_key", "revision"] { liveRecord[key] = live[key] }
+        var output = JSONWriter()
+        if case .map(var masked)? = mask.mask(value), case .map(let maskedLive)? = mask.mask(.map(liveRecord)) {
+            var keptLive = live
+            for key in ["outcome", "responder_key"] { keptLive[key] = maskedLive[key] }
+            masked["live"] = .map(keptLive)
+            output.write(.map(masked))
+        } else {
+            for key in ["request", "request_text", "outcome"] where members[key] != nil { members[key] = .string("<mask failed>") }
+            live["outcome"] = .string("<mask failed>")
+            members["live"] = .map(live)
             output.write(.map(members))
         }
         output.bytes.append(UInt8(ascii: "\n"))
