@@ -93,6 +93,20 @@ struct BundleCommandTests {
         #expect(FileManager.default.fileExists(atPath: "/dev/null"))
     }
 
+    /// A module under the folder by name, but a symbolic link to a file elsewhere, is not
+    /// packed: a bundle holds only files under the rules' folder.
+    @Test func aModuleLinkedFromOutsideTheFolderIsRefused() throws {
+        let folder = try Self.rulesFolder()
+        let outside = URL(fileURLWithPath: try Luahier.script("return { of = function() return 1 end }\n", name: "secret.lua"))
+        let module = folder.appendingPathComponent("lib/prices.lua")
+        try FileManager.default.removeItem(at: module)
+        try FileManager.default.createSymbolicLink(atPath: module.path, withDestinationPath: outside.path)
+        let refused = try Luahier.run(["bundle", "build", ".", "-o", "rules.bundle"], in: folder)
+        #expect(refused.status == 1, "\(refused.stdout)")
+        #expect(refused.stderr.contains("lies outside the rules file's folder"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("rules.bundle").path))
+    }
+
     @Test func runTakesABundleAndItsRequireNeverReadsTheDisk() throws {
         let folder = try Self.rulesFolder()
         try """
