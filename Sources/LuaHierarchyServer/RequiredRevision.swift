@@ -10,23 +10,16 @@ internal import NIOCore
 /// that is not 16 to 64 hex digits; 403 `ReloadDisabled` as `POST /v1/reload` does.
 extension RulesServer {
     func addRequiredRevisionRoute(to router: Router<ServerContext>) {
-        let guarded = router.group()
-        if let tokens = options.reloadTokens { guarded.add(middleware: BearerAuth(tokens: tokens, route: "/v1/required-revision")) }
-        guarded.post("/v1/required-revision") { request, _ in
+        guarded(router, by: options.reloadTokens, route: "/v1/required-revision").post("/v1/required-revision") { request, _ in
             await self.requireRevision(request)
         }
     }
 
     private func requireRevision(_ request: Request) async -> Response {
-        guard options.reloadEndpoint || options.reloadTokens != nil else {
-            return ErrorBody.response(
-                .forbidden, type: "ReloadDisabled",
-                message: "changing the required revision over HTTP is off: start luahier serve with --reload-token-file (or --reload-endpoint)")
-        }
+        if let refused = reloadRoutesRefused(doing: "changing the required revision") { return refused }
         let usage = #"the body must be {"hash": "HEX"} (16 to 64 hex digits of a revision's hash) or {"hash": null}"#
         guard let body = try? await request.body.collect(upTo: 4096),
-            let parsed = body.readableBytesView.withContiguousStorageIfAvailable({ try? JSON.parse(UnsafeRawBufferPointer($0)) }) ?? nil,
-            case .map(let members) = parsed, members.keys.sorted() == ["hash"], let hash = members["hash"]
+            case .map(let members)? = body.json, members.keys.sorted() == ["hash"], let hash = members["hash"]
         else { return ErrorBody.response(.badRequest, type: "InvalidBody", message: usage) }
         switch hash {
         case .null:

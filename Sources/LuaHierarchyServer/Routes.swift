@@ -63,7 +63,7 @@ extension RulesServer {
 
     /// Where a route that may take bearer tokens is added: behind `BearerAuth` when `tokens`
     /// are set. The other methods of the same path stay outside it: their 405 tells nothing.
-    private func guarded(_ router: Router<ServerContext>, by tokens: BearerTokens?, route: String) -> RouterGroup<ServerContext> {
+    func guarded(_ router: Router<ServerContext>, by tokens: BearerTokens?, route: String) -> RouterGroup<ServerContext> {
         let group = router.group()
         if let tokens { group.add(middleware: BearerAuth(tokens: tokens, route: route)) }
         return group
@@ -235,12 +235,20 @@ extension RulesServer {
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: outcome + [UInt8(ascii: "\n")])))
     }
 
-    private func reload(context: ServerContext) async -> Response {
-        // Reload tokens turn the endpoint on for their holders (BearerAuth let this one in).
+    /// 403 `ReloadDisabled` for a route behind the reload token (reloading, the shadow, the
+    /// required revision) while neither `reloadEndpoint` nor reload tokens turned them on:
+    /// reload tokens turn them on for their holders (BearerAuth let this one in).
+    func reloadRoutesRefused(doing what: String) -> Response? {
         guard options.reloadEndpoint || options.reloadTokens != nil else {
             return ErrorBody.response(
-                .forbidden, type: "ReloadDisabled", message: "reloading over HTTP is off: start luahier serve with --reload-token-file (or --reload-endpoint)")
+                .forbidden, type: "ReloadDisabled",
+                message: "\(what) over HTTP is off: start luahier serve with --reload-token-file (or --reload-endpoint)")
         }
+        return nil
+    }
+
+    private func reload(context: ServerContext) async -> Response {
+        if let refused = reloadRoutesRefused(doing: "reloading") { return refused }
         let result = await pool.reload()
         metrics.recordReload(result)
         onReload(result)
@@ -285,6 +293,13 @@ final class FirstAnswer: Sendable {
             }
             if ready.0 { continuation.resume(returning: ready.1) }
         }
+    }
+}
+
+extension ByteBuffer {
+    /// The readable bytes as JSON, nil when they are not.
+    var json: Value? {
+        readableBytesView.withContiguousStorageIfAvailable { try? JSON.parse(UnsafeRawBufferPointer($0)) } ?? nil
     }
 }
 #endif

@@ -23,12 +23,11 @@ extension RulesServer {
                 Response.json(.ok, self.shadowReport(), head: request.method == .head)
             }
         }
-        let guarded = router.group()
-        if let tokens = options.reloadTokens { guarded.add(middleware: BearerAuth(tokens: tokens, route: "/v1/shadow")) }
-        guarded.post("/v1/shadow") { request, _ in
+        let behindToken = guarded(router, by: options.reloadTokens, route: "/v1/shadow")
+        behindToken.post("/v1/shadow") { request, _ in
             await self.loadShadow(request)
         }
-        guarded.delete("/v1/shadow") { _, _ in
+        behindToken.delete("/v1/shadow") { _, _ in
             if let refused = self.shadowChangesRefused() { return refused }
             let report = self.shadowReport()
             await self.stopShadow()
@@ -42,12 +41,7 @@ extension RulesServer {
     }
 
     private func shadowChangesRefused() -> Response? {
-        guard options.reloadEndpoint || options.reloadTokens != nil else {
-            return ErrorBody.response(
-                .forbidden, type: "ReloadDisabled",
-                message: "changing the shadow revision over HTTP is off: start luahier serve with --reload-token-file (or --reload-endpoint)")
-        }
-        return nil
+        reloadRoutesRefused(doing: "changing the shadow revision")
     }
 
     private func loadShadow(_ request: Request) async -> Response {
@@ -60,8 +54,7 @@ extension RulesServer {
         }
         var settings: Value = .map([:])
         if body.readableBytes > 0 {
-            guard let parsed = body.readableBytesView.withContiguousStorageIfAvailable({ try? JSON.parse(UnsafeRawBufferPointer($0)) }) ?? nil,
-                case .map(let members) = parsed
+            guard let parsed = body.json, case .map(let members) = parsed
             else {
                 return ErrorBody.response(.badRequest, type: "InvalidBody", message: #"the body must be a JSON object: {"rules": "FILE", "sample": 0.1}"#)
             }
