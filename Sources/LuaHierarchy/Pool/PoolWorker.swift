@@ -56,9 +56,7 @@ final class PoolWorker {
         /// With a decision log: records `outcome`, the answer to the line `answer` begins with
         /// (answers come in the lines' order).
         func record(_ answer: UnsafeRawBufferPointer, outcome: UnsafeRawBufferPointer) {
-            let number = Self.lineNumber(of: answer)
-            while lineIndex < lines.count - 1 && lines[lineIndex].number < number { lineIndex += 1 }
-            let line = lines.isEmpty ? nil : lines[lineIndex]
+            let line = Self.line(answeredBy: answer, in: lines, from: &lineIndex)
             // The key is noted for the line being answered, and holds while it is handed over.
             recorder!.record(
                 request: chunk, line: line, numbered: numbered, requestID: request.id, outcome: outcome,
@@ -169,6 +167,15 @@ final class PoolWorker {
                 return
             }
         }
+    }
+
+    /// The line of `lines` that `answer` answers, searched from `index` on (answers come in
+    /// the lines' order); nil when there are no lines. An answer without its number (not
+    /// `numbered`) answers the line at `index`.
+    static func line(answeredBy answer: UnsafeRawBufferPointer, in lines: [LuaEngine.RunLine], from index: inout Int) -> LuaEngine.RunLine? {
+        let number = lineNumber(of: answer)
+        while index < lines.count - 1 && lines[index].number < number { index += 1 }
+        return lines.isEmpty ? nil : lines[index]
     }
 
     /// N of an answer as it is written (`{"line":N,...`).

@@ -70,12 +70,11 @@ extension RulesPool {
                 let number = batch ? PoolWorker.lineNumber(of: answer) : 1
                 result.lines.append((number, fields))
                 if !fields.isEmpty, recorder != nil {
-                    while lineIndex < lines.count - 1 && lines[lineIndex].number < number { lineIndex += 1 }
                     recorder!.lastAnswer = lineStarted
                     var outcome = old.json
                     if outcome.last == UInt8(ascii: "\n") { outcome.removeLast() }
                     recorder!.record(
-                        request: bytes, line: lines.isEmpty ? nil : lines[lineIndex], numbered: batch, requestID: requestID,
+                        request: bytes, line: PoolWorker.line(answeredBy: answer, in: lines, from: &lineIndex), numbered: batch, requestID: requestID,
                         outcome: answer, responderKey: key, mask: worker.processor.hierarchy.decisionMask,
                         live: .init(revision: liveRevision, outcome: outcome, responderKey: old.responderKey, differences: fields))
                 }
