@@ -122,12 +122,92 @@ void luahier_chargework(luahier_Guard *g, long long units) {
     if (kind) luahier_trip(g, kind);
 }
 
+/* Small blocks. A request of n <= 264 bytes is served as malloc's own bin for it: 16k + 8
+ * usable bytes (24, 40, ..., 264), the size malloc_usable_size would report, so the cap counts
+ * what it always did. Freed ones go on their class's list, up to LUAHIER_CACHED_BYTES per
+ * state, and the next request of the class takes one back: no malloc, no free. Lua passes
+ * the exact old size of every block, so a block's class is known without asking malloc. */
+#define LUAHIER_SMALL_BLOCK 264
+#define LUAHIER_CACHED_BYTES (512 * 1024)
+
+static unsigned luahier_sizeclass(size_t n) {
+    return n <= 24 ? 1 : (unsigned)((n + 7) >> 4);
+}
+
+static size_t luahier_classbytes(unsigned k) {
+    return ((size_t)k << 4) + 8;
+}
+
+/* [-0, +0, -] A block of class `k`: a cached one, or a new one from malloc (NULL: none). */
+static void *luahier_takeblock(luahier_Guard *g, unsigned k) {
+    void *block = g->cached_blocks[k];
+    if (block == NULL) return malloc(luahier_classbytes(k));
+    g->cached_blocks[k] = *(void **)block;
+    g->cached_bytes -= luahier_classbytes(k);
+    return block;
+}
+
+/* [-0, +0, -] Gives back a block Lua knew as `size` bytes: cached if small and there is room. */
+static void luahier_giveblock(luahier_Guard *g, void *block, size_t size) {
+    if (size <= LUAHIER_SMALL_BLOCK) {
+        unsigned k = luahier_sizeclass(size);
+        size_t bytes = luahier_classbytes(k);
+        if (g->cached_bytes + bytes <= LUAHIER_CACHED_BYTES) {
+            *(void **)block = g->cached_blocks[k];
+            g->cached_blocks[k] = block;
+            g->cached_bytes += bytes;
+            return;
+        }
+    }
+    free(block);
+}
+
+void luahier_dropcachedblocks(luahier_Guard *g) {
+    for (unsigned k = 1; k <= LUAHIER_SIZE_CLASSES; k++) {
+        while (g->cached_blocks[k]) {
+            void *block = g->cached_blocks[k];
+            g->cached_blocks[k] = *(void **)block;
+            free(block);
+        }
+    }
+    g->cached_bytes = 0;
+}
+
+/* [-0, +0, -] `ptr` (Lua's block of `osize` bytes) as a block of `nsize`: the same block when
+ * it already fits, else a new one with the contents moved. NULL (and `ptr` untouched) when
+ * malloc has nothing. */
+static void *luahier_resize(luahier_Guard *g, void *ptr, size_t osize, size_t nsize) {
+    int was_small = ptr != NULL && osize <= LUAHIER_SMALL_BLOCK;
+    void *block;
+    if (nsize <= LUAHIER_SMALL_BLOCK) {
+        unsigned k = luahier_sizeclass(nsize);
+        if (was_small && luahier_sizeclass(osize) == k) return ptr;
+        block = luahier_takeblock(g, k);
+        /* Lua counts on a shrink never failing: a larger block serves as the smaller one. */
+        if (block == NULL) return ptr != NULL && nsize < osize ? ptr : NULL;
+    } else if (ptr != NULL && !was_small) {
+        return realloc(ptr, nsize);
+    } else if ((block = malloc(nsize)) == NULL) {
+        return NULL;
+    }
+    if (ptr != NULL) {
+        memcpy(block, ptr, osize < nsize ? osize : nsize);
+        luahier_giveblock(g, ptr, osize);
+    }
+    return block;
+}
+
+/* [-0, +0, -] What the cap counts for Lua's block of `size` bytes at `ptr`. */
+static size_t luahier_blockbytes(const void *ptr, size_t size) {
+    if (ptr == NULL) return 0;
+    return size <= LUAHIER_SMALL_BLOCK ? luahier_classbytes(luahier_sizeclass(size)) : malloc_usable_size((void *)ptr);
+}
+
 void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     luahier_Guard *g = (luahier_Guard *)ud;
-    size_t old = ptr ? malloc_usable_size(ptr) : 0;
-    (void)osize;
+    size_t old = luahier_blockbytes(ptr, osize);
     if (nsize == 0) {
-        free(ptr);
+        if (ptr) luahier_giveblock(g, ptr, osize);
         g->used -= old;
         return NULL;
     }
@@ -161,9 +241,10 @@ void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
         }
         if (retry) g->refusal_pending = 0;
     }
-    void *block = realloc(ptr, nsize);
+    void *block = luahier_resize(g, ptr, osize, nsize);
     if (block == NULL) return NULL;
-    g->used = g->used - old + malloc_usable_size(block);
+    /* A failed shrink kept the larger block: counted as the size Lua now knows it by. */
+    g->used = g->used - old + luahier_blockbytes(block, nsize);
     if (nsize > old) g->allocated_total += (long long)(nsize - old);
     if (g->used > g->peak) g->peak = g->used;
     if (nsize > old) luahier_chargework(g, (long long)((nsize - old) / LUAHIER_BYTES_PER_UNIT));

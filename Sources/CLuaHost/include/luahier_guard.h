@@ -58,11 +58,18 @@ typedef struct luahier_WatchCell {
                                     * message when the process must stop (luahier_watchdog.h) */
 } luahier_WatchCell;
 
+/* Blocks Lua asks for of at most 264 bytes come in 16 size classes (limits.c). */
+#define LUAHIER_SIZE_CLASSES 16
+
 /* Per Lua state. The extra space of every thread points here (coroutines copy it). */
 typedef struct luahier_Guard {
     void *host;                    /* the Swift LuaHost, unretained */
     /* Memory, counted by the allocator, plus what the host holds on the script's behalf. */
     size_t used, peak, limit;      /* limit 0: none */
+    /* Freed small blocks kept for reuse, one list per size class (limits.c): the collector
+     * frees a heap's worth of them at once, more than malloc's own per-thread cache keeps. */
+    void *cached_blocks[LUAHIER_SIZE_CLASSES + 1];
+    size_t cached_bytes;
     int in_host;                   /* 1 while Swift code runs: its allocations never fail */
     int memory_refused;            /* an allocation was refused since the budget began */
     void *refused_block;           /* the last request refused (Lua retries it once, after a */

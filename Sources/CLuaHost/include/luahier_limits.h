@@ -48,6 +48,9 @@ void luahier_chargework(luahier_Guard *g, long long units);
  * instruction count, and the clock is read as they add up. Shrinking never fails. */
 void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
 
+/* [-0, +0, -] Frees the small blocks the allocator keeps for reuse: after lua_close. */
+void luahier_dropcachedblocks(luahier_Guard *g);
+
 /* [-0, +0, -] Fixes glibc's mmap threshold at 256 KiB (once per process). The memory cap
  * counts live bytes; with the dynamic threshold, once a large block (a 1 MB string, an input
  * line) is freed, later ones come from the heap, where freed memory stays resident, and the

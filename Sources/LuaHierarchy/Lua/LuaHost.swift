@@ -53,6 +53,7 @@ final class LuaHost {
         guardState.pointee.limit = limits.memory.map { size_t(max(0, $0)) } ?? 0
         self.limits = limits
         guard let state = lua_newstate(luahier_alloc, guardState) else {
+            luahier_dropcachedblocks(guardState)
             guardState.deallocate()
             throw .luaStateUnavailable
         }
@@ -125,6 +126,7 @@ final class LuaHost {
         isClosed = true
         luahier_unwatch(guardState.pointee.watch)
         lua_close(mainThread)
+        luahier_dropcachedblocks(guardState)
         drainReleases()
         free(guardState.pointee.released)
         guardState.deallocate()
