@@ -203,8 +203,9 @@ static size_t luahier_blockbytes(const void *ptr, size_t size) {
     return size <= LUAHIER_SMALL_BLOCK ? luahier_classbytes(luahier_sizeclass(size)) : malloc_usable_size((void *)ptr);
 }
 
-void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-    luahier_Guard *g = (luahier_Guard *)ud;
+/* Every request but the common ones luahier_alloc answers itself. Apart, so that the common
+ * ones do not pay for its frame (a lua_Debug, saved registers). */
+static __attribute__((noinline)) void *luahier_allocslow(luahier_Guard *g, void *ptr, size_t osize, size_t nsize) {
     size_t old = luahier_blockbytes(ptr, osize);
     if (nsize == 0) {
         if (ptr) luahier_giveblock(g, ptr, osize);
@@ -249,6 +250,39 @@ void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     if (g->used > g->peak) g->peak = g->used;
     if (nsize > old) luahier_chargework(g, (long long)((nsize - old) / LUAHIER_BYTES_PER_UNIT));
     return block;
+}
+
+void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+    luahier_Guard *g = (luahier_Guard *)ud;
+    /* Most requests: a new small block, a cached one at hand, no refusal on record, well
+     * under the cap: luahier_allocslow's bookkeeping, with nothing in it that cannot apply. */
+    if (ptr == NULL && nsize - 1 < LUAHIER_SMALL_BLOCK && g->refused_size == 0) {
+        unsigned k = luahier_sizeclass(nsize);
+        void *block = g->cached_blocks[k];
+        size_t bytes = luahier_classbytes(k);
+        if (block != NULL && (g->limit == 0 || g->in_host || g->used + nsize + 16 <= g->limit)) {
+            g->cached_blocks[k] = *(void **)block;
+            g->cached_bytes -= bytes;
+            g->used += bytes;
+            g->allocated_total += (long long)nsize;
+            if (g->used > g->peak) g->peak = g->used;
+            luahier_chargework(g, (long long)(nsize / LUAHIER_BYTES_PER_UNIT));
+            return block;
+        }
+    }
+    /* A small block freed, with room in the cache. */
+    if (nsize == 0 && ptr != NULL && osize - 1 < LUAHIER_SMALL_BLOCK) {
+        unsigned k = luahier_sizeclass(osize);
+        size_t bytes = luahier_classbytes(k);
+        if (g->cached_bytes + bytes <= LUAHIER_CACHED_BYTES) {
+            *(void **)ptr = g->cached_blocks[k];
+            g->cached_blocks[k] = ptr;
+            g->cached_bytes += bytes;
+            g->used -= bytes;
+            return NULL;
+        }
+    }
+    return luahier_allocslow(g, ptr, osize, nsize);
 }
 
 void luahier_fixmmapthreshold(void) {
