@@ -58,6 +58,33 @@ struct HostMemoryTests {
         #expect(try f.output("print(hier.node('/after/check'):triggerEvent('Lua').status)") == ["handled"], sourceLocation: sourceLocation)
     }
 
+    /// The allocator keeps freed small blocks for the state's next requests (limits.c): the
+    /// count stays what malloc holds for the script, through every size class and every
+    /// growth and shrink between them, and a script that made and dropped millions of blocks
+    /// leaves it where it was.
+    @Test func smallBlockReuseKeepsTheCountExact() throws {
+        let f = try Self.fixture()
+        let before = Self.settled(f)
+        var afterEach: [Int] = []
+        for _ in 0..<3 {
+            _ = try f.output("""
+                for round = 1, 10 do
+                  local keep = {}
+                  for i = 1, 20000 do
+                    keep[i % 500 + 1] = ("x"):rep(i % 300) .. i
+                    local t = {}
+                    for k = 1, i % 12 do t[k] = k; t["k" .. k] = k end
+                  end
+                end
+                """)
+            afterEach.append(Self.settled(f))
+        }
+        // Each run made about 3 million blocks: a count off by a byte a block would be
+        // megabytes. What is left is Lua's own tables settling (the string table's size).
+        #expect(afterEach[0] - before < 64 << 10, "held \(afterEach[0] - before) bytes more")
+        #expect(abs(afterEach[2] - afterEach[1]) < 16 << 10, "drift: \(before), then \(afterEach)")
+    }
+
     @Test func longNodeNames() throws {
         try expectRefused("""
             local s = ("x"):rep(1e6)
