@@ -136,6 +136,27 @@ static int luahier_refuse(lua_State *L, luahier_JSONReader *reader, int top, lua
     return LUAHIER_REQUEST_REFUSED;
 }
 
+/* [-0, +1, m] `INPUT:N`, the place an error read from line N of INPUT names: what
+ * lua_pushfstring("%s:%I") makes, at a tenth of its cost (it is made for every error line). */
+static void luahier_pushinputline(lua_State *L, const char *input, long number) {
+    char text[256];
+    size_t length = strlen(input);
+    if (number < 0 || length > sizeof text - 24) {
+        lua_pushfstring(L, "%s:%I", input, (LUAI_UACINT)number);
+        return;
+    }
+    memcpy(text, input, length);
+    text[length++] = ':';
+    char digits[24];
+    int count = 0;
+    do {
+        digits[count++] = (char)('0' + number % 10);
+        number /= 10;
+    } while (number > 0);
+    while (count > 0) text[length++] = digits[--count];
+    lua_pushlstring(L, text, length);
+}
+
 int luahier_readrequest(lua_State *L, luahier_Engine *e, const char *bytes, size_t length, int depth_limit,
                         const char *input, long number, luahier_Request *request) {
     int top = lua_gettop(L);
@@ -249,7 +270,7 @@ int luahier_readrequest(lua_State *L, luahier_Engine *e, const char *bytes, size
     }
     if (is_error) {
         /* [id, plan, value, type] An error names its input line unless it names a place. */
-        lua_pushfstring(L, "%s:%I", input, (LUAI_UACINT)number);
+        luahier_pushinputline(L, input, number);
         luahier_setifabsent(L, e, top + 3, LUAHIER_WORD_WHERE, -1);
         lua_settop(L, top + 4);
     }
