@@ -17,17 +17,44 @@ final class SwiftResponderBody: ResponderBody {
     /// Nil: the value was not offered to it after all (a typed responder's value that does
     /// not decode as its type), so it passes untouched, as one a filter leaves out.
     private let closure: (Value) throws -> ReceiveResult?
+    /// A closure that answers every value it is offered (a plain receive), kept as it was
+    /// given: a call of it needs no conversion of its answer.
+    private let answering: ((Value) throws -> ReceiveResult)?
+    /// A typed responder's closure as a dispatch engine calls it: with the values decoded so
+    /// far in the dispatch, which it decodes its input through.
+    private let typedClosure: ((Value, TypedDecodings) throws -> ReceiveResult?)?
     private let location: String
 
     init(location: String, _ closure: @escaping (Value) throws -> ReceiveResult?) {
         self.closure = closure
+        self.answering = nil
+        self.typedClosure = nil
+        self.location = location
+    }
+
+    /// A body that answers every value it is offered.
+    init(location: String, answering: @escaping (Value) throws -> ReceiveResult) {
+        self.closure = answering
+        self.answering = answering
+        self.typedClosure = nil
+        self.location = location
+    }
+
+    /// A typed responder's body: offered only values that decode as `T`.
+    init<T: Decodable>(location: String, decoding type: T.Type, _ body: @escaping (T) throws -> ReceiveResult) {
+        self.closure = { value in try TypedDecodings.decode(value, as: type).map(body) }
+        self.typedClosure = { value, decodings in try decodings.decoded(value, as: type).map(body) }
+        self.answering = nil
         self.location = location
     }
 
     /// The closure's own answer, for a dispatch engine that reads answers itself; nil when
-    /// the value was not for it.
-    func receive(_ value: Value) throws -> ReceiveResult? {
-        try closure(value)
+    /// the value was not for it. `decodings`: what typed responders decoded in this dispatch.
+    @inline(__always)
+    func receive(_ value: Value, decodings: TypedDecodings) throws -> ReceiveResult? {
+        if let answering { return try answering(value) }
+        if let typedClosure { return try typedClosure(value, decodings) }
+        return try closure(value)
     }
 
     func call(with input: inout Message, returning domain: Domain) -> ResponderReply {
@@ -99,7 +126,7 @@ extension ResponderRegistering {
         _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
         _ body: @escaping (Value) throws -> ReceiveResult
     ) -> ResponderHandle {
-        register(.receiveEvent, filter, file, line, body)
+        register(.receiveEvent, filter, "\(file):\(line)", answering: body)
     }
 
     /// Registers a `handle` responder: it consumes every event its filter matches.
@@ -127,7 +154,7 @@ extension ResponderRegistering {
         _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
         _ body: @escaping (Value) throws -> ReceiveResult
     ) -> ResponderHandle {
-        register(.receiveError, filter, file, line, body)
+        register(.receiveError, filter, "\(file):\(line)", answering: body)
     }
 
     /// Registers a `handle` responder for errors: it consumes every error its filter matches.
@@ -179,7 +206,7 @@ extension ResponderRegistering {
         _ type: T.Type, _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
         _ body: @escaping (T) throws -> ReceiveResult
     ) -> ResponderHandle {
-        register(.receiveEvent, filter, file, line) { value in try Self.decoded(value, as: type).map(body) }
+        register(.receiveEvent, filter, file, line, decoding: type, body)
     }
 
     /// Registers a `handle` responder that consumes the events that decode as `T`.
@@ -188,9 +215,7 @@ extension ResponderRegistering {
         _ type: T.Type, _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
         _ body: @escaping (T) throws -> Void
     ) -> ResponderHandle {
-        register(.handleEvent, filter, file, line) { value in
-            try Self.decoded(value, as: type).map { try body($0); return .handled }
-        }
+        register(.handleEvent, filter, file, line, decoding: type) { try body($0); return .handled }
     }
 
     /// Registers a `receive` responder offered only errors that decode as `T`.
@@ -199,7 +224,7 @@ extension ResponderRegistering {
         _ type: T.Type, _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
         _ body: @escaping (T) throws -> ReceiveResult
     ) -> ResponderHandle {
-        register(.receiveError, filter, file, line) { value in try Self.decoded(value, as: type).map(body) }
+        register(.receiveError, filter, file, line, decoding: type, body)
     }
 
     /// Registers a `handle` responder that consumes the errors that decode as `T`, as the
@@ -209,9 +234,7 @@ extension ResponderRegistering {
         _ type: T.Type, _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
         _ body: @escaping (T) throws -> Void
     ) -> ResponderHandle {
-        register(.handleError, filter, file, line) { value in
-            try Self.decoded(value, as: type).map { try body($0); return .handled }
-        }
+        register(.handleError, filter, file, line, decoding: type) { try body($0); return .handled }
     }
 
     /// Registers a `catch` responder that turns the errors that decode as `T` into the event
@@ -221,12 +244,15 @@ extension ResponderRegistering {
         _ type: T.Type, _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
         _ body: @escaping (T) throws -> Value
     ) -> ResponderHandle {
-        register(.catchError, filter, file, line) { value in try Self.decoded(value, as: type).map { .replace(try body($0)) } }
+        register(.catchError, filter, file, line, decoding: type) { .replace(try body($0)) }
     }
 
-    /// `value` as a `T`, or nil when it does not decode (the responder was not for it).
-    private static func decoded<T: Decodable>(_ value: Value, as type: T.Type) -> T? {
-        try? ValueDecoder().decode(type, from: value)
+    private func register<T: Decodable>(
+        _ kind: ResponderKind, _ filter: TypeFilter, _ file: StaticString, _ line: UInt, decoding type: T.Type,
+        _ body: @escaping (T) throws -> ReceiveResult
+    ) -> ResponderHandle {
+        let location = "\(file):\(line)"
+        return register(kind, filter, location, SwiftResponderBody(location: location, decoding: type, body))
     }
 
     private func register(
@@ -234,10 +260,85 @@ extension ResponderRegistering {
         _ body: @escaping (Value) throws -> ReceiveResult?
     ) -> ResponderHandle {
         let location = "\(file):\(line)"
-        let responder = Responder(
-            kind: kind, filter: filter, body: SwiftResponderBody(location: location, body), location: location)
+        return register(kind, filter, location, SwiftResponderBody(location: location, body))
+    }
+
+    private func register(
+        _ kind: ResponderKind, _ filter: TypeFilter, _ location: String, answering body: @escaping (Value) throws -> ReceiveResult
+    ) -> ResponderHandle {
+        register(kind, filter, location, SwiftResponderBody(location: location, answering: body))
+    }
+
+    private func register(
+        _ kind: ResponderKind, _ filter: TypeFilter, _ location: String, _ body: SwiftResponderBody
+    ) -> ResponderHandle {
+        let responder = Responder(kind: kind, filter: filter, body: body, location: location)
         let node = registrationNode
         node.appendResponder(responder)
         return ResponderHandle(responder: responder, node: node)
+    }
+}
+
+/// What typed Swift responders decoded during the dispatches under way, by type: the responders
+/// of one dispatch that take the same type decode its value once. A dispatch engine holds one
+/// and says, before each call, which dispatch it is answering (`serial`, at `depth`). A value
+/// counts as the same only while it is the very same storage (a replacement is another), and
+/// class types are decoded for each responder (one instance shared would let one responder's
+/// changes reach the next).
+final class TypedDecodings {
+    /// The dispatch being answered: its serial (luahier_dispatchserial) and nesting depth.
+    @exclusivity(unchecked) var serial: Int64 = 0
+    @exclusivity(unchecked) var depth = 0
+    /// Per nesting depth: the value last decoded there, in which dispatch, and as what.
+    @exclusivity(unchecked) private var slots: [Slot?]
+
+    private struct Slot {
+        let serial: Int64
+        let value: Value
+        /// By type; a nil box: the value does not decode as it.
+        var decoded: [(type: ObjectIdentifier, box: AnyObject?)]
+    }
+
+    private final class Box<T> {
+        let value: T
+        init(_ value: T) { self.value = value }
+    }
+
+    init(depths: Int) {
+        slots = Array(repeating: nil, count: depths + 1)
+    }
+
+    /// `value` as a `T`, or nil when it does not decode (the responder was not for it).
+    static func decode<T: Decodable>(_ value: Value, as type: T.Type) -> T? {
+        try? ValueDecoder().decode(type, from: value)
+    }
+
+    /// `value` as a `T` (as `decode`), decoded once per value in the dispatch being answered.
+    func decoded<T: Decodable>(_ value: Value, as type: T.Type) -> T? {
+        let depth = depth, serial = serial
+        guard depth >= 1, depth < slots.count, !(type is AnyObject.Type) else { return Self.decode(value, as: type) }
+        let id = ObjectIdentifier(type)
+        if let slot = slots[depth], slot.serial == serial, slot.value.isSameStorage(as: value) {
+            for entry in slot.decoded where entry.type == id {
+                return entry.box.map { unsafeDowncast($0, to: Box<T>.self).value }
+            }
+        } else {
+            slots[depth] = Slot(serial: serial, value: value, decoded: [])
+        }
+        let decoded = Self.decode(value, as: type)
+        // A nested dispatch (from the type's own decoding) may have taken the slot meanwhile.
+        guard let slot = slots[depth], slot.serial == serial, slot.value.isSameStorage(as: value) else { return decoded }
+        slots[depth]!.decoded.append((id, decoded.map { Box($0) }))
+        return decoded
+    }
+}
+
+extension Value {
+    /// Whether `other` is this very value: the same bits, so the same storage (which nothing
+    /// changes in place while both are held). Equal values made apart are not the same.
+    func isSameStorage(as other: Value) -> Bool {
+        withUnsafeBytes(of: self) { mine in
+            withUnsafeBytes(of: other) { theirs in mine.elementsEqual(theirs) }
+        }
     }
 }

@@ -11,7 +11,7 @@ public struct ValueDecoder: Sendable {
 
     /// Decodes `value` as a `T`.
     public func decode<T: Decodable>(_ type: T.Type, from value: Value) throws -> T {
-        try T(from: ValueDecoding(value: value, codingPath: []))
+        try ValueDecoding.decode(type, from: value, at: nil, nil)
     }
 }
 
@@ -38,73 +38,191 @@ struct ValueCodingKey: CodingKey {
     }
 }
 
+/// The keys that lead to the value being decoded, innermost first, as links: a nested value
+/// costs one small link, and the array `codingPath` is made only when something reads it (an
+/// error, a type that asks).
+final class CodingPathLink {
+    let parent: CodingPathLink?
+    let key: any CodingKey
+
+    init(_ parent: CodingPathLink?, _ key: any CodingKey) {
+        self.parent = parent
+        self.key = key
+    }
+
+    /// The keys from the outermost to `link`'s.
+    static func path(to link: CodingPathLink?) -> [any CodingKey] {
+        var keys: [any CodingKey] = []
+        var next = link
+        while let at = next {
+            keys.append(at.key)
+            next = at.parent
+        }
+        return keys.reversed()
+    }
+}
+
 struct ValueDecoding: Decoder {
     let value: Value
-    let codingPath: [any CodingKey]
+    let link: CodingPathLink?
+    var codingPath: [any CodingKey] { CodingPathLink.path(to: link) }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    init(value: Value, link: CodingPathLink?) {
+        self.value = value
+        self.link = link
+    }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard case .map(let fields) = value else { throw mismatch([String: Value].self) }
-        return KeyedDecodingContainer(KeyedValues<Key>(fields: fields, codingPath: codingPath))
+        return KeyedDecodingContainer(KeyedValues<Key>(fields: fields, link: link))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         switch value {
-        case .array(let items): return UnkeyedValues(items: items, codingPath: codingPath)
+        case .array(let items): return UnkeyedValues(items: items, link: link)
         // The empty table reads as an empty map: it is an empty array too.
-        case .map(let fields) where fields.isEmpty: return UnkeyedValues(items: [], codingPath: codingPath)
+        case .map(let fields) where fields.isEmpty: return UnkeyedValues(items: [], link: link)
         default: throw mismatch([Value].self)
         }
     }
 
-    func singleValueContainer() throws -> any SingleValueDecodingContainer { SingleValue(value: value, codingPath: codingPath) }
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { SingleValue(value: value, link: link) }
 
     func mismatch(_ type: Any.Type) -> DecodingError {
         .typeMismatch(type, .init(codingPath: codingPath, debugDescription: "expected \(type), found \(value)"))
+    }
+
+    /// `value` as a `T`: the plain types read directly (no container), others by their
+    /// `init(from:)` with `key` added to the path.
+    static func decode<T: Decodable>(_ type: T.Type, from value: Value, at link: CodingPathLink?, _ key: (any CodingKey)?) throws -> T {
+        // A field of type `Value` takes the value as it is.
+        if T.self == Value.self { return unsafeBitCast(value, to: T.self) }
+        let inner = key.map { CodingPathLink(link, $0) } ?? link
+        return try T(from: ValueDecoding(value: value, link: inner))
+    }
+}
+
+/// The plain types' readings, shared by the containers: each returns nil when the value is not
+/// one (the caller throws the mismatch, which it alone knows the path of).
+extension Value {
+    fileprivate func decodedInteger<T: FixedWidthInteger>(_ type: T.Type) -> T? {
+        guard let number = intValue else { return nil }
+        return T(exactly: number)
+    }
+
+    fileprivate func mismatch(_ type: Any.Type, at link: CodingPathLink?, _ key: (any CodingKey)?) -> DecodingError {
+        var path = CodingPathLink.path(to: link)
+        if let key { path.append(key) }
+        return .typeMismatch(type, .init(codingPath: path, debugDescription: "expected \(type), found \(self)"))
     }
 }
 
 private struct KeyedValues<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let fields: [String: Value]
-    let codingPath: [any CodingKey]
+    let link: CodingPathLink?
+    var codingPath: [any CodingKey] { CodingPathLink.path(to: link) }
     var allKeys: [Key] { fields.keys.compactMap { Key(stringValue: $0) } }
 
     func contains(_ key: Key) -> Bool { fields[key.stringValue] != nil }
 
     func decodeNil(forKey key: Key) throws -> Bool { (fields[key.stringValue] ?? .null) == .null }
 
-    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+    private func field(_ key: Key) throws -> Value {
         guard let field = fields[key.stringValue] else {
             throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no field \(key.stringValue)"))
         }
-        return try T(from: ValueDecoding(value: field, codingPath: codingPath + [key]))
+        return field
+    }
+
+    /// The field, or nil when it is missing or nil (one lookup, where the default
+    /// `decodeIfPresent` makes three).
+    private func presentField(_ key: Key) -> Value? {
+        guard let field = fields[key.stringValue], field != .null else { return nil }
+        return field
+    }
+
+    private func read<T>(_ type: T.Type, _ key: Key, _ field: Value, _ reading: (Value) -> T?) throws -> T {
+        guard let read = reading(field) else { throw field.mismatch(type, at: link, key) }
+        return read
+    }
+
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try read(type, key, field(key)) { $0.boolValue } }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try read(type, key, field(key)) { $0.stringValue } }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try read(type, key, field(key)) { $0.doubleValue } }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { Float(try decode(Double.self, forKey: key)) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try read(type, key, field(key)) { $0.decodedInteger(type) } }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try read(type, key, field(key)) { $0.decodedInteger(type) } }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try read(type, key, field(key)) { $0.decodedInteger(type) } }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try read(type, key, field(key)) { $0.decodedInteger(type) } }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try read(type, key, field(key)) { $0.decodedInteger(type) } }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try read(type, key, field(key)) { $0.decodedInteger(type) } }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try read(type, key, field(key)) { $0.decodedInteger(type) } }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try read(type, key, field(key)) { $0.decodedInteger(type) } }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try read(type, key, field(key)) { $0.decodedInteger(type) } }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try read(type, key, field(key)) { $0.decodedInteger(type) } }
+
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        try ValueDecoding.decode(type, from: field(key), at: link, key)
+    }
+
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
+        try presentField(key).map { try read(type, key, $0) { $0.boolValue } }
+    }
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
+        try presentField(key).map { try read(type, key, $0) { $0.stringValue } }
+    }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
+        try presentField(key).map { try read(type, key, $0) { $0.doubleValue } }
+    }
+    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? {
+        try decodeIfPresent(Double.self, forKey: key).map(Float.init)
+    }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try presentInteger(type, key) }
+    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try presentInteger(type, key) }
+    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try presentInteger(type, key) }
+    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try presentInteger(type, key) }
+    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try presentInteger(type, key) }
+    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? { try presentInteger(type, key) }
+    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? { try presentInteger(type, key) }
+    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? { try presentInteger(type, key) }
+    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { try presentInteger(type, key) }
+    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try presentInteger(type, key) }
+
+    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+        try presentField(key).map { try ValueDecoding.decode(type, from: $0, at: link, key) }
+    }
+
+    private func presentInteger<T: FixedWidthInteger>(_ type: T.Type, _ key: Key) throws -> T? {
+        try presentField(key).map { try read(type, key, $0) { $0.decodedInteger(type) } }
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
-        try ValueDecoding(value: fields[key.stringValue] ?? .null, codingPath: codingPath + [key]).container(keyedBy: type)
+        try ValueDecoding(value: fields[key.stringValue] ?? .null, link: CodingPathLink(link, key)).container(keyedBy: type)
     }
 
     func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-        try ValueDecoding(value: fields[key.stringValue] ?? .null, codingPath: codingPath + [key]).unkeyedContainer()
+        try ValueDecoding(value: fields[key.stringValue] ?? .null, link: CodingPathLink(link, key)).unkeyedContainer()
     }
 
-    func superDecoder() throws -> any Decoder { ValueDecoding(value: .map(fields), codingPath: codingPath) }
+    func superDecoder() throws -> any Decoder { ValueDecoding(value: .map(fields), link: link) }
 
     func superDecoder(forKey key: Key) throws -> any Decoder {
-        ValueDecoding(value: fields[key.stringValue] ?? .null, codingPath: codingPath + [key])
+        ValueDecoding(value: fields[key.stringValue] ?? .null, link: CodingPathLink(link, key))
     }
 }
 
 private struct UnkeyedValues: UnkeyedDecodingContainer {
     let items: [Value]
-    let codingPath: [any CodingKey]
+    let link: CodingPathLink?
+    var codingPath: [any CodingKey] { CodingPathLink.path(to: link) }
     var currentIndex = 0
     var count: Int? { items.count }
     var isAtEnd: Bool { currentIndex >= items.count }
 
-    init(items: [Value], codingPath: [any CodingKey]) {
+    init(items: [Value], link: CodingPathLink?) {
         self.items = items
-        self.codingPath = codingPath
+        self.link = link
     }
 
     private mutating func next() throws -> ValueDecoding {
@@ -112,7 +230,18 @@ private struct UnkeyedValues: UnkeyedDecodingContainer {
             throw DecodingError.valueNotFound(Value.self, .init(codingPath: codingPath, debugDescription: "no item \(currentIndex)"))
         }
         defer { currentIndex += 1 }
-        return ValueDecoding(value: items[currentIndex], codingPath: codingPath + [ValueCodingKey(intValue: currentIndex)])
+        return ValueDecoding(value: items[currentIndex], link: CodingPathLink(link, ValueCodingKey(intValue: currentIndex)))
+    }
+
+    /// The next item read as a plain type, or the mismatch (the index stays where it was).
+    private mutating func nextRead<T>(_ type: T.Type, _ reading: (Value) -> T?) throws -> T {
+        guard !isAtEnd else {
+            throw DecodingError.valueNotFound(Value.self, .init(codingPath: codingPath, debugDescription: "no item \(currentIndex)"))
+        }
+        let item = items[currentIndex]
+        guard let read = reading(item) else { throw item.mismatch(type, at: link, ValueCodingKey(intValue: currentIndex)) }
+        currentIndex += 1
+        return read
     }
 
     mutating func decodeNil() throws -> Bool {
@@ -121,7 +250,19 @@ private struct UnkeyedValues: UnkeyedDecodingContainer {
         return true
     }
 
-    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try T(from: next()) }
+    mutating func decode(_ type: Bool.Type) throws -> Bool { try nextRead(type) { $0.boolValue } }
+    mutating func decode(_ type: String.Type) throws -> String { try nextRead(type) { $0.stringValue } }
+    mutating func decode(_ type: Double.Type) throws -> Double { try nextRead(type) { $0.doubleValue } }
+    mutating func decode(_ type: Int.Type) throws -> Int { try nextRead(type) { $0.decodedInteger(type) } }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { try nextRead(type) { $0.decodedInteger(type) } }
+
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        if T.self == Value.self, !isAtEnd {
+            defer { currentIndex += 1 }
+            return unsafeBitCast(items[currentIndex], to: T.self)
+        }
+        return try T(from: next())
+    }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
         try next().container(keyedBy: type)
@@ -134,7 +275,8 @@ private struct UnkeyedValues: UnkeyedDecodingContainer {
 
 private struct SingleValue: SingleValueDecodingContainer {
     let value: Value
-    let codingPath: [any CodingKey]
+    let link: CodingPathLink?
+    var codingPath: [any CodingKey] { CodingPathLink.path(to: link) }
 
     func decodeNil() -> Bool { value == .null }
 
@@ -167,18 +309,16 @@ private struct SingleValue: SingleValueDecodingContainer {
     func decode(_ type: UInt64.Type) throws -> UInt64 { try integer(type) }
 
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try T(from: ValueDecoding(value: value, codingPath: codingPath))
+        try ValueDecoding.decode(type, from: value, at: link, nil)
     }
 
     /// An integer as the rules read it (`500.0` is `500`), in range for `T`.
     private func integer<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
-        guard let number = value.intValue, let exact = T(exactly: number) else { throw mismatch(type) }
+        guard let exact = value.decodedInteger(type) else { throw mismatch(type) }
         return exact
     }
 
-    private func mismatch(_ type: Any.Type) -> DecodingError {
-        .typeMismatch(type, .init(codingPath: codingPath, debugDescription: "expected \(type), found \(value)"))
-    }
+    private func mismatch(_ type: Any.Type) -> DecodingError { value.mismatch(type, at: link, nil) }
 }
 
 /// `Value` itself is `Codable`: a field of type `Value` in a typed responder's type takes
