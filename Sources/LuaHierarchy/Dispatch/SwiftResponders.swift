@@ -17,9 +17,6 @@ final class SwiftResponderBody: ResponderBody {
     /// Nil: the value was not offered to it after all (a typed responder's value that does
     /// not decode as its type), so it passes untouched, as one a filter leaves out.
     private let closure: (Value) throws -> ReceiveResult?
-    /// A closure that answers every value it is offered (a plain receive), kept as it was
-    /// given: a call of it needs no conversion of its answer.
-    private let answering: ((Value) throws -> ReceiveResult)?
     /// A typed responder's closure as a dispatch engine calls it: with the values decoded so
     /// far in the dispatch, which it decodes its input through.
     private let typedClosure: ((Value, TypedDecodings) throws -> ReceiveResult?)?
@@ -27,32 +24,32 @@ final class SwiftResponderBody: ResponderBody {
 
     init(location: String, _ closure: @escaping (Value) throws -> ReceiveResult?) {
         self.closure = closure
-        self.answering = nil
-        self.typedClosure = nil
-        self.location = location
-    }
-
-    /// A body that answers every value it is offered.
-    init(location: String, answering: @escaping (Value) throws -> ReceiveResult) {
-        self.closure = answering
-        self.answering = answering
         self.typedClosure = nil
         self.location = location
     }
 
     /// A typed responder's body: offered only values that decode as `T`.
     init<T: Decodable>(location: String, decoding type: T.Type, _ body: @escaping (T) throws -> ReceiveResult) {
-        self.closure = { value in try TypedDecodings.decode(value, as: type).map(body) }
-        self.typedClosure = { value, decodings in try decodings.decoded(value, as: type).map(body) }
-        self.answering = nil
+        let decoding = TypedDecoding(type)
+        self.closure = { value in try SwiftResponderBody.answer(of: body, given: decoding.decode(value)) }
+        self.typedClosure = { value, decodings in
+            try SwiftResponderBody.answer(of: body, given: decodings.decoded(value, decoding))
+        }
         self.location = location
+    }
+
+    /// `body`'s answer for the value `decoded` holds; nil when the value did not decode. (Code
+    /// generic over `T` runs unspecialized here: it touches no `T?`, whose type would be looked
+    /// up at run time on every call.)
+    private static func answer<T>(of body: (T) throws -> ReceiveResult, given decoded: DecodedValue) rethrows -> ReceiveResult? {
+        guard let storage = decoded.storage else { return nil }
+        return try body(storage.assumingMemoryBound(to: T.self).pointee)
     }
 
     /// The closure's own answer, for a dispatch engine that reads answers itself; nil when
     /// the value was not for it. `decodings`: what typed responders decoded in this dispatch.
     @inline(__always)
     func receive(_ value: Value, decodings: TypedDecodings) throws -> ReceiveResult? {
-        if let answering { return try answering(value) }
         if let typedClosure { return try typedClosure(value, decodings) }
         return try closure(value)
     }
@@ -126,7 +123,7 @@ extension ResponderRegistering {
         _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
         _ body: @escaping (Value) throws -> ReceiveResult
     ) -> ResponderHandle {
-        register(.receiveEvent, filter, "\(file):\(line)", answering: body)
+        register(.receiveEvent, filter, file, line, body)
     }
 
     /// Registers a `handle` responder: it consumes every event its filter matches.
@@ -154,7 +151,7 @@ extension ResponderRegistering {
         _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
         _ body: @escaping (Value) throws -> ReceiveResult
     ) -> ResponderHandle {
-        register(.receiveError, filter, "\(file):\(line)", answering: body)
+        register(.receiveError, filter, file, line, body)
     }
 
     /// Registers a `handle` responder for errors: it consumes every error its filter matches.
@@ -264,81 +261,11 @@ extension ResponderRegistering {
     }
 
     private func register(
-        _ kind: ResponderKind, _ filter: TypeFilter, _ location: String, answering body: @escaping (Value) throws -> ReceiveResult
-    ) -> ResponderHandle {
-        register(kind, filter, location, SwiftResponderBody(location: location, answering: body))
-    }
-
-    private func register(
         _ kind: ResponderKind, _ filter: TypeFilter, _ location: String, _ body: SwiftResponderBody
     ) -> ResponderHandle {
         let responder = Responder(kind: kind, filter: filter, body: body, location: location)
         let node = registrationNode
         node.appendResponder(responder)
         return ResponderHandle(responder: responder, node: node)
-    }
-}
-
-/// What typed Swift responders decoded during the dispatches under way, by type: the responders
-/// of one dispatch that take the same type decode its value once. A dispatch engine holds one
-/// and says, before each call, which dispatch it is answering (`serial`, at `depth`). A value
-/// counts as the same only while it is the very same storage (a replacement is another), and
-/// class types are decoded for each responder (one instance shared would let one responder's
-/// changes reach the next).
-final class TypedDecodings {
-    /// The dispatch being answered: its serial (luahier_dispatchserial) and nesting depth.
-    @exclusivity(unchecked) var serial: Int64 = 0
-    @exclusivity(unchecked) var depth = 0
-    /// Per nesting depth: the value last decoded there, in which dispatch, and as what.
-    @exclusivity(unchecked) private var slots: [Slot?]
-
-    private struct Slot {
-        let serial: Int64
-        let value: Value
-        /// By type; a nil box: the value does not decode as it.
-        var decoded: [(type: ObjectIdentifier, box: AnyObject?)]
-    }
-
-    private final class Box<T> {
-        let value: T
-        init(_ value: T) { self.value = value }
-    }
-
-    init(depths: Int) {
-        slots = Array(repeating: nil, count: depths + 1)
-    }
-
-    /// `value` as a `T`, or nil when it does not decode (the responder was not for it).
-    static func decode<T: Decodable>(_ value: Value, as type: T.Type) -> T? {
-        try? ValueDecoder().decode(type, from: value)
-    }
-
-    /// `value` as a `T` (as `decode`), decoded once per value in the dispatch being answered.
-    func decoded<T: Decodable>(_ value: Value, as type: T.Type) -> T? {
-        let depth = depth, serial = serial
-        guard depth >= 1, depth < slots.count, !(type is AnyObject.Type) else { return Self.decode(value, as: type) }
-        let id = ObjectIdentifier(type)
-        if let slot = slots[depth], slot.serial == serial, slot.value.isSameStorage(as: value) {
-            for entry in slot.decoded where entry.type == id {
-                return entry.box.map { unsafeDowncast($0, to: Box<T>.self).value }
-            }
-        } else {
-            slots[depth] = Slot(serial: serial, value: value, decoded: [])
-        }
-        let decoded = Self.decode(value, as: type)
-        // A nested dispatch (from the type's own decoding) may have taken the slot meanwhile.
-        guard let slot = slots[depth], slot.serial == serial, slot.value.isSameStorage(as: value) else { return decoded }
-        slots[depth]!.decoded.append((id, decoded.map { Box($0) }))
-        return decoded
-    }
-}
-
-extension Value {
-    /// Whether `other` is this very value: the same bits, so the same storage (which nothing
-    /// changes in place while both are held). Equal values made apart are not the same.
-    func isSameStorage(as other: Value) -> Bool {
-        withUnsafeBytes(of: self) { mine in
-            withUnsafeBytes(of: other) { theirs in mine.elementsEqual(theirs) }
-        }
     }
 }

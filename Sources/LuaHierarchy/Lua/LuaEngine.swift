@@ -624,11 +624,13 @@ final class LuaEngine: DispatchEngine {
         let serial = luahier_dispatchserial(state)
         let answer: ReceiveResult?
         do {
-            decodings.serial = serial
             decodings.depth = depth
             if let kept = knownValue(of: 1, on: call.L, serial: serial, depth: depth) {
+                // The value is the one kept: typed responders decode it once.
+                decodings.identity = kept
                 answer = try body.receive(kept.value, decodings: decodings)
             } else {
+                decodings.identity = nil
                 let value = try host.value(at: 1, strict: true)
                 remember(value, madeAt: 1, serial: serial, depth: depth, planAt: plan)
                 answer = try body.receive(value, decodings: decodings)

@@ -111,6 +111,26 @@ extension Value {
         return T(exactly: number)
     }
 
+    fileprivate func readBool(at link: CodingPathLink?, _ key: any CodingKey) throws -> Bool {
+        guard case .bool(let flag) = self else { throw mismatch(Bool.self, at: link, key) }
+        return flag
+    }
+
+    fileprivate func readString(at link: CodingPathLink?, _ key: any CodingKey) throws -> String {
+        guard case .string(let text) = self else { throw mismatch(String.self, at: link, key) }
+        return text
+    }
+
+    fileprivate func readDouble(at link: CodingPathLink?, _ key: any CodingKey) throws -> Double {
+        guard let number = doubleValue else { throw mismatch(Double.self, at: link, key) }
+        return number
+    }
+
+    fileprivate func readInteger<T: FixedWidthInteger>(_ type: T.Type, at link: CodingPathLink?, _ key: any CodingKey) throws -> T {
+        guard let number = intValue, let exact = T(exactly: number) else { throw mismatch(type, at: link, key) }
+        return exact
+    }
+
     fileprivate func mismatch(_ type: Any.Type, at link: CodingPathLink?, _ key: (any CodingKey)?) -> DecodingError {
         var path = CodingPathLink.path(to: link)
         if let key { path.append(key) }
@@ -142,59 +162,63 @@ private struct KeyedValues<Key: CodingKey>: KeyedDecodingContainerProtocol {
         return field
     }
 
-    private func read<T>(_ type: T.Type, _ key: Key, _ field: Value, _ reading: (Value) -> T?) throws -> T {
-        guard let read = reading(field) else { throw field.mismatch(type, at: link, key) }
-        return read
-    }
+    // The plain types are read by `Value`'s readers (a non-generic type's, so specialized for
+    // each): this container runs unspecialized (its `Key` is the caller's type), where a helper
+    // generic over the read type would look up `T?` at run time on every field.
 
-    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try read(type, key, field(key)) { $0.boolValue } }
-    func decode(_ type: String.Type, forKey key: Key) throws -> String { try read(type, key, field(key)) { $0.stringValue } }
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try read(type, key, field(key)) { $0.doubleValue } }
-    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { Float(try decode(Double.self, forKey: key)) }
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try read(type, key, field(key)) { $0.decodedInteger(type) } }
-    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try read(type, key, field(key)) { $0.decodedInteger(type) } }
-    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try read(type, key, field(key)) { $0.decodedInteger(type) } }
-    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try read(type, key, field(key)) { $0.decodedInteger(type) } }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try read(type, key, field(key)) { $0.decodedInteger(type) } }
-    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try read(type, key, field(key)) { $0.decodedInteger(type) } }
-    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try read(type, key, field(key)) { $0.decodedInteger(type) } }
-    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try read(type, key, field(key)) { $0.decodedInteger(type) } }
-    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try read(type, key, field(key)) { $0.decodedInteger(type) } }
-    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try read(type, key, field(key)) { $0.decodedInteger(type) } }
+    private func bool(_ field: Value, _ key: Key) throws -> Bool { try field.readBool(at: link, key) }
+    private func string(_ field: Value, _ key: Key) throws -> String { try field.readString(at: link, key) }
+    private func double(_ field: Value, _ key: Key) throws -> Double { try field.readDouble(at: link, key) }
+
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try bool(field(key), key) }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try string(field(key), key) }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try double(field(key), key) }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { Float(try double(field(key), key)) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try field(key).readInteger(type, at: link, key) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try field(key).readInteger(type, at: link, key) }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try field(key).readInteger(type, at: link, key) }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try field(key).readInteger(type, at: link, key) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try field(key).readInteger(type, at: link, key) }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try field(key).readInteger(type, at: link, key) }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try field(key).readInteger(type, at: link, key) }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try field(key).readInteger(type, at: link, key) }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try field(key).readInteger(type, at: link, key) }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try field(key).readInteger(type, at: link, key) }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         try ValueDecoding.decode(type, from: field(key), at: link, key)
     }
 
     func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
-        try presentField(key).map { try read(type, key, $0) { $0.boolValue } }
+        guard let field = presentField(key) else { return nil }
+        return try bool(field, key)
     }
     func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
-        try presentField(key).map { try read(type, key, $0) { $0.stringValue } }
+        guard let field = presentField(key) else { return nil }
+        return try string(field, key)
     }
     func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
-        try presentField(key).map { try read(type, key, $0) { $0.doubleValue } }
+        guard let field = presentField(key) else { return nil }
+        return try double(field, key)
     }
     func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? {
-        try decodeIfPresent(Double.self, forKey: key).map(Float.init)
+        guard let field = presentField(key) else { return nil }
+        return Float(try double(field, key))
     }
-    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try presentInteger(type, key) }
-    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try presentInteger(type, key) }
-    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try presentInteger(type, key) }
-    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try presentInteger(type, key) }
-    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try presentInteger(type, key) }
-    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? { try presentInteger(type, key) }
-    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? { try presentInteger(type, key) }
-    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? { try presentInteger(type, key) }
-    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { try presentInteger(type, key) }
-    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try presentInteger(type, key) }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try presentField(key)?.readInteger(type, at: link, key) }
+    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try presentField(key)?.readInteger(type, at: link, key) }
+    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try presentField(key)?.readInteger(type, at: link, key) }
+    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try presentField(key)?.readInteger(type, at: link, key) }
+    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try presentField(key)?.readInteger(type, at: link, key) }
+    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? { try presentField(key)?.readInteger(type, at: link, key) }
+    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? { try presentField(key)?.readInteger(type, at: link, key) }
+    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? { try presentField(key)?.readInteger(type, at: link, key) }
+    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { try presentField(key)?.readInteger(type, at: link, key) }
+    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try presentField(key)?.readInteger(type, at: link, key) }
 
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-        try presentField(key).map { try ValueDecoding.decode(type, from: $0, at: link, key) }
-    }
-
-    private func presentInteger<T: FixedWidthInteger>(_ type: T.Type, _ key: Key) throws -> T? {
-        try presentField(key).map { try read(type, key, $0) { $0.decodedInteger(type) } }
+        guard let field = presentField(key) else { return nil }
+        return try ValueDecoding.decode(type, from: field, at: link, key)
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
