@@ -416,14 +416,14 @@ struct ReadmeSwiftTests {
             let note: String?
         }
         func path(of value: Value) -> [String] {
-            do {
-                _ = try value.decoded(as: Outer.self)
-                return ["decoded"]
-            } catch let DecodingError.typeMismatch(_, context), let DecodingError.keyNotFound(_, context) {
-                return context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }
-            } catch {
-                return ["another error"]
+            let context: DecodingError.Context
+            switch Result(catching: { try value.decoded(as: Outer.self) }) {
+            case .success: return ["decoded"]
+            case .failure(DecodingError.typeMismatch(_, let found)), .failure(DecodingError.keyNotFound(_, let found)):
+                context = found
+            case .failure: return ["another error"]
             }
+            return context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }
         }
         #expect(path(of: ["inner": ["n": "x"], "list": []]) == ["inner", "n"])
         #expect(path(of: ["inner": [:], "list": []]) == ["inner"])
