@@ -65,12 +65,34 @@ if let flag = CommandLine.arguments.firstIndex(of: "--profile-swift"), flag + 1 
     exit(0)
 }
 
-/// `--profile-swift-lua N`: only N depth-10 dispatches started from Swift through Lua
-/// responders, for a profiler.
+/// `--profile-swift-lua N [DEPTH]`: only N dispatches (depth 10 unless given) started from
+/// Swift through Lua responders, for a profiler.
 if let flag = CommandLine.arguments.firstIndex(of: "--profile-swift-lua"), flag + 1 < CommandLine.arguments.count,
     let count = Int(CommandLine.arguments[flag + 1])
 {
-    _ = try engineFromSwift(depth: 10, count: count)
+    let depth = flag + 2 < CommandLine.arguments.count ? Int(CommandLine.arguments[flag + 2]) ?? 10 : 10
+    _ = try engineFromSwift(depth: depth, count: count)
+    exit(0)
+}
+
+/// `--profile-swift-chain N [DEPTH]`: only N dispatches (depth 10 unless given) from Swift
+/// through Swift closures that return .notHandled, as the Lua responders of
+/// `--profile-swift-lua` return "notHandled" (the two sides of the Swift-closures target).
+if let flag = CommandLine.arguments.firstIndex(of: "--profile-swift-chain"), flag + 1 < CommandLine.arguments.count,
+    let count = Int(CommandLine.arguments[flag + 1])
+{
+    let depth = flag + 2 < CommandLine.arguments.count ? Int(CommandLine.arguments[flag + 2]) ?? 10 : 10
+    _ = try swiftFromSwift(depth: depth, count: count)
+    exit(0)
+}
+
+/// `--profile-swift-typed N [DEPTH] [untyped]`: only N dispatches (depth 10 unless given) of a
+/// small event through typed Swift responders (or untyped ones reading the same field).
+if let flag = CommandLine.arguments.firstIndex(of: "--profile-swift-typed"), flag + 1 < CommandLine.arguments.count,
+    let count = Int(CommandLine.arguments[flag + 1])
+{
+    let depth = flag + 2 < CommandLine.arguments.count ? Int(CommandLine.arguments[flag + 2]) ?? 10 : 10
+    _ = try typedSwift(depth: depth, typed: !CommandLine.arguments.contains("untyped"), count: count)
     exit(0)
 }
 
@@ -235,6 +257,52 @@ func engineFromSwift(depth: Int, count: Int? = nil) throws -> Double {
     }
 }
 
+/// The same chain as `engineFromSwift`, of Swift closures: each returns .notHandled as the
+/// Lua responders there return "notHandled".
+func swiftFromSwift(depth: Int, count: Int? = nil) throws -> Double {
+    let hierarchy = try Hierarchy(options: engineOptions())
+    var node = hierarchy.root
+    for level in 1...depth {
+        node = try node.child("n\(level)")
+        node.receiveEvent(.any) { _ in .notHandled }
+    }
+    let event = Value.event("Tap")
+    if let count {
+        for _ in 0..<count { _ = try hierarchy.trigger(event, at: node) }
+        return 0
+    }
+    return try measure(dispatches / 4) { n in for _ in 0..<n { _ = try hierarchy.trigger(event, at: node) } }
+}
+
+/// What the typed responders below decode: a small event of three fields.
+struct Tap: Decodable {
+    let type: String
+    let x: Int
+    let y: Int
+}
+
+/// `trigger(_:at:)` of a small event through a chain of `depth` Swift closure responders, typed
+/// (`receiveEvent(Tap.self)`) or untyped reading the same field. `count`: that many dispatches,
+/// unmeasured (for a profiler), instead of a measure.
+func typedSwift(depth: Int, typed: Bool, count: Int? = nil) throws -> Double {
+    let hierarchy = try Hierarchy(options: engineOptions())
+    var node = hierarchy.root
+    for level in 1...depth {
+        node = try node.child("t\(level)")
+        if typed {
+            node.receiveEvent(Tap.self) { tap in tap.x < 0 ? .handled : .notHandled }
+        } else {
+            node.receiveEvent(.any) { event in (event["x"]?.intValue ?? 0) < 0 ? .handled : .notHandled }
+        }
+    }
+    let event = Value.event("Tap", ["x": 1, "y": 2])
+    if let count {
+        for _ in 0..<count { _ = try hierarchy.trigger(event, at: node) }
+        return 0
+    }
+    return try measure(dispatches / 4) { n in for _ in 0..<n { _ = try hierarchy.trigger(event, at: node) } }
+}
+
 // MARK: Performance targets
 
 /// A CPU-bound responder: each dispatch computes fib(n) recursively inside a responder.
@@ -282,6 +350,24 @@ let fixedOverFloor = lua10 - spec10
 print(String(format: "%@%10.1f ns   %@", "fixed cost over the spec floor (engine minus floor)".padding(toLength: 58, withPad: " ", startingAt: 0), fixedOverFloor, verdict(fixedOverFloor <= 120)))
 let engineHop = (lua50 - lua10) / 40, plainHop = (plain50 - plain10) / 40
 row("per hop, engine (depths 10 and 50)", engineHop, against: ("of plain Lua's: " + verdict(engineHop <= plainHop), plainHop))
+
+print("")
+print("Swift closures: a chain of Swift closure responders <= the same chain of Lua responders,")
+print("  both through trigger(_:at:) from Swift")
+for depth in [1, 10] {
+    let lua = try engineFromSwift(depth: depth)
+    let swift = try swiftFromSwift(depth: depth)
+    row("depth \(depth): Lua responders", lua)
+    row("depth \(depth): Swift closures", swift, against: ("of Lua responders: " + verdict(swift <= lua), lua))
+}
+print("Typed Swift responders: receiveEvent(Tap.self) (3 fields) <= 1.5x untyped reading a field")
+for depth in [1, 10] {
+    let untyped = try typedSwift(depth: depth, typed: false)
+    let typed = try typedSwift(depth: depth, typed: true)
+    row("depth \(depth): untyped", untyped)
+    row("depth \(depth): typed", typed, against: ("of untyped: " + verdict(typed <= 1.5 * untyped), untyped))
+}
+print("")
 print("Target 2 (luahier dispatch >= 1.5x Lua + cjson, --jobs 2 >= 1.85x --jobs 1): Benchmarks/dispatch/run.sh,")
 print("  which runs the peer and the CLI as whole processes side by side.")
 print("Targets 4 (one dispatch engine) and 5 (C in a C target) are structure: ArchitectureTests, and the")

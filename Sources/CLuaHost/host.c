@@ -39,6 +39,32 @@ void luahier_pushhostfunction(lua_State *L, luahier_HostFunction entry, int nup)
     luahier_pushhostclosure(L, entry, luahier_trampoline, nup);
 }
 
+/* ---- Engine closures ---------------------------------------------------------------- */
+
+/* The walk calls a Swift closure responder often (once per hop): this entry calls Swift through
+ * a plain C function pointer with the object it is bound to, and pushes the verdict words
+ * itself, so Swift neither looks up a registered function nor pushes a string. The walk calls
+ * it with the value alone, so its stack needs no trimming. */
+int luahier_closureentry(lua_State *L) {
+    const luahier_ClosureBinding *binding = (const luahier_ClosureBinding *)lua_touserdata(L, lua_upvalueindex(1));
+    switch (binding->entry(binding, L)) {
+    case LUAHIER_ANSWER_NOTHANDLED: lua_pushvalue(L, lua_upvalueindex(2)); return 1;
+    case LUAHIER_ANSWER_HANDLED: lua_pushvalue(L, lua_upvalueindex(3)); return 1;
+    case LUAHIER_ANSWER_SKIP: lua_pushvalue(L, lua_upvalueindex(4)); return 1;
+    case LUAHIER_ANSWER_PUSHED: return 1;
+    default: return luahier_endhostcall(L, -1);
+    }
+}
+
+void luahier_pushclosureentry(lua_State *L, const luahier_ClosureBinding *binding) {
+    luahier_ClosureBinding *bound = (luahier_ClosureBinding *)lua_newuserdatauv(L, sizeof *bound, 0);
+    *bound = *binding;
+    /* [plan, notHandled, handled, skip, binding] -> [binding, notHandled, handled, skip, plan] */
+    lua_rotate(L, -5, 1);
+    lua_rotate(L, -4, -1);
+    lua_pushcclosure(L, luahier_closureentry, 5);
+}
+
 /* ---- Host objects ------------------------------------------------------------------ */
 
 int luahier_finalize(lua_State *L) {

@@ -407,4 +407,92 @@ struct ReadmeSwiftTests {
         #expect(throws: DecodingError.self) { try Value.map(["id": 1, "ratio": 1, "small": 256, "nested": []]).decoded(as: Row.self) }
         #expect(try Value.array([1, "x"]).decoded(as: [Value].self) == [1, "x"])
     }
+
+    @Test func decodingErrorsNameThePathToTheField() throws {
+        struct Inner: Decodable { let n: Int }
+        struct Outer: Decodable {
+            let inner: Inner
+            let list: [Int]
+            let note: String?
+        }
+        func path(of value: Value) -> [String] {
+            let context: DecodingError.Context
+            switch Result(catching: { try value.decoded(as: Outer.self) }) {
+            case .success: return ["decoded"]
+            case .failure(DecodingError.typeMismatch(_, let found)), .failure(DecodingError.keyNotFound(_, let found)):
+                context = found
+            case .failure: return ["another error"]
+            }
+            return context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }
+        }
+        #expect(path(of: ["inner": ["n": "x"], "list": []]) == ["inner", "n"])
+        #expect(path(of: ["inner": [:], "list": []]) == ["inner"])
+        #expect(path(of: ["inner": ["n": 1], "list": [1, "x"]]) == ["list", "1"])
+        // An optional field that is there must still be of its type; nil is as absent.
+        #expect(path(of: ["inner": ["n": 1], "list": [], "note": 5]) == ["note"])
+        #expect(path(of: ["inner": ["n": 1], "list": [], "note": nil]) == ["decoded"])
+    }
+
+    /// Counts its decodings (one test reads it, on one thread).
+    struct CountedTap: Decodable {
+        nonisolated(unsafe) static var decodings = 0
+        let x: Int
+        init(from decoder: any Decoder) throws {
+            Self.decodings += 1
+            x = try decoder.container(keyedBy: CodingKeys.self).decode(Int.self, forKey: .x)
+        }
+        enum CodingKeys: String, CodingKey { case x }
+    }
+
+    /// A class: each responder gets an instance of its own.
+    final class TapObject: Decodable {
+        nonisolated(unsafe) static var decodings = 0
+        var x: Int
+        init(from decoder: any Decoder) throws {
+            Self.decodings += 1
+            x = try decoder.container(keyedBy: CodingKeys.self).decode(Int.self, forKey: .x)
+        }
+        enum CodingKeys: String, CodingKey { case x }
+    }
+
+    @Test func typedRespondersOfOneDispatchDecodeItsValueOnce() throws {
+        let fixture = try Fixture()
+        var node = fixture.hierarchy.root
+        var seen: [Int] = []
+        for level in 1...3 {
+            node = try node.child("n\(level)")
+            node.receiveEvent(CountedTap.self) { tap in
+                seen.append(tap.x)
+                return .notHandled
+            }
+        }
+        CountedTap.decodings = 0
+        #expect(try fixture.hierarchy.trigger(["type": "Tap", "x": 1], at: node).status == .unhandled)
+        #expect(seen == [1, 1, 1] && CountedTap.decodings == 1)
+        // The next dispatch decodes its own value, even an equal one.
+        #expect(try fixture.hierarchy.trigger(["type": "Tap", "x": 1], at: node).status == .unhandled)
+        #expect(seen.count == 6 && CountedTap.decodings == 2)
+        // A replacement is another value: the responders after it decode that one.
+        try #require(try fixture.hierarchy.node(at: "/n1/n2")).receiveEvent(.any) { _ in .replace(["type": "Tap", "x": 2]) }
+        _ = try fixture.hierarchy.trigger(["type": "Tap", "x": 1], at: node)
+        #expect(Array(seen.suffix(3)) == [1, 1, 2] && CountedTap.decodings == 4)
+    }
+
+    @Test func typedRespondersOfAClassTypeEachGetTheirOwnInstance() throws {
+        let fixture = try Fixture()
+        let parent = try fixture.hierarchy.root.child("parent")
+        let child = try parent.child("child")
+        child.receiveEvent(TapObject.self) { tap in
+            tap.x += 10
+            return .notHandled
+        }
+        var seen: [Int] = []
+        parent.receiveEvent(TapObject.self) { tap in
+            seen.append(tap.x)
+            return .notHandled
+        }
+        TapObject.decodings = 0
+        _ = try fixture.hierarchy.trigger(["type": "Tap", "x": 1], at: child)
+        #expect(seen == [1] && TapObject.decodings == 2)
+    }
 }

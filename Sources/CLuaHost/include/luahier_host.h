@@ -26,6 +26,38 @@ void luahier_pushhostclosure(lua_State *L, luahier_HostFunction entry, lua_CFunc
 /* [-nup, +1, -] The trampoline as a closure over `entry` and `nup` upvalues already pushed. */
 void luahier_pushhostfunction(lua_State *L, luahier_HostFunction entry, int nup);
 
+/* What a Swift closure's entry answers (luahier_ClosureEntry). */
+enum {
+    LUAHIER_ANSWER_RAISED = -1,    /* an error value pushed, which the entry raises */
+    LUAHIER_ANSWER_NOTHANDLED = 0,
+    LUAHIER_ANSWER_HANDLED = 1,
+    LUAHIER_ANSWER_SKIP = 2,       /* not offered after all: the skip mark (luahier_pushskipmark) */
+    LUAHIER_ANSWER_PUSHED = 3      /* a replacement value pushed */
+};
+
+struct luahier_ClosureBinding;
+
+/* The Swift side of a closure responder's call, with what its entry is bound to and the value
+ * at index 1 (the only argument). Runs as a host function does (host mode, no Lua error). */
+typedef int (*luahier_ClosureEntry)(const struct luahier_ClosureBinding *binding, lua_State *L);
+
+/* What a closure responder's entry is bound to (its first upvalue, a userdata): Swift objects,
+ * unretained (the plan holds them). */
+typedef struct luahier_ClosureBinding {
+    luahier_ClosureEntry entry;
+    void *engine;
+    void *responder;
+    void *body;
+} luahier_ClosureBinding;
+
+/* [-?, +?, e] A closure responder as the walk calls it, with the value alone: upvalue 1 its
+ * binding, 2-4 what it pushes for notHandled, handled and skip, 5 the plan. */
+int luahier_closureentry(lua_State *L);
+
+/* [-4, +1, m] luahier_closureentry as a closure bound as `binding` says (copied), over the four
+ * values on top of the stack: the plan, the words "notHandled" and "handled", the skip mark. */
+void luahier_pushclosureentry(lua_State *L, const luahier_ClosureBinding *binding);
+
 /* lua_CFunction: the `__gc` of every host userdata (nodes, handles, plans, trace records),
  * whose block holds a retained Swift object. Forgets the object (a resurrected userdata then
  * reads as finalized) and queues its release for the host; runs no Swift and no Lua, so a

@@ -17,17 +17,41 @@ final class SwiftResponderBody: ResponderBody {
     /// Nil: the value was not offered to it after all (a typed responder's value that does
     /// not decode as its type), so it passes untouched, as one a filter leaves out.
     private let closure: (Value) throws -> ReceiveResult?
+    /// A typed responder's closure as a dispatch engine calls it: with the values decoded so
+    /// far in the dispatch, which it decodes its input through.
+    private let typedClosure: ((Value, TypedDecodings) throws -> ReceiveResult?)?
     private let location: String
 
     init(location: String, _ closure: @escaping (Value) throws -> ReceiveResult?) {
         self.closure = closure
+        self.typedClosure = nil
         self.location = location
     }
 
+    /// A typed responder's body: offered only values that decode as `T`.
+    init<T: Decodable>(location: String, decoding type: T.Type, _ body: @escaping (T) throws -> ReceiveResult) {
+        let decoding = TypedDecoding(type)
+        self.closure = { value in try SwiftResponderBody.answer(of: body, given: decoding.decode(value)) }
+        self.typedClosure = { value, decodings in
+            try SwiftResponderBody.answer(of: body, given: decodings.decoded(value, decoding))
+        }
+        self.location = location
+    }
+
+    /// `body`'s answer for the value `decoded` holds; nil when the value did not decode. (Code
+    /// generic over `T` runs unspecialized here: it touches no `T?`, whose type would be looked
+    /// up at run time on every call.)
+    private static func answer<T>(of body: (T) throws -> ReceiveResult, given decoded: DecodedValue) rethrows -> ReceiveResult? {
+        guard let storage = decoded.storage else { return nil }
+        return try body(storage.assumingMemoryBound(to: T.self).pointee)
+    }
+
     /// The closure's own answer, for a dispatch engine that reads answers itself; nil when
-    /// the value was not for it.
-    func receive(_ value: Value) throws -> ReceiveResult? {
-        try closure(value)
+    /// the value was not for it. `decodings`: what typed responders decoded in this dispatch.
+    @inline(__always)
+    func receive(_ value: Value, decodings: TypedDecodings) throws -> ReceiveResult? {
+        if let typedClosure { return try typedClosure(value, decodings) }
+        return try closure(value)
     }
 
     func call(with input: inout Message, returning domain: Domain) -> ResponderReply {
@@ -179,7 +203,7 @@ extension ResponderRegistering {
         _ type: T.Type, _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
         _ body: @escaping (T) throws -> ReceiveResult
     ) -> ResponderHandle {
-        register(.receiveEvent, filter, file, line) { value in try Self.decoded(value, as: type).map(body) }
+        register(.receiveEvent, filter, file, line, decoding: type, body)
     }
 
     /// Registers a `handle` responder that consumes the events that decode as `T`.
@@ -188,9 +212,7 @@ extension ResponderRegistering {
         _ type: T.Type, _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
         _ body: @escaping (T) throws -> Void
     ) -> ResponderHandle {
-        register(.handleEvent, filter, file, line) { value in
-            try Self.decoded(value, as: type).map { try body($0); return .handled }
-        }
+        register(.handleEvent, filter, file, line, decoding: type) { try body($0); return .handled }
     }
 
     /// Registers a `receive` responder offered only errors that decode as `T`.
@@ -199,7 +221,7 @@ extension ResponderRegistering {
         _ type: T.Type, _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
         _ body: @escaping (T) throws -> ReceiveResult
     ) -> ResponderHandle {
-        register(.receiveError, filter, file, line) { value in try Self.decoded(value, as: type).map(body) }
+        register(.receiveError, filter, file, line, decoding: type, body)
     }
 
     /// Registers a `handle` responder that consumes the errors that decode as `T`, as the
@@ -209,9 +231,7 @@ extension ResponderRegistering {
         _ type: T.Type, _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
         _ body: @escaping (T) throws -> Void
     ) -> ResponderHandle {
-        register(.handleError, filter, file, line) { value in
-            try Self.decoded(value, as: type).map { try body($0); return .handled }
-        }
+        register(.handleError, filter, file, line, decoding: type) { try body($0); return .handled }
     }
 
     /// Registers a `catch` responder that turns the errors that decode as `T` into the event
@@ -221,12 +241,15 @@ extension ResponderRegistering {
         _ type: T.Type, _ filter: TypeFilter = .any, file: StaticString = #fileID, line: UInt = #line,
         _ body: @escaping (T) throws -> Value
     ) -> ResponderHandle {
-        register(.catchError, filter, file, line) { value in try Self.decoded(value, as: type).map { .replace(try body($0)) } }
+        register(.catchError, filter, file, line, decoding: type) { .replace(try body($0)) }
     }
 
-    /// `value` as a `T`, or nil when it does not decode (the responder was not for it).
-    private static func decoded<T: Decodable>(_ value: Value, as type: T.Type) -> T? {
-        try? ValueDecoder().decode(type, from: value)
+    private func register<T: Decodable>(
+        _ kind: ResponderKind, _ filter: TypeFilter, _ file: StaticString, _ line: UInt, decoding type: T.Type,
+        _ body: @escaping (T) throws -> ReceiveResult
+    ) -> ResponderHandle {
+        let location = "\(file):\(line)"
+        return register(kind, filter, location, SwiftResponderBody(location: location, decoding: type, body))
     }
 
     private func register(
@@ -234,8 +257,13 @@ extension ResponderRegistering {
         _ body: @escaping (Value) throws -> ReceiveResult?
     ) -> ResponderHandle {
         let location = "\(file):\(line)"
-        let responder = Responder(
-            kind: kind, filter: filter, body: SwiftResponderBody(location: location, body), location: location)
+        return register(kind, filter, location, SwiftResponderBody(location: location, body))
+    }
+
+    private func register(
+        _ kind: ResponderKind, _ filter: TypeFilter, _ location: String, _ body: SwiftResponderBody
+    ) -> ResponderHandle {
+        let responder = Responder(kind: kind, filter: filter, body: body, location: location)
         let node = registrationNode
         node.appendResponder(responder)
         return ResponderHandle(responder: responder, node: node)

@@ -16,6 +16,9 @@ final class LuaEngine: DispatchEngine {
     // atomic retain and release on every access (a fifth of a Swift responder's call).
     unowned(unsafe) let host: LuaHost
     unowned(unsafe) let dispatcher: Dispatcher
+    /// `host`, for the calls of Swift closures: used through `_withUnsafeGuaranteedRef`, which
+    /// retains nothing (a load of `host` is a retain and a release).
+    private let hostReference: Unmanaged<LuaHost>
     /// What C shares with this side.
     let state = UnsafeMutablePointer<luahier_Engine>.allocate(capacity: 1)
     /// The metatable of the userdata that holds an entry's Swift object (LUAHIER_ENTRY_OBJECT).
@@ -37,17 +40,28 @@ final class LuaEngine: DispatchEngine {
     /// (LUAHIER_PLAN_HOSTONLY), the table never reaches Lua code, so Swift closures get the value
     /// it was made from (or was first read as) instead of a new reading of it per call.
     @exclusivity(unchecked) private var known = [KnownValue?](repeating: nil, count: Int(LUAHIER_MAX_DEPTH) + 1)
-    private struct KnownValue {
+    /// What typed Swift responders decoded in the dispatches under way.
+    private let decodings = TypedDecodings(depths: Int(LUAHIER_MAX_DEPTH))
+    /// A class, so a closure is lent the value it holds without a copy of it.
+    private final class KnownValue {
         let serial: Int64
         let table: UnsafeRawPointer
         let value: Value
         /// Whether the dispatch's plan is the host's alone (LUAHIER_PLAN_HOSTONLY): only then
         /// may the value stand for the table.
         let hostOnly: Bool
+
+        init(serial: Int64, table: UnsafeRawPointer, value: Value, hostOnly: Bool) {
+            self.serial = serial
+            self.table = table
+            self.value = value
+            self.hostOnly = hostOnly
+        }
     }
 
     init(host: LuaHost, dispatcher: Dispatcher) throws(HierarchyError) {
         self.host = host
+        hostReference = Unmanaged.passUnretained(host)
         self.dispatcher = dispatcher
         state.initialize(to: luahier_Engine())
         let L = host.thread
@@ -150,8 +164,8 @@ final class LuaEngine: DispatchEngine {
     func dispatchResult(_ r: luahier_Result, planAt plan: Int32) -> DispatchResult {
         let L = host.thread
         let payload: Payload
-        if let value = knownValue(of: r.value, serial: r.serial, depth: dispatcher.depth + 1, planAt: plan) {
-            payload = .value(value)
+        if let kept = knownValue(of: r.value, on: L, serial: r.serial, depth: dispatcher.depth + 1) {
+            payload = .value(kept.value)
         } else {
             lua_pushvalue(L, r.value)
             payload = .foreign(LuaPayload(host: host, ref: host.ref()))
@@ -345,6 +359,21 @@ final class LuaEngine: DispatchEngine {
             lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(body.ref))
             return
         }
+        // A Swift closure: its own entry (luahier_closureentry), bound to this engine and the
+        // responder, which the entry's object userdata (pushObject) keeps alive.
+        if case .responder(let responder) = entry.role, responder.kind != .handleAlertErrors {
+            precondition(responder.body is SwiftResponderBody, "a responder body of another host")
+            lua_pushvalue(L, table)
+            host.push(InternedString.notHandled)
+            host.push(InternedString.handled)
+            luahier_pushskipmark(L)
+            var binding = luahier_ClosureBinding(
+                entry: swiftClosureEntry, engine: Unmanaged.passUnretained(self).toOpaque(),
+                responder: Unmanaged.passUnretained(responder).toOpaque(),
+                body: Unmanaged.passUnretained(unsafeDowncast(responder.body, to: SwiftResponderBody.self)).toOpaque())
+            luahier_pushclosureentry(L, &binding)
+            return
+        }
         // A host closure over (plan, slot, the object, its role): the object is kept alive by
         // the entry's object userdata (pushObject), in the same plan.
         lua_pushvalue(L, table)
@@ -352,8 +381,7 @@ final class LuaEngine: DispatchEngine {
         let role: EntryRole
         switch entry.role {
         case .responder(let responder):
-            role = responder.kind == .handleAlertErrors ? .alert : .swift
-            precondition(role == .alert || responder.body is SwiftResponderBody, "a responder body of another host")
+            role = .alert
             lua_pushlightuserdata(L, Unmanaged.passUnretained(responder).toOpaque())
         case .arrival:
             role = .arrival
@@ -536,9 +564,6 @@ final class LuaEngine: DispatchEngine {
         // the object alive): no lookup and no cast per call.
         let object = lua_touserdata(L, luahier_upvalueindex(5))!
         switch EntryRole(rawValue: Int(luahier_tointeger(L, luahier_upvalueindex(6)))) {
-        case .swift:
-            let responder = Unmanaged<Responder>.fromOpaque(object).takeUnretainedValue()
-            return try callSwift(unsafeDowncast(responder.body, to: SwiftResponderBody.self), of: responder, planAt: plan, call)
         case .arrival:
             let slot = Int(luahier_tointeger(L, luahier_upvalueindex(4)))
             let arrival = Unmanaged<ArrivalBox>.fromOpaque(object).takeUnretainedValue().arrival
@@ -572,24 +597,44 @@ final class LuaEngine: DispatchEngine {
 
     /// What an entry the walk calls through the host is (pushCall).
     private enum EntryRole: Int {
-        case swift = 1, alert, arrival
+        case alert = 2, arrival
     }
 
-    /// A Swift closure's call: its answer as Lua's are read (a value goes to the walk as it is).
+    /// luahier_closureentry's call of the Swift closure `binding` names, as a host function
+    /// runs: LUAHIER_ANSWER_*.
+    fileprivate func callClosure(_ L: LuaState, _ binding: luahier_ClosureBinding) -> Int32 {
+        // The plan's object userdata holds the responder, the responder its body, and the
+        // hierarchy the host: none is retained for the call.
+        hostReference._withUnsafeGuaranteedRef { host in
+            host.runAsFunction(on: L) { call in
+                try Unmanaged<Responder>.fromOpaque(binding.responder)._withUnsafeGuaranteedRef { responder in
+                    try Unmanaged<SwiftResponderBody>.fromOpaque(binding.body)._withUnsafeGuaranteedRef { body in
+                        try callSwift(body, of: responder, planAt: luahier_upvalueindex(5), call)
+                    }
+                }
+            }
+        }
+    }
+
+    /// A Swift closure's call: its answer as Lua's are read (a value goes to the walk as it
+    /// is), LUAHIER_ANSWER_*: the verdicts are the entry's to push.
     private func callSwift(_ body: SwiftResponderBody, of responder: Responder, planAt plan: Int32, _ call: HostCall) throws -> Int32 {
-        let L = call.L
-        let depth = dispatcher.depth
+        // The depth as C counts it (a load of `dispatcher` is a retain and a release).
+        let depth = state.pointee.depth.pointee
         let serial = luahier_dispatchserial(state)
         let answer: ReceiveResult?
         do {
-            let value: Value
-            if let kept = knownValue(of: 1, serial: serial, depth: depth, planAt: plan) {
-                value = kept
+            decodings.depth = depth
+            if let kept = knownValue(of: 1, on: call.L, serial: serial, depth: depth) {
+                // The value is the one kept: typed responders decode it once.
+                decodings.identity = kept
+                answer = try body.receive(kept.value, decodings: decodings)
             } else {
-                value = try host.value(at: 1, strict: true)
+                decodings.identity = nil
+                let value = try host.value(at: 1, strict: true)
                 remember(value, madeAt: 1, serial: serial, depth: depth, planAt: plan)
+                answer = try body.receive(value, decodings: decodings)
             }
-            answer = try body.receive(value)
         } catch {
             throw RaisedMessage(message: Message(swiftError: error, where: responder.location))
         }
@@ -597,9 +642,9 @@ final class LuaEngine: DispatchEngine {
         case nil:
             // Not for it after all (a typed responder's value that does not decode): passed
             // untouched, as the walk passes a removed responder.
-            luahier_pushskipmark(L)
-        case .handled: host.push(InternedString.handled)
-        case .notHandled: host.push(InternedString.notHandled)
+            return Int32(LUAHIER_ANSWER_SKIP)
+        case .handled: return Int32(LUAHIER_ANSWER_HANDLED)
+        case .notHandled: return Int32(LUAHIER_ANSWER_NOTHANDLED)
         case .replace(let value):
             do { try host.push(value) } catch {
                 throw RaisedMessage(message: Message(swiftError: error, where: responder.location))
@@ -609,17 +654,17 @@ final class LuaEngine: DispatchEngine {
             if responder.kind.replacementDomain == .event, value["type"]?.stringValue != nil {
                 remember(value, madeAt: -1, serial: serial, depth: depth, planAt: plan)
             }
+            return Int32(LUAHIER_ANSWER_PUSHED)
         }
-        return 1
     }
 
     /// The Swift value the table at `index` stands for in dispatch `serial` (at `depth`), if
     /// it is known and its plan is the host's alone.
-    private func knownValue(of index: Int32, serial: Int64, depth: Int, planAt plan: Int32) -> Value? {
+    private func knownValue(of index: Int32, on L: LuaState, serial: Int64, depth: Int) -> KnownValue? {
         guard depth >= 1, depth < known.count, let kept = known[depth], kept.serial == serial,
-            kept.hostOnly, kept.table == lua_topointer(host.thread, index)
+            kept.hostOnly, kept.table == lua_topointer(L, index)
         else { return nil }
-        return kept.value
+        return kept
     }
 
     /// Keeps `value` as what the table at `index` stands for, in a plan that is the host's alone.
@@ -854,4 +899,10 @@ final class LuaEngine: DispatchEngine {
 private final class ArrivalBox {
     let arrival: Arrival
     init(_ arrival: Arrival) { self.arrival = arrival }
+}
+
+/// The Swift side of luahier_closureentry: the engine and the responder as the plan bound them.
+private let swiftClosureEntry: luahier_ClosureEntry = { binding, L in
+    let binding = binding!.pointee
+    return Unmanaged<LuaEngine>.fromOpaque(binding.engine)._withUnsafeGuaranteedRef { $0.callClosure(L!, binding) }
 }

@@ -296,6 +296,20 @@ final class LuaHost {
     }
 
     private func runFunction(_ index: Int, call: HostCall) -> Int32 {
+        run(call, functions[index])
+    }
+
+    /// Runs `body` as host function `call`, as the trampoline's entry does (a host closure the
+    /// walk calls through a C function pointer of its own, without a registered function):
+    /// host mode on `call.L`, the copies it holds given back, an error it throws pushed. Returns
+    /// its result count, or -1 with the error value pushed.
+    @inline(__always)
+    func runAsFunction(on L: LuaState, _ body: (HostCall) throws -> Int32) -> Int32 {
+        asHost(on: L) { run(HostCall(host: self, L: L), body) }
+    }
+
+    @inline(__always)
+    private func run(_ call: HostCall, _ body: (HostCall) throws -> Int32) -> Int32 {
         let L = call.L
         let transientMark = transientBytes
         defer {
@@ -306,7 +320,7 @@ final class LuaHost {
             if guardState.pointee.released_count > 0 { drainReleases() }
         }
         do {
-            return try functions[index](call)
+            return try body(call)
         } catch let error as LuaArgumentError {
             lua_settop(L, call.top)
             pushBytes(Array(error.message.utf8))

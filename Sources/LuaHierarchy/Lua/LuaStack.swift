@@ -160,7 +160,9 @@ enum InternedString: Int, CaseIterable {
 
 /// The arguments of one host-function call and what it needs to answer.
 struct HostCall {
-    let host: LuaHost
+    // Unchecked: a call lives only while its host runs it (a checked reference costs a retain
+    // and a release per host call).
+    unowned(unsafe) let host: LuaHost
     let L: LuaState
     /// The argument count at entry; the stack is reset to it when the function throws.
     let top: Int32

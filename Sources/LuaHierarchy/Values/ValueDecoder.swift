@@ -11,7 +11,7 @@ public struct ValueDecoder: Sendable {
 
     /// Decodes `value` as a `T`.
     public func decode<T: Decodable>(_ type: T.Type, from value: Value) throws -> T {
-        try T(from: ValueDecoding(value: value, codingPath: []))
+        try ValueDecoding.decode(type, from: value, at: nil, nil)
     }
 }
 
@@ -38,73 +38,215 @@ struct ValueCodingKey: CodingKey {
     }
 }
 
+/// The keys that lead to the value being decoded, innermost first, as links: a nested value
+/// costs one small link, and the array `codingPath` is made only when something reads it (an
+/// error, a type that asks).
+final class CodingPathLink {
+    let parent: CodingPathLink?
+    let key: any CodingKey
+
+    init(_ parent: CodingPathLink?, _ key: any CodingKey) {
+        self.parent = parent
+        self.key = key
+    }
+
+    /// The keys from the outermost to `link`'s.
+    static func path(to link: CodingPathLink?) -> [any CodingKey] {
+        var keys: [any CodingKey] = []
+        var next = link
+        while let at = next {
+            keys.append(at.key)
+            next = at.parent
+        }
+        return keys.reversed()
+    }
+}
+
 struct ValueDecoding: Decoder {
     let value: Value
-    let codingPath: [any CodingKey]
+    let link: CodingPathLink?
+    var codingPath: [any CodingKey] { CodingPathLink.path(to: link) }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    init(value: Value, link: CodingPathLink?) {
+        self.value = value
+        self.link = link
+    }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard case .map(let fields) = value else { throw mismatch([String: Value].self) }
-        return KeyedDecodingContainer(KeyedValues<Key>(fields: fields, codingPath: codingPath))
+        return KeyedDecodingContainer(KeyedValues<Key>(fields: fields, link: link))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         switch value {
-        case .array(let items): return UnkeyedValues(items: items, codingPath: codingPath)
+        case .array(let items): return UnkeyedValues(items: items, link: link)
         // The empty table reads as an empty map: it is an empty array too.
-        case .map(let fields) where fields.isEmpty: return UnkeyedValues(items: [], codingPath: codingPath)
+        case .map(let fields) where fields.isEmpty: return UnkeyedValues(items: [], link: link)
         default: throw mismatch([Value].self)
         }
     }
 
-    func singleValueContainer() throws -> any SingleValueDecodingContainer { SingleValue(value: value, codingPath: codingPath) }
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { SingleValue(value: value, link: link) }
 
     func mismatch(_ type: Any.Type) -> DecodingError {
         .typeMismatch(type, .init(codingPath: codingPath, debugDescription: "expected \(type), found \(value)"))
+    }
+
+    /// `value` as a `T`: the plain types read directly (no container), others by their
+    /// `init(from:)` with `key` added to the path.
+    static func decode<T: Decodable>(_ type: T.Type, from value: Value, at link: CodingPathLink?, _ key: (any CodingKey)?) throws -> T {
+        // A field of type `Value` takes the value as it is.
+        if T.self == Value.self { return unsafeBitCast(value, to: T.self) }
+        let inner = key.map { CodingPathLink(link, $0) } ?? link
+        return try T(from: ValueDecoding(value: value, link: inner))
+    }
+}
+
+/// The plain types' readings, shared by the containers: each returns nil when the value is not
+/// one (the caller throws the mismatch, which it alone knows the path of).
+extension Value {
+    fileprivate func decodedInteger<T: FixedWidthInteger>(_ type: T.Type) -> T? {
+        guard let number = intValue else { return nil }
+        return T(exactly: number)
+    }
+
+    fileprivate func readBool(at link: CodingPathLink?, _ key: any CodingKey) throws -> Bool {
+        guard case .bool(let flag) = self else { throw mismatch(Bool.self, at: link, key) }
+        return flag
+    }
+
+    fileprivate func readString(at link: CodingPathLink?, _ key: any CodingKey) throws -> String {
+        guard case .string(let text) = self else { throw mismatch(String.self, at: link, key) }
+        return text
+    }
+
+    fileprivate func readDouble(at link: CodingPathLink?, _ key: any CodingKey) throws -> Double {
+        guard let number = doubleValue else { throw mismatch(Double.self, at: link, key) }
+        return number
+    }
+
+    fileprivate func readInteger<T: FixedWidthInteger>(_ type: T.Type, at link: CodingPathLink?, _ key: any CodingKey) throws -> T {
+        guard let number = intValue, let exact = T(exactly: number) else { throw mismatch(type, at: link, key) }
+        return exact
+    }
+
+    fileprivate func mismatch(_ type: Any.Type, at link: CodingPathLink?, _ key: (any CodingKey)?) -> DecodingError {
+        var path = CodingPathLink.path(to: link)
+        if let key { path.append(key) }
+        return .typeMismatch(type, .init(codingPath: path, debugDescription: "expected \(type), found \(self)"))
     }
 }
 
 private struct KeyedValues<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let fields: [String: Value]
-    let codingPath: [any CodingKey]
+    let link: CodingPathLink?
+    var codingPath: [any CodingKey] { CodingPathLink.path(to: link) }
     var allKeys: [Key] { fields.keys.compactMap { Key(stringValue: $0) } }
 
     func contains(_ key: Key) -> Bool { fields[key.stringValue] != nil }
 
     func decodeNil(forKey key: Key) throws -> Bool { (fields[key.stringValue] ?? .null) == .null }
 
-    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+    private func field(_ key: Key) throws -> Value {
         guard let field = fields[key.stringValue] else {
             throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no field \(key.stringValue)"))
         }
-        return try T(from: ValueDecoding(value: field, codingPath: codingPath + [key]))
+        return field
+    }
+
+    /// The field, or nil when it is missing or nil (one lookup, where the default
+    /// `decodeIfPresent` makes three).
+    private func presentField(_ key: Key) -> Value? {
+        guard let field = fields[key.stringValue], field != .null else { return nil }
+        return field
+    }
+
+    // The plain types are read by `Value`'s readers (a non-generic type's, so specialized for
+    // each): this container runs unspecialized (its `Key` is the caller's type), where a helper
+    // generic over the read type would look up `T?` at run time on every field.
+
+    private func bool(_ field: Value, _ key: Key) throws -> Bool { try field.readBool(at: link, key) }
+    private func string(_ field: Value, _ key: Key) throws -> String { try field.readString(at: link, key) }
+    private func double(_ field: Value, _ key: Key) throws -> Double { try field.readDouble(at: link, key) }
+
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try bool(field(key), key) }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try string(field(key), key) }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try double(field(key), key) }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { Float(try double(field(key), key)) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try field(key).readInteger(type, at: link, key) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try field(key).readInteger(type, at: link, key) }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try field(key).readInteger(type, at: link, key) }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try field(key).readInteger(type, at: link, key) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try field(key).readInteger(type, at: link, key) }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try field(key).readInteger(type, at: link, key) }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try field(key).readInteger(type, at: link, key) }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try field(key).readInteger(type, at: link, key) }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try field(key).readInteger(type, at: link, key) }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try field(key).readInteger(type, at: link, key) }
+
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        try ValueDecoding.decode(type, from: field(key), at: link, key)
+    }
+
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
+        guard let field = presentField(key) else { return nil }
+        return try bool(field, key)
+    }
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
+        guard let field = presentField(key) else { return nil }
+        return try string(field, key)
+    }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
+        guard let field = presentField(key) else { return nil }
+        return try double(field, key)
+    }
+    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? {
+        guard let field = presentField(key) else { return nil }
+        return Float(try double(field, key))
+    }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try presentField(key)?.readInteger(type, at: link, key) }
+    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try presentField(key)?.readInteger(type, at: link, key) }
+    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try presentField(key)?.readInteger(type, at: link, key) }
+    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try presentField(key)?.readInteger(type, at: link, key) }
+    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try presentField(key)?.readInteger(type, at: link, key) }
+    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? { try presentField(key)?.readInteger(type, at: link, key) }
+    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? { try presentField(key)?.readInteger(type, at: link, key) }
+    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? { try presentField(key)?.readInteger(type, at: link, key) }
+    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { try presentField(key)?.readInteger(type, at: link, key) }
+    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try presentField(key)?.readInteger(type, at: link, key) }
+
+    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+        guard let field = presentField(key) else { return nil }
+        return try ValueDecoding.decode(type, from: field, at: link, key)
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
-        try ValueDecoding(value: fields[key.stringValue] ?? .null, codingPath: codingPath + [key]).container(keyedBy: type)
+        try ValueDecoding(value: fields[key.stringValue] ?? .null, link: CodingPathLink(link, key)).container(keyedBy: type)
     }
 
     func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-        try ValueDecoding(value: fields[key.stringValue] ?? .null, codingPath: codingPath + [key]).unkeyedContainer()
+        try ValueDecoding(value: fields[key.stringValue] ?? .null, link: CodingPathLink(link, key)).unkeyedContainer()
     }
 
-    func superDecoder() throws -> any Decoder { ValueDecoding(value: .map(fields), codingPath: codingPath) }
+    func superDecoder() throws -> any Decoder { ValueDecoding(value: .map(fields), link: link) }
 
     func superDecoder(forKey key: Key) throws -> any Decoder {
-        ValueDecoding(value: fields[key.stringValue] ?? .null, codingPath: codingPath + [key])
+        ValueDecoding(value: fields[key.stringValue] ?? .null, link: CodingPathLink(link, key))
     }
 }
 
 private struct UnkeyedValues: UnkeyedDecodingContainer {
     let items: [Value]
-    let codingPath: [any CodingKey]
+    let link: CodingPathLink?
+    var codingPath: [any CodingKey] { CodingPathLink.path(to: link) }
     var currentIndex = 0
     var count: Int? { items.count }
     var isAtEnd: Bool { currentIndex >= items.count }
 
-    init(items: [Value], codingPath: [any CodingKey]) {
+    init(items: [Value], link: CodingPathLink?) {
         self.items = items
-        self.codingPath = codingPath
+        self.link = link
     }
 
     private mutating func next() throws -> ValueDecoding {
@@ -112,7 +254,18 @@ private struct UnkeyedValues: UnkeyedDecodingContainer {
             throw DecodingError.valueNotFound(Value.self, .init(codingPath: codingPath, debugDescription: "no item \(currentIndex)"))
         }
         defer { currentIndex += 1 }
-        return ValueDecoding(value: items[currentIndex], codingPath: codingPath + [ValueCodingKey(intValue: currentIndex)])
+        return ValueDecoding(value: items[currentIndex], link: CodingPathLink(link, ValueCodingKey(intValue: currentIndex)))
+    }
+
+    /// The next item read as a plain type, or the mismatch (the index stays where it was).
+    private mutating func nextRead<T>(_ type: T.Type, _ reading: (Value) -> T?) throws -> T {
+        guard !isAtEnd else {
+            throw DecodingError.valueNotFound(Value.self, .init(codingPath: codingPath, debugDescription: "no item \(currentIndex)"))
+        }
+        let item = items[currentIndex]
+        guard let read = reading(item) else { throw item.mismatch(type, at: link, ValueCodingKey(intValue: currentIndex)) }
+        currentIndex += 1
+        return read
     }
 
     mutating func decodeNil() throws -> Bool {
@@ -121,7 +274,19 @@ private struct UnkeyedValues: UnkeyedDecodingContainer {
         return true
     }
 
-    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try T(from: next()) }
+    mutating func decode(_ type: Bool.Type) throws -> Bool { try nextRead(type) { $0.boolValue } }
+    mutating func decode(_ type: String.Type) throws -> String { try nextRead(type) { $0.stringValue } }
+    mutating func decode(_ type: Double.Type) throws -> Double { try nextRead(type) { $0.doubleValue } }
+    mutating func decode(_ type: Int.Type) throws -> Int { try nextRead(type) { $0.decodedInteger(type) } }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { try nextRead(type) { $0.decodedInteger(type) } }
+
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        if T.self == Value.self, !isAtEnd {
+            defer { currentIndex += 1 }
+            return unsafeBitCast(items[currentIndex], to: T.self)
+        }
+        return try T(from: next())
+    }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
         try next().container(keyedBy: type)
@@ -134,7 +299,8 @@ private struct UnkeyedValues: UnkeyedDecodingContainer {
 
 private struct SingleValue: SingleValueDecodingContainer {
     let value: Value
-    let codingPath: [any CodingKey]
+    let link: CodingPathLink?
+    var codingPath: [any CodingKey] { CodingPathLink.path(to: link) }
 
     func decodeNil() -> Bool { value == .null }
 
@@ -167,18 +333,16 @@ private struct SingleValue: SingleValueDecodingContainer {
     func decode(_ type: UInt64.Type) throws -> UInt64 { try integer(type) }
 
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try T(from: ValueDecoding(value: value, codingPath: codingPath))
+        try ValueDecoding.decode(type, from: value, at: link, nil)
     }
 
     /// An integer as the rules read it (`500.0` is `500`), in range for `T`.
     private func integer<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
-        guard let number = value.intValue, let exact = T(exactly: number) else { throw mismatch(type) }
+        guard let exact = value.decodedInteger(type) else { throw mismatch(type) }
         return exact
     }
 
-    private func mismatch(_ type: Any.Type) -> DecodingError {
-        .typeMismatch(type, .init(codingPath: codingPath, debugDescription: "expected \(type), found \(value)"))
-    }
+    private func mismatch(_ type: Any.Type) -> DecodingError { value.mismatch(type, at: link, nil) }
 }
 
 /// `Value` itself is `Codable`: a field of type `Value` in a typed responder's type takes
