@@ -3,8 +3,9 @@
 # dispatches of a profile script, over 50,000 (so start-up and the script's setup cancel out).
 #   Benchmarks/profile/instructions.sh [SCRIPT] [DEPTH] [trace]
 # SCRIPT: Benchmarks/profile/dispatch.lua (the engine, the default) or floor.lua (the spec
-# floor in plain Lua). Counts move by a few hundred from run to run (when the collector runs
-# and where malloc puts things): compare figures of one run, or repeat.
+# floor in plain Lua). Counts move by a few hundred from run to run, the floor's too (Lua seeds
+# its string hashes from the clock, and where malloc puts things varies): repeat, and compare
+# ratios of figures taken together.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 script=${1:-Benchmarks/profile/dispatch.lua}
