@@ -29,21 +29,26 @@ local TYPE <const> = LUAHIER_STATE_TYPE
 local ERROR <const> = LUAHIER_STATE_ERROR
 local BEFORE <const> = LUAHIER_STATE_BEFORE
 local RECORD <const> = LUAHIER_STATE_RECORD
+local PASSED <const> = LUAHIER_STATE_PASSED
 local HANDLED <const> = LUAHIER_STATUS_HANDLED
 local STEP <const> = LUAHIER_STEP_STRIDE
-local FIRSTSTEP <const> = LUAHIER_TRACE_COUNT
+local FIRSTSTEP <const> = LUAHIER_TRACE_STEPS
 return function(plan, state, value, vtype, iserror, slot, raised)
---T|local record, full
+--T|local record, full, n
   local last
   if not slot then
---T|  record, full = newrecord((plan[LAST] - plan[EVENTS]) // STRIDE * STEP + FIRSTSTEP), plan[TRACE] == 'full' state[RECORD] = record
+--T|  record, full, n = newrecord(plan), plan[TRACE] == 'full', FIRSTSTEP state[RECORD] = record
     if iserror then slot, last = plan[ERRORS], plan[LAST] - 1 else slot, last = plan[EVENTS], plan[ERRORS] - 1 end
   else
 --T|  record, full = state[RECORD], plan[TRACE] == 'full'
+  -- The steps recorded before the error left the walk, up to the first with no entry; and
+  -- if it left inside a run of plain receives, the ones of the run that passed the value by.
+--T|  n = FIRSTSTEP while record[n] do n = n + STEP end
+--T|  local from = state[PASSED] if from and slot > from then record[n], record[n + 1], record[n + 3] = from, vtype, slot - STRIDE n = n + STEP end state[PASSED] = false
   -- The position rule: the raised error replaces the value at the entry that raised it.
 --T|  local input = vtype
     value, vtype = accept(plan, slot, raised, true, value, iserror, true)
---T|  local n = record[1] record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[1] = slot, input, 'raised', vtype, n + STEP if full then record[n + 5], record[n + 6] = full and state[BEFORE], full and copy(value) end
+--T|  record[n], record[n + 1], record[n + 2], record[n + 3] = slot, input, 'raised', vtype if full then record[n + 4], record[n + 5] = state[BEFORE], copy(value) end n = n + STEP
     if slot < plan[ERRORS] then slot = plan[slot + CROSS] else slot = slot + STRIDE end
     iserror, last = true, plan[LAST] - 1
     state[VALUE], state[TYPE], state[ERROR] = value, vtype, true
@@ -54,29 +59,34 @@ return function(plan, state, value, vtype, iserror, slot, raised)
   do
     while i <= last do
       local run = plan[i + RUN]
+      -- Full tracing copies the value before each call: its receives go one at a time.
+--T|  if full then run = false end
       if run then
         -- Plain receives: "notHandled" (or the seeds' other name for it, "unhandled") goes
         -- on, "handled" stops, anything else replaces the value in its domain (or is a
-        -- contract error, which accept raises).
+        -- contract error, which accept raises). Traced, the entries that pass the value by
+        -- are one step of the record, from `from` to the last of them, written when one does
+        -- not (or the run ends); state[PASSED] says where they start while they are unwritten.
+--T|    local from = i state[PASSED] = i
         for j = i, run, STRIDE do
           state[REACHED] = j
---T|        if full then state[BEFORE] = copy(value) end
           local answer = plan[j](value)
           if answer ~= 'notHandled' and answer ~= 'unhandled' then
+--T|          if j > from then record[n], record[n + 1], record[n + 3] = from, vtype, j - STRIDE n = n + STEP end from = j + STRIDE state[PASSED] = from
             if answer == 'handled' then
---T|            local n = record[1] record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[1] = j, vtype, 'handled', false, n + STEP
---T|            state[BEFORE], state[RECORD] = false, false
+--T|            record[n], record[n + 1], record[n + 2] = j, vtype, 'handled'
+--T|            state[BEFORE], state[RECORD], state[PASSED] = false, false, false
 --T|            do return HANDLED, j, nil, record end
               return HANDLED, j
             elseif answer ~= SKIP then
               local input = vtype
               value, vtype = accept(plan, j, answer, iserror, value, iserror, false)
---T|            local n = record[1] record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[1] = j, input, iserror and 'error' or 'event', vtype, n + STEP if full then record[n + 5], record[n + 6] = full and state[BEFORE], full and copy(value) end
+--T|            record[n], record[n + 1], record[n + 2], record[n + 3] = j, input, iserror and 'error' or 'event', vtype n = n + STEP
               state[VALUE], state[TYPE], state[ERROR] = value, vtype, iserror
             end
---T|        else local n = record[1] record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[1] = j, vtype, 'notHandled', false, n + STEP
           end
         end
+--T|    if run >= from then record[n], record[n + 1], record[n + 3] = from, vtype, run n = n + STEP end state[PASSED] = false
         i = run + STRIDE
       else
         local filter = plan[i + FILTER]
@@ -88,9 +98,9 @@ return function(plan, state, value, vtype, iserror, slot, raised)
           if answer == SKIP then
           -- Removed during this dispatch: passed by.
           elseif class == RECEIVE and (answer == 'notHandled' or answer == 'unhandled') then
---T|          local n = record[1] record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[1] = i, vtype, 'notHandled', false, n + STEP
+--T|          record[n], record[n + 1] = i, vtype n = n + STEP
           elseif class == HANDLE or (class == RECEIVE and answer == 'handled') or (class == ALERT and answer ~= nil) then
---T|          local n = record[1] record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[1] = i, vtype, 'handled', false, n + STEP
+--T|          record[n], record[n + 1], record[n + 2] = i, vtype, 'handled'
 --T|          state[BEFORE], state[RECORD] = false, false
 --T|          do return HANDLED, i, class == ALERT and extra or nil, record end
             return HANDLED, i, class == ALERT and extra or nil
@@ -106,7 +116,7 @@ return function(plan, state, value, vtype, iserror, slot, raised)
             -- Whatever a kind may not return is a contract error, which accept raises.
             local input, toerror = vtype, iserror and class ~= CATCH
             value, vtype = accept(plan, i, answer, toerror, value, iserror, false)
---T|          local n = record[1] record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[1] = i, input, toerror and 'error' or 'event', vtype, n + STEP if full then record[n + 5], record[n + 6] = full and state[BEFORE], full and copy(value) end
+--T|          record[n], record[n + 1], record[n + 2], record[n + 3] = i, input, toerror and 'error' or 'event', vtype if full then record[n + 4], record[n + 5] = state[BEFORE], copy(value) end n = n + STEP
             state[VALUE], state[TYPE], state[ERROR] = value, vtype, toerror
             if toerror ~= iserror then
               iserror, slot = toerror, plan[i + CROSS]

@@ -68,6 +68,33 @@ static void luahier_pushlimitend(lua_State *L, luahier_Engine *e, int out_of_mem
     if (is_error && !lua_rawequal(L, value, error)) luahier_setifabsent(L, e, error, LUAHIER_WORD_CAUSE, value);
 }
 
+/* [-0, +0, m] A traced dispatch a limit ended inside a run of plain receives: the entries of the
+ * run that passed the value (of type `type`) by before the one reached, as the walk records them
+ * (luahier_enginetypes.h, LUAHIER_STATE_PASSED). */
+static void luahier_recordpasses(lua_State *L, int state, int type) {
+    int top = lua_gettop(L);
+    if (lua_rawgeti(L, state, LUAHIER_STATE_PASSED) == LUA_TNUMBER && lua_rawgeti(L, state, LUAHIER_STATE_RECORD) == LUA_TTABLE) {
+        int record = lua_gettop(L);
+        lua_Integer from = lua_tointegerx(L, record - 1, NULL);
+        lua_Integer reached = luahier_slot(L, state, LUAHIER_STATE_REACHED);
+        if (reached > from) {
+            lua_Integer step = LUAHIER_TRACE_STEPS;
+            while (lua_rawgeti(L, record, step + LUAHIER_STEP_ENTRY) == LUA_TNUMBER) {
+                lua_pop(L, 1);
+                step += LUAHIER_STEP_STRIDE;
+            }
+            lua_pop(L, 1);
+            lua_pushinteger(L, from);
+            lua_rawseti(L, record, step + LUAHIER_STEP_ENTRY);
+            lua_pushvalue(L, type);
+            lua_rawseti(L, record, step + LUAHIER_STEP_INPUT);
+            lua_pushinteger(L, reached - LUAHIER_ENTRY_STRIDE);
+            lua_rawseti(L, record, step + LUAHIER_STEP_TYPE);
+        }
+    }
+    lua_settop(L, top);
+}
+
 int luahier_rundispatch(lua_State *L, luahier_Engine *e, int plan, int value, int type, int is_error,
                         luahier_Result *r) {
     plan = lua_absindex(L, plan);
@@ -136,6 +163,7 @@ int luahier_rundispatch(lua_State *L, luahier_Engine *e, int plan, int value, in
              * walk would leave them). */
             /* Out of memory with no trip: the cap's refusal when there is a cap (its error says
              * so, and where), malloc's own failure when there is none. */
+            luahier_recordpasses(L, state, base + 5);
             luahier_pushlimitend(L, e, !tripped && g->limit == 0, plan, state, base + 4, is_error);
             lua_replace(L, base + 4);
             luahier_asvalue(L, e, base + 4, 1);
@@ -152,7 +180,8 @@ int luahier_rundispatch(lua_State *L, luahier_Engine *e, int plan, int value, in
             }
             /* [status, limit error, type, slot, choice, record] -> [status, slot, choice, record, value, type] */
             lua_rotate(L, base + 4, -2);
-            static const int held[] = {LUAHIER_STATE_VALUE, LUAHIER_STATE_BEFORE, LUAHIER_STATE_RECORD};
+            static const int held[] = {LUAHIER_STATE_VALUE, LUAHIER_STATE_BEFORE, LUAHIER_STATE_RECORD,
+                                       LUAHIER_STATE_PASSED};
             for (size_t i = 0; i < sizeof held / sizeof *held; i++) {
                 lua_pushboolean(L, 0);
                 lua_rawseti(L, state, held[i]);
@@ -254,14 +283,11 @@ void luahier_skipremoved(lua_State *L, const luahier_Engine *e, const void *obje
 #define LUAHIER_UPWORD(w) LUAHIER_UP(LUAHIER_TRIGGER_WORDS + (w))
 
 /* [-0, +1, m] Keeps, for the outcome at `outcome`, what its trace is made of when first read:
- * pending[outcome] = {plan, record}. Pushes the metatable of a traced outcome. */
-static void luahier_keeptrace(lua_State *L, int outcome, int plan, int record) {
+ * pending[outcome] = {plan, record}, which the record is (LUAHIER_TRACE_PLAN, _SELF). Pushes
+ * the metatable of a traced outcome. */
+static void luahier_keeptrace(lua_State *L, int outcome, int record) {
     lua_pushvalue(L, outcome);
-    lua_createtable(L, 2, 0);
-    lua_pushvalue(L, plan);
-    lua_rawseti(L, -2, 1);
     lua_pushvalue(L, record);
-    lua_rawseti(L, -2, 2);
     lua_rawset(L, LUAHIER_UP(LUAHIER_TRIGGER_PENDING));
     lua_pushvalue(L, LUAHIER_UP(LUAHIER_TRIGGER_TRACEDMETA));
 }
@@ -310,7 +336,7 @@ static void luahier_pushoutcome(lua_State *L, int plan, const luahier_Result *r)
         lua_pushvalue(L, r->choice);
         lua_rawset(L, outcome);
     }
-    if (!lua_isnil(L, r->trace)) luahier_keeptrace(L, outcome, plan, r->trace);
+    if (!lua_isnil(L, r->trace)) luahier_keeptrace(L, outcome, r->trace);
     else lua_pushvalue(L, LUAHIER_UP(LUAHIER_TRIGGER_OUTCOMEMETA));
     lua_setmetatable(L, outcome);
 }

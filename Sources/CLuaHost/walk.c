@@ -33,7 +33,10 @@
  *
  * A run of plain receives (LUAHIER_ENTRY_RUN) is called in a loop of its own, with nothing
  * per responder but the call and one comparison: a value they all pass by costs about what
- * calling the same functions in a plain Lua loop does. */
+ * calling the same functions in a plain Lua loop does. Traced by path, the loop records
+ * nothing per responder either: the receives that passed the value by are one step of the
+ * record, written once. (Full tracing copies the value before each call, and calls them one at
+ * a time.) */
 
 /* The walk's text is Lua/walk.lua, handed over by the host (embedded at build time, as
  * LuaSources.walk). Each constant it names is filled in from these enums before it loads, so
@@ -51,8 +54,9 @@ static const struct { const char *name; int value; } luahier_walk_constants[] = 
     {"LUAHIER_STATE_REACHED", LUAHIER_STATE_REACHED}, {"LUAHIER_STATE_VALUE", LUAHIER_STATE_VALUE},
     {"LUAHIER_STATE_TYPE", LUAHIER_STATE_TYPE}, {"LUAHIER_STATE_ERROR", LUAHIER_STATE_ERROR},
     {"LUAHIER_STATE_BEFORE", LUAHIER_STATE_BEFORE}, {"LUAHIER_STATE_RECORD", LUAHIER_STATE_RECORD},
+    {"LUAHIER_STATE_PASSED", LUAHIER_STATE_PASSED},
     {"LUAHIER_STATUS_HANDLED", LUAHIER_STATUS_HANDLED}, {"LUAHIER_STEP_STRIDE", LUAHIER_STEP_STRIDE},
-    {"LUAHIER_TRACE_COUNT", LUAHIER_TRACE_COUNT},
+    {"LUAHIER_TRACE_STEPS", LUAHIER_TRACE_STEPS},
 };
 
 /* The lines that only the variant that records traces keeps start with this mark; the other
@@ -370,19 +374,29 @@ static void luahier_copyvalue(lua_State *L, int index, int ancestors, int depth)
     lua_rawset(L, ancestors);
 }
 
-/* lua_CFunction newrecord(n) -> a trace record with room for n slots, slot 1 counting them. */
-static int luahier_newrecord(lua_State *L) {
-    lua_createtable(L, (int)luaL_checkinteger(L, 1), 0);
-    lua_pushinteger(L, LUAHIER_TRACE_COUNT);
-    lua_rawseti(L, -2, LUAHIER_TRACE_COUNT);
-    return 1;
-}
-
 /* lua_CFunction copy(value) -> a copy of it (luahier_copyvalue). */
 static int luahier_copy(lua_State *L) {
     lua_settop(L, 1);
     lua_newtable(L);
     luahier_copyvalue(L, 1, 2, 0);
+    return 1;
+}
+
+/* Room a trace record is made with: for a run of receives that passed the value by and the step
+ * that ends the dispatch (most dispatches record no more; a record grows past it as any table).
+ * Its slots start empty: filling them first (in C, or by a table constructor in the walk) costs
+ * more than the walk's stores into empty slots save. */
+enum { LUAHIER_RECORD_ROOM = LUAHIER_TRACE_STEPS - 1 + 2 * LUAHIER_STEP_STRIDE };
+
+/* lua_CFunction newrecord(plan) -> a trace record of a dispatch along `plan`
+ * (luahier_enginetypes.h): its plan and itself first, so that it is the pair a traced outcome
+ * keeps for its lazy trace (luahier_keeptrace) with no table of its own. */
+static int luahier_newrecord(lua_State *L) {
+    lua_createtable(L, LUAHIER_RECORD_ROOM, 0);
+    lua_pushvalue(L, 1);
+    lua_rawseti(L, -2, LUAHIER_TRACE_PLAN);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, -2, LUAHIER_TRACE_SELF);
     return 1;
 }
 

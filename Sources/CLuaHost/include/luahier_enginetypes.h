@@ -88,20 +88,29 @@ enum {
     LUAHIER_STATE_ERROR = 4,   /* and whether it is an error */
     LUAHIER_STATE_BEFORE = 5,  /* full tracing: a copy of the value the entry was called with */
     LUAHIER_STATE_RECORD = 6,  /* the trace record, while a traced walk is under way (else false) */
-    LUAHIER_STATE_SIZE = 6
+    LUAHIER_STATE_PASSED = 7,  /* the traced walk in a run of plain receives: the slot of the first
+                                * of those that passed the value by and are not in the record yet
+                                * (false outside a run) */
+    LUAHIER_STATE_SIZE = 7
 };
 
-/* A trace record: slot 1 counts the slots used, then per step: */
+/* A trace record: its plan, itself (so the record is the pair {plan, record} a traced outcome
+ * keeps for its lazy trace), then its steps, up to the first with no entry. A step writes only
+ * what it has, and the entries of a run of plain receives (LUAHIER_ENTRY_RUN) that pass the value
+ * by one after another are one step of the record: the walk writes them once the run ends or an
+ * entry of it does not pass (until then state[LUAHIER_STATE_PASSED] says where they start). */
 enum {
-    LUAHIER_TRACE_COUNT = 1,
-    LUAHIER_TRACE_STEPS = 2,
-    LUAHIER_STEP_ENTRY = 0,    /* the entry's slot */
+    LUAHIER_TRACE_PLAN = 1,
+    LUAHIER_TRACE_SELF = 2,
+    LUAHIER_TRACE_STEPS = 3,
+    LUAHIER_STEP_ENTRY = 0,    /* the entry's slot (of a run's steps: the first one's) */
     LUAHIER_STEP_INPUT = 1,    /* the type it was called with */
-    LUAHIER_STEP_RESULT = 2,   /* "handled", "notHandled", "event" or "error" (replaced by a
-                                * value of that domain), "raised" */
-    LUAHIER_STEP_TYPE = 3,     /* the type of the replacement or raised error (false if none) */
+    LUAHIER_STEP_RESULT = 2,   /* "handled", "event" or "error" (replaced by a value of that
+                                * domain), "raised"; nil: passed by ("notHandled") */
+    LUAHIER_STEP_TYPE = 3,     /* the type of the replacement or raised error; of a run's steps,
+                                * the slot of the last entry (none: a step that passed it alone) */
     LUAHIER_STEP_BEFORE = 4,   /* full tracing: copies of the value before and after a */
-    LUAHIER_STEP_AFTER = 5,    /* replacement (false otherwise) */
+    LUAHIER_STEP_AFTER = 5,    /* replacement (none otherwise) */
     LUAHIER_STEP_STRIDE = 6
 };
 

@@ -535,10 +535,15 @@ final class LuaEngine: DispatchEngine {
         guard ref != 0 else { return nil }
         let L = host.thread
         lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(ref))
-        lua_rawgeti(L, -1, lua_Integer(LUAHIER_STATE_RECORD))
+        let state = lua_gettop(L)
+        lua_rawgeti(L, state, lua_Integer(LUAHIER_STATE_RECORD))
         defer { luahier_pop(L, 2) }
         guard lua_type(L, -1) == LUA_TTABLE else { return nil }
-        return stepCount(ofRecordAt: lua_gettop(L))
+        // With the entries of the run under way that passed the value by, not written yet.
+        let passedFrom = integer(Int(LUAHIER_STATE_PASSED), of: state)
+        let reached = integer(Int(LUAHIER_STATE_REACHED), of: state)
+        let unwritten = passedFrom > 0 && reached > passedFrom ? (reached - passedFrom) / Int(LUAHIER_ENTRY_STRIDE) : 0
+        return stepPlaces(ofRecordAt: lua_gettop(L)).count + unwritten
     }
 
     /// `push_failure`: [-0, +1] a host-made error.
@@ -721,34 +726,59 @@ final class LuaEngine: DispatchEngine {
 
     // MARK: Traces
 
-    /// A step of the trace record at `record`, of a dispatch along the plan at `plan`.
-    fileprivate func step(_ index: Int, ofRecordAt record: Int32, planAt plan: Int32) -> TraceStep? {
-        let L = host.thread
-        let first = lua_Integer(Int(LUAHIER_TRACE_STEPS) + index * Int(LUAHIER_STEP_STRIDE))
-        lua_rawgeti(L, record, first + lua_Integer(LUAHIER_STEP_ENTRY))
-        let slot = Int(luahier_tointeger(L, -1))
-        lua_rawgeti(L, record, first + lua_Integer(LUAHIER_STEP_INPUT))
-        lua_rawgeti(L, record, first + lua_Integer(LUAHIER_STEP_RESULT))
-        lua_rawgeti(L, record, first + lua_Integer(LUAHIER_STEP_TYPE))
-        defer { luahier_pop(L, 4) }
-        guard let responder = info(ofSlot: slot, in: plan) else { return nil }
-        let type = host.string(at: -1) ?? ""
-        let result: TraceStep.Result
-        switch host.string(at: -2) {
-        case "handled": result = .handled
-        case "notHandled": result = .notHandled
-        case "event": result = .replaced(.event, type: type)
-        case "error": result = .replaced(.error, type: type)
-        default: result = .raised(type: type)
-        }
-        return TraceStep(
-            node: field(slot + LUAHIER_ENTRY_NODE, of: plan) ?? "", responder: responder, input: host.string(at: -3) ?? "",
-            result: result, before: nil, after: nil)
+    /// Where a step of a trace record is: the first slot of the record's step that holds it, and
+    /// the slot of its entry (a record step can hold a run of steps: luahier_enginetypes.h).
+    fileprivate struct StepPlace {
+        let first: Int
+        let entry: Int
     }
 
-    /// How many steps the trace record at `record` holds.
-    fileprivate func stepCount(ofRecordAt record: Int32) -> Int {
-        max(0, (integer(LUAHIER_TRACE_COUNT, of: record) - Int(LUAHIER_TRACE_COUNT)) / Int(LUAHIER_STEP_STRIDE))
+    /// The steps of the trace record at `record`, in order.
+    fileprivate func stepPlaces(ofRecordAt record: Int32) -> [StepPlace] {
+        let L = host.thread
+        var places: [StepPlace] = []
+        var first = Int(LUAHIER_TRACE_STEPS)
+        while lua_rawgeti(L, record, lua_Integer(first + Int(LUAHIER_STEP_ENTRY))) == LUA_TNUMBER {
+            let entry = Int(luahier_tointeger(L, -1))
+            // A run's steps name their last entry where other steps have a type.
+            let last = lua_rawgeti(L, record, lua_Integer(first + Int(LUAHIER_STEP_TYPE))) == LUA_TNUMBER
+                ? Int(luahier_tointeger(L, -1)) : entry
+            luahier_pop(L, 2)
+            for slot in stride(from: entry, through: last, by: Int(LUAHIER_ENTRY_STRIDE)) {
+                places.append(StepPlace(first: first, entry: slot))
+            }
+            first += Int(LUAHIER_STEP_STRIDE)
+        }
+        luahier_pop(L, 1)
+        return places
+    }
+
+    /// A step of the trace record at `record`, of a dispatch along the plan at `plan`.
+    fileprivate func step(at place: StepPlace, ofRecordAt record: Int32, planAt plan: Int32) -> TraceStep? {
+        let L = host.thread
+        let first = lua_Integer(place.first)
+        lua_rawgeti(L, record, first + lua_Integer(LUAHIER_STEP_INPUT))
+        lua_rawgeti(L, record, first + lua_Integer(LUAHIER_STEP_RESULT))
+        defer { luahier_pop(L, 2) }
+        guard let responder = info(ofSlot: place.entry, in: plan) else { return nil }
+        let result: TraceStep.Result
+        switch host.string(at: -1) {
+        // A step that passed the value by writes no result.
+        case nil: result = .notHandled
+        case "handled": result = .handled
+        case let written:
+            lua_rawgeti(L, record, first + lua_Integer(LUAHIER_STEP_TYPE))
+            let type = host.string(at: -1) ?? ""
+            luahier_pop(L, 1)
+            switch written {
+            case "event": result = .replaced(.event, type: type)
+            case "error": result = .replaced(.error, type: type)
+            default: result = .raised(type: type)
+            }
+        }
+        return TraceStep(
+            node: field(place.entry + LUAHIER_ENTRY_NODE, of: plan) ?? "", responder: responder,
+            input: host.string(at: -2) ?? "", result: result, before: nil, after: nil)
     }
 
     /// [-0, +1, m] The trace of the record at `record`, as Lua reads `outcome.trace`: a step
@@ -758,10 +788,10 @@ final class LuaEngine: DispatchEngine {
         let L = host.thread
         let record = lua_absindex(L, record)
         let plan = lua_absindex(L, plan)
-        let count = stepCount(ofRecordAt: record)
-        lua_createtable(L, Int32(count), 0)
-        for index in 0..<count {
-            guard let step = step(index, ofRecordAt: record, planAt: plan) else { continue }
+        let places = stepPlaces(ofRecordAt: record)
+        lua_createtable(L, Int32(places.count), 0)
+        for (index, place) in places.enumerated() {
+            guard let step = step(at: place, ofRecordAt: record, planAt: plan) else { continue }
             lua_createtable(L, 0, 8)
             lua_pushinteger(L, lua_Integer(step.responder.index))
             host.setRawField(of: -2, InternedString.index)
@@ -779,7 +809,7 @@ final class LuaEngine: DispatchEngine {
             default: host.push(step.resultDescription)
             }
             host.setRawField(of: -2, InternedString.result)
-            let first = lua_Integer(Int(LUAHIER_TRACE_STEPS) + index * Int(LUAHIER_STEP_STRIDE))
+            let first = lua_Integer(place.first)
             for (field, key) in [(LUAHIER_STEP_BEFORE, InternedString.before), (LUAHIER_STEP_AFTER, .after)] {
                 if lua_rawgeti(L, record, first + lua_Integer(field)) == LUA_TTABLE || lua_type(L, -1) == LUA_TSTRING {
                     host.setRawField(of: -2, key)
@@ -819,14 +849,27 @@ final class LuaEngine: DispatchEngine {
             return body(lua_gettop(L) - 1, lua_gettop(L))
         }
 
-        var count: Int {
-            guard !engine.host.isClosed else { return 0 }
-            return withPushed { record, _ in engine.stepCount(ofRecordAt: record) }
+        /// The record's steps, read once (a trace is read after its dispatch, which wrote it).
+        private var readPlaces: [StepPlace]?
+        private var places: [StepPlace] {
+            if let readPlaces { return readPlaces }
+            guard !engine.host.isClosed else { return [] }
+            let places = withPushed { record, _ in engine.stepPlaces(ofRecordAt: record) }
+            readPlaces = places
+            return places
         }
 
+        /// The slot of step `index`'s value before (or after) its replacement.
+        private func valueSlot(ofStep index: Int, after: Bool) -> lua_Integer {
+            lua_Integer(places[index].first + (after ? LUAHIER_STEP_AFTER : LUAHIER_STEP_BEFORE))
+        }
+
+        var count: Int { places.count }
+
         func step(_ index: Int) -> TraceStep {
-            withPushed { record, plan in
-                engine.step(index, ofRecordAt: record, planAt: plan)
+            let place = places[index]
+            return withPushed { record, plan in
+                engine.step(at: place, ofRecordAt: record, planAt: plan)
                     ?? TraceStep(
                         node: "?", responder: ResponderInfo(index: 0, location: "?", kind: .receiveEvent), input: "?",
                         result: .notHandled)
@@ -835,10 +878,10 @@ final class LuaEngine: DispatchEngine {
 
         func hasValue(ofStep index: Int, after: Bool) -> Bool {
             guard !engine.host.isClosed else { return false }
+            let slot = valueSlot(ofStep: index, after: after)
             return withPushed { record, _ in
                 let L = engine.host.thread
-                let field = after ? LUAHIER_STEP_AFTER : LUAHIER_STEP_BEFORE
-                let type = lua_rawgeti(L, record, lua_Integer(Int(LUAHIER_TRACE_STEPS) + index * Int(LUAHIER_STEP_STRIDE) + field))
+                let type = lua_rawgeti(L, record, slot)
                 luahier_pop(L, 1)
                 return type == LUA_TTABLE || type == LUA_TSTRING
             }
@@ -846,11 +889,11 @@ final class LuaEngine: DispatchEngine {
 
         func writeValue(ofStep index: Int, after: Bool, into writer: inout JSONWriter) -> Bool? {
             guard !engine.host.isClosed else { return nil }
+            let slot = valueSlot(ofStep: index, after: after)
             return withPushed { record, _ in
                 let host = engine.host
                 let L = host.thread
-                let field = after ? LUAHIER_STEP_AFTER : LUAHIER_STEP_BEFORE
-                lua_rawgeti(L, record, lua_Integer(Int(LUAHIER_TRACE_STEPS) + index * Int(LUAHIER_STEP_STRIDE) + field))
+                lua_rawgeti(L, record, slot)
                 defer { luahier_pop(L, 1) }
                 guard lua_type(L, -1) == LUA_TTABLE || lua_type(L, -1) == LUA_TSTRING else { return nil }
                 // Written from the copy Lua holds (its strings shared with the values it copied),
@@ -873,10 +916,10 @@ final class LuaEngine: DispatchEngine {
 
         func value(ofStep index: Int, after: Bool) -> Value? {
             guard !engine.host.isClosed else { return nil }
+            let slot = valueSlot(ofStep: index, after: after)
             return withPushed { record, _ in
                 let L = engine.host.thread
-                let field = after ? LUAHIER_STEP_AFTER : LUAHIER_STEP_BEFORE
-                lua_rawgeti(L, record, lua_Integer(Int(LUAHIER_TRACE_STEPS) + index * Int(LUAHIER_STEP_STRIDE) + field))
+                lua_rawgeti(L, record, slot)
                 defer { luahier_pop(L, 1) }
                 guard lua_type(L, -1) == LUA_TTABLE || lua_type(L, -1) == LUA_TSTRING else { return nil }
                 return (try? engine.host.value(at: -1, strict: false, bounded: true)) ?? .null
