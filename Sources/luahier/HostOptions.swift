@@ -3,8 +3,8 @@ import ArgumentParser
 import LuaHierarchy
 
 /// The sandbox and limit settings, with the CLI's defaults: the one place they and their
-/// checks live. The flags (`HostOptions`) start from these defaults, and `run`'s fast path
-/// uses them as they are.
+/// checks live. The flags (`HostOptions`) start from these defaults, and so do the command
+/// lines read without the parser (`PlainCommandLine.hostSettings()`).
 struct HostSettings {
     var unsafe = false
     var maxInstructions = 0
