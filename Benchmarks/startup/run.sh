@@ -42,11 +42,21 @@ commands=(
 
 for build in static default; do
     binary=${!build}
-    args=(-N -w 10 -r "$runs" --input /dev/null --output null -n "lua5.4 empty.lua" "lua5.4 $work/empty.lua")
+    args=(-N -w 10 -r "$runs" -n "lua5.4 empty.lua" "lua5.4 $work/empty.lua")
     for entry in "${commands[@]}"; do
         args+=(-n "luahier ${entry%%|*} ($build)" "$binary ${entry#*|}")
     done
-    hyperfine "${args[@]}" 2>&1 | grep -E '^Benchmark|Time \(mean|±.*times faster|^  *[0-9.]+ ± [0-9.]+ times'
+    hyperfine "${args[@]}" --export-json "$work/$build.json" > /dev/null
+    # Medians: on a shared machine the means carry every other process's bursts.
+    python3 - "$work/$build.json" <<'PY'
+import json, sys
+results = json.load(open(sys.argv[1]))["results"]
+base, cpu_base = results[0]["median"], results[0]["user"] + results[0]["system"]
+print(f"  {'command':<36} {'median':>9} {'vs lua5.4':>9}   {'mean cpu':>9} {'vs lua5.4':>9}")
+for r in results:
+    cpu = r["user"] + r["system"]
+    print(f"  {r['command']:<36} {r['median'] * 1000:7.2f}ms {r['median'] / base:8.2f}x   {cpu * 1000:7.2f}ms {cpu / cpu_base:8.2f}x")
+PY
     echo
 done
 

@@ -91,8 +91,14 @@ struct HostOptions: ParsableArguments {
 enum Size {
     static func bytes(_ text: String) -> Int? {
         let upper = text.uppercased()
-        let units: [Character: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
-        let scale = upper.last.flatMap { units[$0] } ?? 1
+        // A switch, not a `[Character: Int]`: that dictionary costs a conformance lookup
+        // (`Character: Hashable`) at every start.
+        let scale = switch upper.last {
+        case "K": 1 << 10
+        case "M": 1 << 20
+        case "G": 1 << 30
+        default: 1
+        }
         let digits = scale == 1 ? upper : String(upper.dropLast())
         guard let number = Int(digits), number >= 0, number <= Int.max / scale else { return nil }
         return number * scale

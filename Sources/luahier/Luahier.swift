@@ -138,7 +138,9 @@ enum ExitStatus {
 
 /// The process's command line, as the subcommands read it.
 enum CommandLineWords {
-    static let subcommands: Set<String> = ["run", "dispatch", "serve", "check", "tree", "test", "explain", "replay", "bundle", "help"]
+    /// An array, not a set: a `Set<String>` built at start costs a conformance lookup
+    /// (`String: Hashable`), a scan of every conformance record in the binary.
+    static let subcommands = ["run", "dispatch", "serve", "check", "tree", "test", "explain", "replay", "bundle", "help"]
 
     /// The arguments after the program's name, with `run` put in front when the first one
     /// is a script rather than a subcommand or an option: a shebang line

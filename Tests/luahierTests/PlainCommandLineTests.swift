@@ -42,7 +42,7 @@ struct PlainCommandLineTests {
             #expect(plain.status != without.status || plain.stdout != without.stdout || plain.stderr != without.stderr,
                     "\(options) changed nothing: \(plain.stderr)")
         } else {
-            #expect(plain.status == 1, "\(options) did not stop the loop: \(plain.stderr)")
+            #expect(plain.stderr.contains("LimitExceeded"), "\(options) did not stop the loop: \(plain.stderr)")
         }
     }
 
@@ -65,14 +65,14 @@ struct PlainCommandLineTests {
     @Test func checkTestAndDispatchReadTheHostOptionsAsTheParserDoes() throws {
         let rules = try Luahier.script("""
             local app = hier.root:child("app")
-            app:handleEvent("Ask", function() return io ~= nil end)
+            app:transformEvent("Ask", function(e) return {type = "Answer", io = io ~= nil} end)
             app:handleEvent("Spin", function() while true do end end)
             """, name: "rules.lua")
         let folder = URL(fileURLWithPath: rules).deletingLastPathComponent().path
         let tests = folder + "/rules_test.lua"
         try """
             rules "rules.lua"
-            test("asks", function() expect(trigger("/app", "Ask")):handled():value(true) end)
+            test("asks", function() expect(trigger("/app", "Ask")):value{io = true} end)
             """.write(toFile: tests, atomically: true, encoding: .utf8)
         let input = folder + "/input.jsonl"
         try #"{"id": 1, "at": "/app", "event": "Ask"}"#.appending("\n").write(toFile: input, atomically: true, encoding: .utf8)
@@ -91,13 +91,15 @@ struct PlainCommandLineTests {
             let plain = try Luahier.run([command] + options + positionals, stdin: "")
             let parsed = try Luahier.run([command] + positionals + options, stdin: "")
             #expect(plain.status == parsed.status, "\(command) \(options): \(plain.stderr) | \(parsed.stderr)")
-            #expect(plain.stdout == parsed.stdout, "\(command) \(options)")
+            // A test's report gives its times: those differ from run to run.
+            func untimed(_ text: String) -> String { text.replacing(/\d+\.\d+ m?s/, with: "(time)") }
+            #expect(untimed(plain.stdout) == untimed(parsed.stdout), "\(command) \(options)")
             #expect(plain.stderr == parsed.stderr, "\(command) \(options)")
         }
         // The sandbox option reaches the rules either way: io is there only with --unsafe.
         #expect(try Luahier.run(["test", "--unsafe", tests]).status == 0)
         #expect(try Luahier.run(["test", tests]).status == 1)
-        #expect(try Luahier.run(["dispatch", "--unsafe", rules, input]).stdout.contains(#""value":true"#))
-        #expect(try Luahier.run(["dispatch", rules, input]).stdout.contains(#""value":false"#))
+        #expect(try Luahier.run(["dispatch", "--unsafe", rules, input]).stdout.contains(#""io":true"#))
+        #expect(try Luahier.run(["dispatch", rules, input]).stdout.contains(#""io":false"#))
     }
 }
