@@ -6,8 +6,9 @@
 #            `--static-swift-stdlib -Xswiftc -static-executable` (no dynamic loader at all)
 #   default: `swift build -c release` (Swift's runtime as shared libraries, no Server trait)
 # Each subcommand does its first useful work on a tiny input: `run` an empty script (with no
-# option, the fast path; with --timeout, through the argument parser), `dispatch` rules on
-# empty input, `test` one test file, `check` rules. About two minutes, once built.
+# option; with --timeout, read without the parser; with `--` before the file, which only the
+# argument parser reads), `dispatch` rules on empty input, `test` one test file, `check`
+# rules. About two minutes, once built.
 #   Benchmarks/startup/run.sh [runs]          # LUAHIER_STATIC=BIN LUAHIER_DEFAULT=BIN: no build
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -35,6 +36,7 @@ printf '%s\n' 'rules "rules.lua"' 'test("asks", function() expect(trigger("/app"
 commands=(
     "run|run $work/empty.lua"
     "run --timeout 5|run --timeout 5 $work/empty.lua"
+    "run --timeout 5 -- (the parser)|run --timeout 5 -- $work/empty.lua"
     "dispatch|dispatch $work/rules.lua"
     "test|test $work/one_test.lua"
     "check|check $work/rules.lua"
