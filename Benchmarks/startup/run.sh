@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Startup of every subcommand against `lua5.4 empty.lua`: wall time side by side in one
-# hyperfine run per build, then instructions per start (callgrind), then `serve` from start to
-# its port accepting a connection (Benchmarks/startup/accept.py). Two builds:
+# hyperfine run per build, then the same interleaved (Benchmarks/startup/interleaved.py: a
+# shared machine's load falls on every command alike), then instructions per start
+# (callgrind), then `serve` from start to its port accepting a connection
+# (Benchmarks/startup/accept.py). Two builds:
 #   static:  the README's install (docs/cli.md, "Installing for speed"): the Server trait,
 #            `--static-swift-stdlib -Xswiftc -static-executable` (no dynamic loader at all)
 #   default: `swift build -c release` (Swift's runtime as shared libraries, no Server trait)
@@ -61,6 +63,14 @@ for r in results:
 PY
     echo
 done
+
+echo "The same, interleaved (one run of each per round; CPU time from wait4):"
+specs=("lua5.4 empty.lua=lua5.4 $work/empty.lua")
+for build in static default; do
+    for entry in "${commands[@]}"; do specs+=("luahier ${entry%%|*} ($build)=${!build} ${entry#*|}"); done
+done
+python3 Benchmarks/startup/interleaved.py "$runs" "${specs[@]}"
+echo
 
 echo "Instructions per start (callgrind; copies stripped of DWARF, which valgrind 3.19 cannot read):"
 count() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" < /dev/null 2>&1 | sed -n 's/.*refs: *//p'; }
