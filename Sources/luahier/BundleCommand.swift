@@ -5,6 +5,7 @@ import LuaHierarchy
 /// `luahier bundle build|sign|verify|keygen`: signed rule bundles (docs/bundles.md).
 struct Bundle: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "bundle",
         abstract: "Build, sign and verify rule bundles: a rules file and its modules in one file, with a manifest of hashes.",
         discussion: """
             A bundle holds a rules file and the modules it requires, with a manifest of their \

@@ -4,6 +4,7 @@ import LuaHierarchy
 /// `luahier check RULES.lua [host options] [-- ARGS...]`
 struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "check",
         abstract: "Load rules and report what can never work, as file:line: (CODE) message.",
         discussion: """
             Codes: requireExplicitResponders (a type declared with triggers{} or reports{} \
@@ -23,6 +24,23 @@ struct Check: ParsableCommand {
     var arguments: [String] = []
 
     func run() throws {
+        try Self.check(rules.script, arguments: arguments)
+    }
+
+    /// `luahier check [host options] RULES` read without the argument parser
+    /// (`PlainCommandLine`); nil for any other command line, or settings that do not validate.
+    static func plain(_ arguments: [String]) -> RulesScript? {
+        guard arguments.first == "check",
+            let words = PlainCommandLine(Array(arguments.dropFirst()), options: PlainCommandLine.hostOptions),
+            words.rest.count == 1, let host = words.hostSettings()
+        else { return nil }
+        let script = RulesScript(file: words.rest[0], host: host)
+        guard (try? script.validate()) != nil else { return nil }
+        return script
+    }
+
+    /// Loads `rules` and prints its findings.
+    static func check(_ rules: RulesScript, arguments: [String]) throws {
         let hierarchy = try rules.loadForInspection(arguments: arguments)
         let tree = hierarchy.describeTree()
         let findings = tree.check()

@@ -8,10 +8,10 @@ struct DecisionLogOptions: ParsableArguments {
     var decisionLog: String?
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Size at which the decision log file is rotated (FILE becomes FILE.1), e.g. 64M.", valueName: "size"))
-    var decisionLogMaxBytes = "64M"
+    var decisionLogMaxBytes = DecisionLogSettings.defaults.maxBytes
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Decision log files kept, FILE included (FILE, FILE.1, ...).", valueName: "count"))
-    var decisionLogKeep = 5
+    var decisionLogKeep = DecisionLogSettings.defaults.keep
 
     @Option(help: ArgumentHelp("A JSON pointer into each decision record whose value is written \"<masked>\" (repeatable), e.g. /request/event/user/email.", valueName: "pointer"))
     var decisionLogMask: [String] = []
@@ -26,11 +26,34 @@ struct DecisionLogOptions: ParsableArguments {
         }
     }
 
+    /// What these flags ask for.
+    var settings: DecisionLogSettings {
+        DecisionLogSettings(file: decisionLog, maxBytes: decisionLogMaxBytes, keep: decisionLogKeep, mask: decisionLogMask)
+    }
+
+    /// The file sink `--decision-log` asks for, if it does.
+    func fileSink() throws -> DecisionFileSink? { try settings.fileSink() }
+
+    /// A log over `sink`, its records naming `source`, its sink's failures logged to `logger`.
+    func log(to sink: any DecisionSink, source: String, logger: Logger) -> DecisionLog {
+        settings.log(to: sink, source: source, logger: logger)
+    }
+}
+
+/// The decision log's settings, however the command line was read; the defaults are none.
+struct DecisionLogSettings {
+    var file: String?
+    var maxBytes = "64M"
+    var keep = 5
+    var mask: [String] = []
+
+    static let defaults = DecisionLogSettings()
+
     /// The file sink `--decision-log` asks for, if it does.
     func fileSink() throws -> DecisionFileSink? {
-        guard let decisionLog else { return nil }
+        guard let file else { return nil }
         do {
-            return try DecisionFileSink(path: decisionLog, maxBytes: Size.bytes(decisionLogMaxBytes) ?? 64 << 20, keep: decisionLogKeep)
+            return try DecisionFileSink(path: file, maxBytes: Size.bytes(maxBytes) ?? 64 << 20, keep: keep)
         } catch {
             throw ValidationError("--decision-log: \(error)")
         }
@@ -38,6 +61,6 @@ struct DecisionLogOptions: ParsableArguments {
 
     /// A log over `sink`, its records naming `source`, its sink's failures logged to `logger`.
     func log(to sink: any DecisionSink, source: String, logger: Logger) -> DecisionLog {
-        DecisionLog(sink: sink, mask: decisionLogMask, source: source, logger: logger)
+        DecisionLog(sink: sink, mask: mask, source: source, logger: logger)
     }
 }

@@ -5,6 +5,7 @@ import LuaHierarchy
 /// `luahier dispatch RULES.lua|RULES.bundle [INPUT|-] [--jobs N] [--trace off|path|full] [--strict]`
 struct Dispatch: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "dispatch",
         abstract: "Answer JSON-line requests with the responder chain a rules script builds.",
         discussion: """
             Each input line is {"id": ..., "at": "/path", "event": {...}} or {..., "error": \
@@ -25,26 +26,26 @@ struct Dispatch: ParsableCommand {
     var input: String?
 
     @Option(parsing: .unconditional, help: "Workers, each with its own Lua state and its own copy of the rules' globals.")
-    var jobs = 1
+    var jobs = DispatchRun.defaults.jobs
 
     @Option(help: ArgumentHelp("Add each dispatch's trace: path (nodes, responders, verdicts) or full (also values before and after each replacement).", valueName: "off|path|full"))
-    var trace: TraceOption = .off
+    var trace: TraceOption = DispatchRun.defaults.trace
 
     @Flag(help: "Stop at the first invalid line (after answering it).")
-    var strict = false
+    var strict = DispatchRun.defaults.strict
 
     @Flag(help: "Reload the rules when the file (or a module it loaded) changes, and on SIGHUP; every outcome then carries the revision that answered it.")
-    var watch = false
+    var watch = DispatchRun.defaults.watch
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Longest input line, e.g. 64K, 1M; longer ones are answered LineTooLong.", valueName: "size"))
-    var maxLine = "1M"
+    var maxLine = DispatchRun.defaults.maxLine
 
     /// The rules script (it builds the tree and its responders), sandbox flags, arguments.
     static let largestLineOffset = 1_000_000_000_000_000
 
     @Option(parsing: .unconditional, help: ArgumentHelp(
         "Number the lines from N+1: a part of a larger input (a Spark partition) numbers its lines as the whole does.", valueName: "n"))
-    var lineOffset = 0
+    var lineOffset = DispatchRun.defaults.lineOffset
 
     @Option(help: ArgumentHelp("How `where` names the input (default: stdin, or INPUT's path).", valueName: "name"))
     var source: String?
@@ -54,7 +55,7 @@ struct Dispatch: ParsableCommand {
     var rulesName: String?
 
     @Flag(help: "Exit 0 when lines were invalid: each got its invalid outcome (for runners that fail a nonzero exit, as Spark's pipe).")
-    var invalidOk = false
+    var invalidOk = DispatchRun.defaults.invalidOk
 
     @OptionGroup
     var rules: ScriptArguments
@@ -98,6 +99,59 @@ struct Dispatch: ParsableCommand {
     }
 
     func run() throws {
+        try dispatchRun.execute()
+    }
+
+    /// What these flags ask for.
+    var dispatchRun: DispatchRun {
+        DispatchRun(
+            rules: rules.script, arguments: arguments, inputPath: inputPath, jobs: jobs, trace: trace, strict: strict,
+            watch: watch, maxLine: maxLine, lineOffset: lineOffset, source: source, rulesName: rulesName,
+            invalidOk: invalidOk, bundleKey: bundleKey, decisions: decisions.settings)
+    }
+
+    private func maxLineBytes() throws -> Int {
+        try dispatchRun.maxLineBytes()
+    }
+}
+
+/// A dispatch as `luahier dispatch` does it, however its command line was read.
+struct DispatchRun {
+    var rules: RulesScript
+    var arguments: [String] = []
+    var inputPath = "-"
+    var jobs = 1
+    var trace = TraceOption.off
+    var strict = false
+    var watch = false
+    var maxLine = "1M"
+    var lineOffset = 0
+    var source: String?
+    var rulesName: String?
+    var invalidOk = false
+    var bundleKey: String?
+    var decisions = DecisionLogSettings.defaults
+
+    /// What `dispatch` does with no option given (and the flags' defaults).
+    static let defaults = DispatchRun(rules: RulesScript(file: "-"))
+
+    /// `luahier dispatch [host options] RULES [INPUT]` read without the argument parser
+    /// (`PlainCommandLine`), every other setting its default; nil for any other command
+    /// line, or settings that do not validate.
+    static func plain(_ arguments: [String]) -> DispatchRun? {
+        guard arguments.first == "dispatch",
+            let words = PlainCommandLine(Array(arguments.dropFirst()), options: PlainCommandLine.hostOptions),
+            (1...2).contains(words.rest.count), words.rest[0] != "-", !words.rest[1...].contains(where: { $0.hasPrefix("-") && $0 != "-" }),
+            let host = words.hostSettings()
+        else { return nil }
+        let run = DispatchRun(rules: RulesScript(file: words.rest[0], host: host), inputPath: words.rest.count == 2 ? words.rest[1] : "-")
+        guard (try? run.rules.validate()) != nil, run.inputPath == "-" || (try? Validate.readableFile(run.inputPath)) != nil else {
+            return nil
+        }
+        return run
+    }
+
+    func execute() throws {
         var options = LineDispatcher.Options(rulesFile: rules.file)
         options.arguments = arguments
         options.hierarchy = try rules.host.hierarchyOptions()
@@ -162,7 +216,7 @@ struct Dispatch: ParsableCommand {
         }
     }
 
-    private func maxLineBytes() throws -> Int {
+    func maxLineBytes() throws -> Int {
         guard let bytes = Size.bytes(maxLine) else {
             throw ValidationError("--max-line takes a size such as 64K or 1M, not '\(maxLine)'")
         }

@@ -4,6 +4,7 @@ import LuaHierarchy
 /// `luahier explain RULES.lua --at PATH (--event E | --error E) [--run] [--format text|json]`
 struct Explain: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "explain",
         abstract: "Show which responders would see a value sent at a node, in order, and why the others would not.",
         discussion: """
             E is a type name (Alert) or a JSON object ({"type": "Alert", "severity": "high"}). \

@@ -3,8 +3,8 @@ import ArgumentParser
 import LuaHierarchy
 
 /// The sandbox and limit settings, with the CLI's defaults: the one place they and their
-/// checks live. The flags (`HostOptions`) start from these defaults, and `run`'s fast path
-/// uses them as they are.
+/// checks live. The flags (`HostOptions`) start from these defaults, and so do the command
+/// lines read without the parser (`PlainCommandLine.hostSettings()`).
 struct HostSettings {
     var unsafe = false
     var maxInstructions = 0
@@ -91,8 +91,14 @@ struct HostOptions: ParsableArguments {
 enum Size {
     static func bytes(_ text: String) -> Int? {
         let upper = text.uppercased()
-        let units: [Character: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
-        let scale = upper.last.flatMap { units[$0] } ?? 1
+        // A switch, not a `[Character: Int]`: that dictionary costs a conformance lookup
+        // (`Character: Hashable`) at every start.
+        let scale = switch upper.last {
+        case "K": 1 << 10
+        case "M": 1 << 20
+        case "G": 1 << 30
+        default: 1
+        }
         let digits = scale == 1 ? upper : String(upper.dropLast())
         guard let number = Int(digits), number >= 0, number <= Int.max / scale else { return nil }
         return number * scale

@@ -46,13 +46,12 @@ struct Luahier: ParsableCommand {
         // serve's settings from the environment and a config file, as words before its own.
         var configuration: ServeConfiguration?
         do {
-            if ServeConfiguration.applies(to: arguments) {
+            if ServeConfiguration.applies(to: arguments) && ServeConfiguration.hasOtherSources(arguments) {
                 configuration = try ServeConfiguration(arguments)
                 arguments = configuration?.arguments ?? arguments
             }
-            if let run = ScriptRun.withoutOptions(arguments) {
-                try run.validate()
-                try run.execute()
+            if let command = plainCommand(arguments) {
+                try command()
             } else {
                 var command = try parseAsRoot(arguments)
                 try command.run()
@@ -80,6 +79,28 @@ struct Luahier: ParsableCommand {
             let subcommand = arguments.first.flatMap { CommandLineWords.subcommands.contains($0) ? $0 : nil }
             Console.error("luahier: \(message)\nluahier: see 'luahier \(subcommand.map { "\($0) " } ?? "")--help'")
             Glibc.exit(ExitStatus.usage)
+        }
+    }
+}
+
+extension Luahier {
+    /// The command plain words run (`PlainCommandLine`): `run`, `check`, `test` and
+    /// `dispatch` with the options those read, the parser's first parse skipped. Nil for the
+    /// parser to read the words.
+    static func plainCommand(_ arguments: [String]) -> (() throws -> Void)? {
+        switch arguments.first {
+        case "run":
+            return ScriptRun.plain(arguments).map { run in { try run.execute() } }
+        case "check":
+            return Check.plain(arguments).map { rules in { try Check.check(rules, arguments: []) } }
+        case "test":
+            return Test.plain(arguments).map { plain in
+                { try Test.runTests(in: plain.paths, filter: nil, coverage: Test.defaults.coverage, format: Test.defaults.format, host: plain.host) }
+            }
+        case "dispatch":
+            return DispatchRun.plain(arguments).map { dispatch in { try dispatch.execute() } }
+        default:
+            return nil
         }
     }
 }
@@ -117,7 +138,9 @@ enum ExitStatus {
 
 /// The process's command line, as the subcommands read it.
 enum CommandLineWords {
-    static let subcommands: Set<String> = ["run", "dispatch", "serve", "check", "tree", "test", "explain", "replay", "bundle", "help"]
+    /// An array, not a set: a `Set<String>` built at start costs a conformance lookup
+    /// (`String: Hashable`), a scan of every conformance record in the binary.
+    static let subcommands = ["run", "dispatch", "serve", "check", "tree", "test", "explain", "replay", "bundle", "help"]
 
     /// The arguments after the program's name, with `run` put in front when the first one
     /// is a script rather than a subcommand or an option: a shebang line

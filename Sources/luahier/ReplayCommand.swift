@@ -6,6 +6,7 @@ import LuaHierarchy
 /// change would do to real traffic (docs/replay.md).
 struct Replay: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "replay",
         abstract: "Run every request of a decision log again against RULES and report the outcomes that changed.",
         discussion: """
             LOG holds decision records, one JSON object a line (docs/replay.md): each has the \

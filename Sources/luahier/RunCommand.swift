@@ -4,6 +4,7 @@ import LuaHierarchy
 /// `luahier run [OPTIONS] FILE [ARGS...]`
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "run",
         abstract: "Run a Lua script with `hier` (the tree's root and API) ready.",
         discussion: """
             luahier's own options come before FILE; everything after FILE goes to the script, \
@@ -71,18 +72,30 @@ struct ScriptRun {
     /// What `run` does with no option given (and the flags' defaults).
     static let defaults = ScriptRun()
 
-    /// The fast path of `luahier run FILE [ARGS...]` with no option before FILE (a shebang
-    /// script, a script run per file or per cron job): the argument parser would read
-    /// exactly the defaults and capture the rest, so its first parse (two thirds of the
-    /// startup, in conformance checks) is skipped. Nil for any other command line.
-    static func withoutOptions(_ arguments: [String]) -> ScriptRun? {
-        guard arguments.count >= 2, arguments[0] == "run", arguments[1] == "-" || !arguments[1].hasPrefix("-") else {
-            return nil
-        }
+    /// `luahier run [OPTIONS] FILE [ARGS...]` read without the argument parser
+    /// (`PlainCommandLine`): run's options and the sandbox and limit options, each spelled in
+    /// full, then FILE and the script's words, from the same defaults the flags start from.
+    /// Nil for any other command line, and for settings that do not validate: the parser
+    /// reads those, and names what is wrong.
+    static func plain(_ arguments: [String]) -> ScriptRun? {
+        guard arguments.first == "run",
+            let words = PlainCommandLine(Array(arguments.dropFirst()), options: plainOptions),
+            !words.rest.isEmpty, let host = words.hostSettings()
+        else { return nil }
         var run = ScriptRun.defaults
-        run.words = ScriptWords(Array(arguments.dropFirst()))
+        run.trace = words.flag("trace")
+        run.failOnUnhandled = words.flag("fail-on-unhandled")
+        run.recover = words.values["recover"]
+        run.bundleKey = words.values["bundle-key"]
+        run.host = host
+        run.words = ScriptWords(words.rest)
+        guard (try? run.validate()) != nil else { return nil }
         return run
     }
+
+    /// `Run`'s options, by long name.
+    private static let plainOptions = PlainCommandLine.hostOptions.merging(
+        ["trace": .flag, "fail-on-unhandled": .flag, "recover": .value, "bundle-key": .value]) { $1 }
 
     func validate() throws {
         guard let file = words.file else {

@@ -16,6 +16,36 @@ struct ScriptArguments: ParsableArguments {
         if file != "-" { try Validate.readableFile(file) }
     }
 
+    /// The script with these flags' settings.
+    var script: RulesScript { RulesScript(file: file, host: host.settings) }
+
+    /// How messages name the rules: the file, or `stdin` for `-`.
+    var name: String { script.name }
+
+    /// The rules file's text, read whole.
+    func text() throws -> String { try script.text() }
+
+    /// A hierarchy with these flags, before the script runs.
+    func makeHierarchy() throws -> Hierarchy { try script.makeHierarchy() }
+
+    /// The hierarchy after running the file (`RulesScript.loadForInspection`).
+    func loadForInspection(arguments: [String]) throws -> Hierarchy {
+        try script.loadForInspection(arguments: arguments)
+    }
+}
+
+/// A rules script and the sandbox and limit settings it runs with, however the command line
+/// was read (by the parser, or as a `PlainCommandLine`).
+struct RulesScript {
+    var file: String
+    var host = HostSettings.defaults
+
+    /// The checks `ScriptArguments` and `HostOptions` make.
+    func validate() throws {
+        if file != "-" { try Validate.readableFile(file) }
+        try host.validate()
+    }
+
     /// How messages name the rules: the file, or `stdin` for `-`.
     var name: String { file == "-" ? "stdin" : file }
 
@@ -34,7 +64,7 @@ struct ScriptArguments: ParsableArguments {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// A hierarchy with these flags, before the script runs.
+    /// A hierarchy with these settings, before the script runs.
     func makeHierarchy() throws -> Hierarchy {
         try Hierarchy(options: try host.hierarchyOptions())
     }

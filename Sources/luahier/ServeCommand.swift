@@ -10,6 +10,7 @@ import LuaHierarchyServer
 /// `luahier serve RULES.lua [--host 127.0.0.1] [--port N] [--workers N] [--watch]`
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "serve",
         abstract: "Answer dispatch requests over HTTP with a pool of Lua states.",
         discussion: """
             POST /v1/dispatch takes one request object ({"id", "at", "event" | "error"}, as a \

@@ -65,6 +65,20 @@ struct ServeConfiguration {
         return !own.contains { ["-h", "--help", "-help", "--version", "--experimental-dump-help"].contains($0) }
     }
 
+    /// Whether a setting could come from anywhere but the command line: a `LUAHIER_`
+    /// variable is set, or one of serve's words starts `--config`. Without either, the words
+    /// stay as they are, and the settings (read from the parser's description of serve, the
+    /// costliest part of its start) need not be read.
+    static func hasOtherSources(_ arguments: [String]) -> Bool {
+        if arguments.dropFirst().prefix(while: { $0 != "--" }).contains(where: { $0.hasPrefix("--config") }) { return true }
+        var variable = environ
+        while let entry = variable.pointee {
+            if strncmp(entry, "LUAHIER_", 8) == 0 { return true }
+            variable += 1
+        }
+        return false
+    }
+
     /// `arguments` (the subcommand's: `serve ...`) with the environment's and the config
     /// file's settings put before serve's own words. A bad value, a key of no setting, a file
     /// that cannot be read: a `ValidationError` naming the variable, or the file and key.

@@ -5,6 +5,7 @@ import LuaHierarchy
 /// `luahier test [PATH...] [--run TEXT] [--coverage] [--format text|junit|json] [host options]`
 struct Test: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "test",
         abstract: "Run rule tests (*_test.lua): each test on a fresh hierarchy with its rules loaded.",
         discussion: """
             PATH is a test file or a folder searched for *_test.lua (default: the current \
@@ -23,6 +24,9 @@ struct Test: ParsableCommand {
         case text, junit, json
     }
 
+    /// The flags' defaults: what `test` does with none given.
+    static let defaults = (coverage: false, format: Format.text)
+
     @Argument(help: "Test files, or folders to search for *_test.lua.")
     var paths: [String] = []
 
@@ -30,15 +34,32 @@ struct Test: ParsableCommand {
     var filter: String?
 
     @Flag(help: "Count the tests that reached each registered responder and subscription.")
-    var coverage = false
+    var coverage = Test.defaults.coverage
 
     @Option(help: "text, junit or json.")
-    var format: Format = .text
+    var format: Format = Test.defaults.format
 
     @OptionGroup(title: "Sandbox and limits")
     var host: HostOptions
 
     func run() throws {
+        try Self.runTests(in: paths, filter: filter, coverage: coverage, format: format, host: host.settings)
+    }
+
+    /// `luahier test [host options] [PATH...]` read without the argument parser
+    /// (`PlainCommandLine`): the paths, and the settings; nil for any other command line, or
+    /// settings that do not validate.
+    static func plain(_ arguments: [String]) -> (paths: [String], host: HostSettings)? {
+        guard arguments.first == "test",
+            let words = PlainCommandLine(Array(arguments.dropFirst()), options: PlainCommandLine.hostOptions),
+            !words.rest.contains(where: { $0.hasPrefix("-") }), let host = words.hostSettings(),
+            (try? host.validate()) != nil
+        else { return nil }
+        return (words.rest, host)
+    }
+
+    /// Runs the tests of `paths` (files, or folders searched; the current folder if none).
+    static func runTests(in paths: [String], filter: String?, coverage: Bool, format: Format, host: HostSettings) throws {
         let files: [String]
         do {
             files = try RuleTestRunner.testFiles(in: paths.isEmpty ? ["."] : paths)

@@ -4,6 +4,7 @@ import LuaHierarchy
 /// `luahier tree RULES.lua [--format text|dot|json] [host options] [-- ARGS...]`
 struct Tree: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "tree",
         abstract: "Load rules and print the tree with each node's responders and subscriptions.",
         discussion: """
             text draws the tree with box-drawing characters; dot is a Graphviz digraph \

@@ -131,6 +131,28 @@ struct ServeConfigurationTests {
         #expect(missing.stderr.hasPrefix("luahier: no such file: /no/such/rules.lua (the rules file came from LUAHIER_RULES)\n"))
     }
 
+    /// With no `LUAHIER_` variable at all, serve reads its settings only when a word starts
+    /// `--config`: a config file named either way still gives the rules and the settings.
+    @Test func aConfigFileNamedOnTheCommandLineAloneIsRead() throws {
+        let rules = try Self.file(Self.rules, name: "rules.lua")
+        let config = try Self.file("{\"rules\": \"\(rules)\", \"workers\": 3}", name: "serve.json")
+        let environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LUAHIER_") }
+        for words in [["--config", config], ["--config=\(config)"]] {
+            let child = try LuahierProcess(["serve"] + words + ["--print-config"], environment: environment)
+            child.closeInput()
+            let ended = child.waitForExit()
+            #expect(ended.status == 0, "\(words): \(ended.stderr)")
+            let rows = Self.printed(child.stdout)
+            #expect(rows["rules"]?.value == rules && rows["rules"]?.source.hasPrefix(config) == true, "\(words): \(child.stdout)")
+            #expect(rows["workers"]?.value == "3", "\(words): \(child.stdout)")
+        }
+        let plain = try LuahierProcess(["serve", rules, "--port", "70000"], environment: environment)
+        plain.closeInput()
+        let refused = plain.waitForExit()
+        #expect(refused.status == 2)
+        #expect(refused.stderr.hasPrefix("luahier: --port must be between 0 and 65535\n"), "\(refused.stderr)")
+    }
+
     @Test func aBadEnvironmentValueIsAUsageErrorNamingTheVariable() throws {
         let rules = try Self.file(Self.rules, name: "rules.lua")
         let flag = try Self.run(["serve", rules], environment: ["LUAHIER_WATCH": "maybe"])
