@@ -102,4 +102,47 @@ struct PlainCommandLineTests {
         #expect(try Luahier.run(["dispatch", "--unsafe", rules, input]).stdout.contains(#""io":true"#))
         #expect(try Luahier.run(["dispatch", rules, input]).stdout.contains(#""io":false"#))
     }
+
+    /// The plain reading's option tables name only options the parser declares for the same
+    /// command, with the same kind (a flag, an option taking a value, an option taking any
+    /// next word): an option renamed or removed for the parser cannot live on in the plain
+    /// reading. The tables are read from their source, the parser's from its own description.
+    @Test func everyOptionReadWithoutTheParserIsTheParsers() throws {
+        let sources = Luahier.packageRoot.appendingPathComponent("Sources/luahier")
+        func table(_ file: String, _ name: String) throws -> [String: String] {
+            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+            guard let start = text.range(of: "static let \(name)") else { return [:] }
+            let body = text[start.upperBound...].prefix { $0 != "]" }
+            var found: [String: String] = [:]
+            for match in body.matches(of: /"([a-z-]+)": \.(flag|value|anyValue)/) { found[String(match.1)] = String(match.2) }
+            return found
+        }
+        let host = try table("PlainCommandLine.swift", "hostOptions: [String: Kind]")
+        let run = try table("RunCommand.swift", "plainOptions = PlainCommandLine.hostOptions.merging(")
+        #expect(host.count == 6 && run.count == 4, "the tables were not found where they are read: \(host), \(run)")
+        let plain = ["run": host.merging(run) { $1 }, "check": host, "test": host, "dispatch": host]
+
+        let dump = try Luahier.run(["--experimental-dump-help"])
+        let root = try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any]
+        let subcommands = (root?["command"] as? [String: Any])?["subcommands"] as? [[String: Any]] ?? []
+        for (command, options) in plain {
+            let declared = subcommands.first { $0["commandName"] as? String == command }?["arguments"] as? [[String: Any]] ?? []
+            var kinds: [String: String] = [:]
+            for argument in declared {
+                let names = (argument["names"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "long" }
+                for name in names.compactMap({ $0["name"] as? String }) {
+                    switch (argument["kind"] as? String, argument["parsingStrategy"] as? String) {
+                    case ("flag", _): kinds[name] = "flag"
+                    case ("option", "unconditional"): kinds[name] = "anyValue"
+                    case ("option", _): kinds[name] = "value"
+                    default: break
+                    }
+                }
+            }
+            #expect(!kinds.isEmpty, "no options described for \(command)")
+            for (name, kind) in options {
+                #expect(kinds[name] == kind, "\(command) --\(name): read as \(kind) without the parser, declared as \(kinds[name] ?? "nothing")")
+            }
+        }
+    }
 }
