@@ -25,7 +25,8 @@ let package = Package(
         // `swift package generate-documentation --target LuaHierarchy`: the DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
         // SHA-256 for a revision's content hash and a bundle's manifest; Ed25519 for bundle
-        // signatures (RuleBundle). Foundation-free, and already under the server stack.
+        // signatures (RuleBundle). Already under the server stack. It imports Foundation, which
+        // the default build then loads at every start (docs/performance.md, Startup).
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         // `luahier serve` only (the LuaHierarchyServer target): HTTP, metrics, shutdown.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
