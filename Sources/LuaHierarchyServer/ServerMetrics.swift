@@ -348,7 +348,8 @@ enum RuleFailure {
     /// parsed only when its text names one. (A rule that returns such an error value itself
     /// is counted too: the outcome cannot tell them apart.)
     static func type(in outcome: UnsafeRawBufferPointer) -> String? {
-        guard contains(outcome, "Error\"") || contains(outcome, "Exceeded\"") else { return nil }
+        // An `invalid` outcome names an error type too: only an `unhandled` one is parsed.
+        guard contains(outcome, "\"unhandled\""), contains(outcome, "Error\"") || contains(outcome, "Exceeded\"") else { return nil }
         guard let value = try? JSON.parse(outcome), value["status"]?.stringValue == "unhandled",
             let type = value["value"]?["type"]?.stringValue, types.contains(type)
         else { return nil }
