@@ -118,6 +118,17 @@ let package = Package(
             dependencies: ["LuaHierarchy", "CLua"],
             path: "Benchmarks/luahier-bench"
         ),
+        // Run by hand (Benchmarks/serve): Hummingbird alone on `serve`'s route, the floor a
+        // request of `luahier serve` is measured against. With the Server trait only; without
+        // it the target builds a stub that says so.
+        .executableTarget(
+            name: "floor-server",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Server"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Server"])),
+            ],
+            path: "Benchmarks/floor-server"
+        ),
         .testTarget(
             name: "LuaHierarchyTests", dependencies: ["LuaHierarchy", .product(name: "Logging", package: "swift-log")]),
         // Depends on the executable so `swift test` builds the binary these tests run.

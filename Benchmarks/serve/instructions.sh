@@ -8,6 +8,10 @@
 #   Benchmarks/serve/instructions.sh 'NEW:--log-level info' 'NEW:--log-level notice' 'OLD:'
 # (a spec is BINARY:FLAGS; the first is the reference of the ratios). Strip nothing: the
 # script strips copies itself (valgrind 3.19 cannot read the C targets' DWARF).
+# The floor server (Benchmarks/floor-server: Hummingbird alone on the same route) takes
+# serve's command line, so it is measured the same way, as the reference:
+#   swift build -c release --traits Server --product floor-server
+#   Benchmarks/serve/instructions.sh .build/release/floor-server: .build/release/luahier:
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind >/dev/null; }

@@ -82,12 +82,32 @@ extension RulesServer {
     /// NDJSON by any of its names: `application/x-ndjson`, `application/jsonl` (JSON Lines),
     /// `application/x-jsonlines`; parameters (`; charset=utf-8`) aside.
     private func isBatch(_ request: Request) -> Bool {
-        guard let type = request.headers[.contentType]?.lowercased() else { return false }
-        let name = type.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-        return Self.batchTypes.contains(name)
+        guard let type = request.headers[.contentType] else { return false }
+        return Self.isBatchType(type)
     }
 
     static let batchTypes: Set<String> = ["application/x-ndjson", "application/jsonl", "application/x-jsonlines"]
+
+    /// Whether a `Content-Type` names a batch: its media type (what precedes `;`), trimmed of
+    /// whitespace, in any case. ASCII, as every content type a client sends is, by bytes; any
+    /// other text by Unicode's rules (`lowercased`, `whitespaces`), which cost more than the
+    /// rest of a request's reading of it did.
+    static func isBatchType(_ type: String) -> Bool {
+        let bytes = type.utf8
+        guard bytes.allSatisfy({ $0 < 0x80 }) else {
+            let name = type.lowercased().split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+            return batchTypes.contains(name)
+        }
+        var name = bytes[...]
+        if let semicolon = name.firstIndex(of: UInt8(ascii: ";")) { name = name[..<semicolon] }
+        while let first = name.first, first == 0x20 || first == 0x09 { name = name.dropFirst() }
+        while let last = name.last, last == 0x20 || last == 0x09 { name = name.dropLast() }
+        // `application/json`, the one most requests name, is no batch type's length.
+        guard batchTypeLengths.contains(name.count) else { return false }
+        return batchTypes.contains(String(decoding: name.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self))
+    }
+
+    private static let batchTypeLengths = Set(batchTypes.map(\.utf8.count))
 
     private func answer(_ request: Request, context: ServerContext) async -> Response {
         if let encoding = request.headers[.contentEncoding], encoding.lowercased() != "identity" {
@@ -95,7 +115,7 @@ extension RulesServer {
             return refusal(.unsupportedMediaType, type: "UnsupportedContentEncoding",
                            message: "the body must not be compressed (Content-Encoding: \(PrintableText.field(encoding)))")
         }
-        let tooLarge = "the body is over the limit of \(options.maxBodyBytes) bytes (--max-body)"
+        var tooLarge: String { "the body is over the limit of \(options.maxBodyBytes) bytes (--max-body)" }
         let length = request.headers[.contentLength].flatMap { Int($0) }
         if let length, length > options.maxBodyBytes {
             // Said up front: refused before a byte of it is read (or a `100 Continue` sent).
@@ -143,10 +163,14 @@ extension RulesServer {
                 $0.kind = fields.kind
                 $0.revision = answer.revision.hash
             }
+            var json = ByteBuffer()
+            json.reserveCapacity(answer.json.count + 1)
+            json.writeBytes(answer.json)
+            json.writeInteger(UInt8(ascii: "\n"))
             let response = Response(
                 status: answer.status == .invalid ? .badRequest : .ok,
                 headers: [.contentType: "application/json"],
-                body: .init(byteBuffer: ByteBuffer(bytes: answer.json + [UInt8(ascii: "\n")])))
+                body: .init(byteBuffer: json))
             return shadowed(response, body: body, requestID: context.identity.id, answer: answer)
         } catch {
             return refusal(error)

@@ -255,8 +255,7 @@ public final class RulesServer: Sendable {
         ServiceSignals.handleStops()
         // Set before any signal can come: the second one must end the delay, not the process.
         ServiceSignals.deferRepeatedStop(options.shutdownDelay > 0)
-        var logger = Logger(label: "luahier")
-        logger.logLevel = .warning
+        let logger = FrameworkLogHandler.logger(label: "luahier", level: .warning)
         let app = try application(logger: logger) { address in
             self.listening.withLock { $0 = true }
             onListening(address)
@@ -312,9 +311,7 @@ public final class RulesServer: Sendable {
     /// The application `run` serves, for the package's tests to drive in process
     /// (HummingbirdTesting), without a socket or signals.
     package func application() throws -> some ApplicationProtocol {
-        var logger = Logger(label: "luahier")
-        logger.logLevel = .warning
-        return try application(logger: logger, onListening: { _ in })
+        try application(logger: FrameworkLogHandler.logger(label: "luahier", level: .warning), onListening: { _ in })
     }
 
     /// The HTTP application: the routes, the limits on connections, TLS, the address.

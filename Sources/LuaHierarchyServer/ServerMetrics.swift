@@ -348,7 +348,8 @@ enum RuleFailure {
     /// parsed only when its text names one. (A rule that returns such an error value itself
     /// is counted too: the outcome cannot tell them apart.)
     static func type(in outcome: UnsafeRawBufferPointer) -> String? {
-        guard contains(outcome, "Error\"") || contains(outcome, "Exceeded\"") else { return nil }
+        // An `invalid` outcome names an error type too: only an `unhandled` one is parsed.
+        guard contains(outcome, "\"unhandled\""), contains(outcome, "Error\"") || contains(outcome, "Exceeded\"") else { return nil }
         guard let value = try? JSON.parse(outcome), value["status"]?.stringValue == "unhandled",
             let type = value["value"]?["type"]?.stringValue, types.contains(type)
         else { return nil }
@@ -356,10 +357,14 @@ enum RuleFailure {
     }
 
     private static func contains(_ bytes: UnsafeRawBufferPointer, _ text: StaticString) -> Bool {
-        let needle = UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
-        guard bytes.count >= needle.count else { return false }
-        for start in 0...(bytes.count - needle.count) where bytes[start] == needle[0] {
-            if memcmp(bytes.baseAddress! + start, needle.baseAddress!, needle.count) == 0 { return true }
+        let needle = UnsafeRawPointer(text.utf8Start), count = text.utf8CodeUnitCount
+        guard let base = bytes.baseAddress, bytes.count >= count else { return false }
+        // The candidates are found by memchr: the outcome is read for every request.
+        let last = base + (bytes.count - count)
+        var from = base
+        while from <= last, let found = memchr(from, Int32(needle.load(as: UInt8.self)), last - from + 1) {
+            if memcmp(found, needle, count) == 0 { return true }
+            from = UnsafeRawPointer(found) + 1
         }
         return false
     }

@@ -1,5 +1,7 @@
 #if Server
+import Foundation
 import Hummingbird
+import Logging
 @testable import LuaHierarchyServer
 import Testing
 
@@ -33,6 +35,71 @@ struct RequestPartsTests {
             #expect(made != unsafe && made.count == 32 && made.allSatisfy { $0.isHexDigit }, "\(unsafe) → \(made)")
         }
         #expect(RequestIdentity(HTTPFields()).id != RequestIdentity(HTTPFields()).id)
+    }
+
+    @Test func aMadeRequestIdIs32LowercaseHexDigitsOf128RandomBits() {
+        let ids = (0..<200).map { _ in RequestIdentity.makeID() }
+        for id in ids {
+            #expect(id.utf8.count == 32 && id.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }, "\(id)")
+        }
+        #expect(Set(ids).count == ids.count)
+        // Every digit position takes every value: no position is fixed (a padding zero, a
+        // half written twice).
+        for position in 0..<32 {
+            let digits = Set(ids.map { Array($0.utf8)[position] })
+            #expect(digits.count > 8, "position \(position): \(digits.count) values")
+        }
+    }
+
+    /// The byte reading of a `Content-Type` agrees with Unicode's rules (which the server
+    /// used for every request before, and still uses for text that is not ASCII).
+    @Test func aBatchIsNamedByItsMediaTypeInAnyCaseAndSpacing() {
+        func byUnicode(_ type: String) -> Bool {
+            let name = type.lowercased().split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+            return RulesServer.batchTypes.contains(name)
+        }
+        let batches = [
+            "application/x-ndjson", "application/jsonl", "application/x-jsonlines", "Application/X-NDJSON",
+            "application/jsonl; charset=utf-8", "  application/x-ndjson\t;charset=utf-8", "\tAPPLICATION/JSONL ",
+            "application/x-jsonlines;", "application/x-ndjson\u{00A0}", "\u{2003}application/jsonl",
+        ]
+        let others = [
+            "", ";", "application/json", "application/json; x=application/jsonl", "application/jsonlines",
+            "application/x-ndjsonx", "text/plain", "application/ jsonl", "application/jsonl2", "applicatıon/jsonl",
+            "application/x-ndjson,application/json", "x application/jsonl",
+        ]
+        for type in batches {
+            #expect(RulesServer.isBatchType(type), "\(type.debugDescription)")
+            #expect(byUnicode(type), "\(type.debugDescription)")
+        }
+        for type in others {
+            #expect(!RulesServer.isBatchType(type), "\(type.debugDescription)")
+            #expect(!byUnicode(type), "\(type.debugDescription)")
+        }
+    }
+
+    /// Hummingbird's own records keep the metadata it sets (a request's id) as it was set.
+    @Test func theFrameworksLoggerKeepsItsMetadataForItsRecords() {
+        var logger = FrameworkLogHandler.logger(label: "luahier", level: .warning)
+        #expect(logger.logLevel == .warning)
+        logger[metadataKey: "hb.request.id"] = "7"
+        #expect(logger[metadataKey: "hb.request.id"] == "7")
+        logger[metadataKey: "hb.request.id"] = nil
+        #expect(logger[metadataKey: "hb.request.id"] == nil)
+    }
+
+    /// Only an unhandled outcome whose value is an error the host made counts as a rule
+    /// failure; an invalid request's error, or a rule's own error type, does not.
+    @Test func aRuleFailureIsAnUnhandledOutcomesHostError() {
+        func type(_ text: String) -> String? {
+            Array(text.utf8).withUnsafeBytes { RuleFailure.type(in: $0) }
+        }
+        #expect(type(#"{"id":1,"status":"unhandled","kind":"event","value":{"type":"LuaError","message":"x"}}"#) == "LuaError")
+        #expect(type(#"{"status": "unhandled", "value": {"type": "TimeLimitExceeded"}}"#) == "TimeLimitExceeded")
+        #expect(type(#"{"id":1,"status":"unhandled","kind":"event","value":{"type":"QuotaError"}}"#) == nil)
+        #expect(type(#"{"status":"invalid","error":{"type":"LuaError","message":"unhandled"}}"#) == nil)
+        #expect(type(#"{"status":"invalid","error":{"type":"JSONError","message":"x"}}"#) == nil)
+        #expect(type(#"{"status":"handled","kind":"event","value":{"type":"LuaError"}}"#) == nil)
     }
 
     @Test func anOutcomesStatusAndKindAreItsOwnNotAnIdsLookalike() {

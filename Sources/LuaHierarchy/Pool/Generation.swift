@@ -29,6 +29,10 @@ final class Generation: @unchecked Sendable {
     /// before they all started): how long a request queued now may have to wait.
     private var allBusySince: ContinuousClock.Instant?
     private var retired = false
+    /// When the timer that refuses the queued jobs whose wait bound passed is due, if one is
+    /// set: one for the queue, at its earliest bound, not one per job (a timer per waiting
+    /// request was a cost of every request behind a busy state).
+    private var reaperDue: DispatchTime?
     private var loaded = 0
     private var loadFailure: ScriptError?
     private var modules: [String: [UInt8]]?
@@ -70,35 +74,59 @@ final class Generation: @unchecked Sendable {
     /// passes before a worker takes it, so a request never waits longer than its bound, even
     /// while every worker is stuck in a long dispatch.
     func enqueue(_ job: PoolJob, maxWaiting: Int) -> PoolJob.Admission {
-        let admission: PoolJob.Admission = monitor.locked {
-            if retired { return .retired }
+        let (admission, reapAt): (PoolJob.Admission, DispatchTime?) = monitor.locked {
+            if retired { return (.retired, nil) }
             let waiting = jobs.count - head - expiredInQueue
-            if idle == 0 && waiting >= maxWaiting { return .overloaded }
+            if idle == 0 && waiting >= maxWaiting { return (.overloaded, nil) }
             jobs.append(job)
-            monitor.broadcast()
-            return idle > waiting ? .started : .waiting
+            // Only the workers' `take` waits on the condition once the states are loaded, and
+            // one job needs one of them.
+            monitor.signal()
+            guard idle <= waiting else { return (.started, nil) }
+            guard let wait = job.maxWait, wait.isFinite else { return (.waiting, nil) }
+            let deadline = DispatchTime.now() + wait
+            job.deadline = deadline
+            if let due = reaperDue, due <= deadline { return (.waiting, nil) }
+            reaperDue = deadline
+            return (.waiting, deadline)
         }
-        if admission == .waiting, let wait = job.maxWait, wait.isFinite {
-            // The timer holds the job weakly: a job holds its request (a batch's body and
-            // lines), and one a worker took and answered must go then, not when its wait bound
-            // passes. Held for `--max-wait` after every request that waited (behind a single
-            // worker, most of them), those bodies grew `serve`'s memory with every batch.
-            DispatchQueue.global().asyncAfter(deadline: .now() + wait) { [weak self, weak job] in
-                if let job { self?.expire(job) }
-            }
-        }
+        if let reapAt { setReaper(at: reapAt) }
         return admission
     }
 
-    /// The wait bound of `job` passed: refuses it unless a worker took it already.
-    private func expire(_ job: PoolJob) {
-        let refused: Bool = monitor.locked {
-            if job.taken { return false }
-            job.taken = true
-            expiredInQueue += 1
-            return true
+    /// The reaper holds the generation weakly, and the jobs not at all: a job holds its
+    /// request (a batch's body and lines), and one a worker took and answered must go then,
+    /// not when its wait bound passes. Held for `--max-wait` after every request that waited
+    /// (behind a single worker, most of them), those bodies grew `serve`'s memory with every
+    /// batch.
+    private func setReaper(at time: DispatchTime) {
+        DispatchQueue.global().asyncAfter(deadline: time) { [weak self] in self?.reap(due: time) }
+    }
+
+    /// Refuses every queued job whose wait bound passed and no worker took, and sets the
+    /// reaper again for the earliest bound still to come, if any. A timer set for another
+    /// time than `reaperDue` was superseded by an earlier one, which does this.
+    private func reap(due: DispatchTime) {
+        let now = DispatchTime.now()
+        let (refused, next): ([PoolJob], DispatchTime?) = monitor.locked {
+            guard reaperDue == due else { return ([], nil) }
+            var refused: [PoolJob] = []
+            var next: DispatchTime?
+            for index in head..<jobs.count {
+                guard let job = jobs[index], !job.taken, let deadline = job.deadline else { continue }
+                if deadline <= now {
+                    job.taken = true
+                    expiredInQueue += 1
+                    refused.append(job)
+                } else if next.map({ deadline < $0 }) ?? true {
+                    next = deadline
+                }
+            }
+            reaperDue = next
+            return (refused, next)
         }
-        if refused { job.refuse() }
+        for job in refused { job.refuse() }
+        if let next { setReaper(at: next) }
     }
 
     /// The next job, waiting for one; nil once retired and drained.
@@ -243,6 +271,8 @@ final class PoolJob: @unchecked Sendable {
     let maxWait: Double?
     /// A worker took it, or its wait bound refused it (guarded by its generation's monitor).
     var taken = false
+    /// When its wait bound passes, once it waits for a state (guarded by the same monitor).
+    var deadline: DispatchTime?
     private let work: (PoolWorker) -> Void
     private let refused: () -> Void
 

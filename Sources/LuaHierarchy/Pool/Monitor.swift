@@ -45,6 +45,9 @@ final class Monitor: @unchecked Sendable {
 
     func broadcast() { pthread_cond_broadcast(condition) }
 
+    /// Wakes one waiter (the lock held): for a condition only interchangeable waiters wait on.
+    func signal() { pthread_cond_signal(condition) }
+
     /// CLOCK_REALTIME in seconds, the clock `wait(until:)` reads.
     static var now: Double {
         var time = timespec()
