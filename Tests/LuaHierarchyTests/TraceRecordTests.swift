@@ -61,17 +61,29 @@ struct TraceRecordTests {
             + ["/ #1 transformEvent (test.lua:3): Tap -> event Done"])
     }
 
-    @Test func aDispatchALimitEndedKeepsTheStepsBeforeTheLimit() throws {
+    /// The steps before the limit are kept, and the responder the limit stopped has its own
+    /// step: it raised the limit's error (line-protocol.md: a failing responder's step is in
+    /// the trace), inside a run of receives and alone, in both tracing modes.
+    @Test(arguments: ["path", "full"])
+    func aDispatchALimitEndedKeepsTheStepsBeforeTheLimit(mode: String) throws {
         var options = Hierarchy.Options()
         options.limits.dispatchInstructions = 20_000
         let f = try Fixture(steps, options: options)
         #expect(try f.output("""
-            hier.tracing = "path"
+            hier.tracing = "\(mode)"
             local a = hier.root:child("a")
             for i = 1, 2 do a:receiveEvent(function() return "notHandled" end) end
             a:receiveEvent(function() while true do end end)
             local o = a:triggerEvent("Tap")
-            print(o.value.type, #o.trace, o.trace[1].result, o.trace[2].result)
-            """) == ["InstructionLimitExceeded\t2\tnotHandled\tnotHandled"])
+            print(o.value.type, #o.trace, o.trace[1].result, o.trace[2].result, o.trace[3].result, o.trace[3].index)
+            local b = hier.root:child("b")
+            b:transformEvent(function(e) return {type = "Spun"} end)
+            b:handleEvent("Spun", function() while true do end end)
+            o = b:triggerEvent("Tap")
+            print(#o.trace, o.trace[1].result, o.trace[2].input, o.trace[2].result)
+            """) == [
+                "InstructionLimitExceeded\t3\tnotHandled\tnotHandled\traised InstructionLimitExceeded\t3",
+                "2\tevent Spun\tSpun\traised InstructionLimitExceeded",
+            ])
     }
 }
