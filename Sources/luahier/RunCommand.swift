@@ -48,9 +48,11 @@ struct Run: ParsableCommand {
     }
 
     func validate() throws {
-        // Capturing from the first word it does not know, the parser leaves `--help` to us
-        // (after a `--`, `--help` is a file name).
+        // Capturing from the first word it does not know, the parser leaves `--help` and
+        // `--version` to us, as every other subcommand answers them (after a `--`, they are
+        // file names).
         if let first = script.first, first == "--help" || first == "-h" { throw CleanExit.helpRequest(self) }
+        if script.first == "--version" { throw CleanExit.message(PackageVersion.description) }
         try scriptRun.validate()
     }
 

@@ -154,6 +154,19 @@ struct UnixCitizenTests {
         #expect(result.stdout.hasPrefix("luahier \(number) "))
     }
 
+    /// Every subcommand answers `--version` as the command does (cli.md); `run`, whose words
+    /// after its options are the script's, too, unless a `--` makes it a file name.
+    @Test func everySubcommandAnswersVersion() throws {
+        let expected = try Luahier.run(["--version"]).stdout
+        for command in ["run", "check", "test", "dispatch", "tree", "explain", "replay", "serve", "bundle"] {
+            let result = try Luahier.run([command, "--version"])
+            #expect(result.status == 0, "\(command): \(result.stderr)")
+            #expect(result.stdout == expected, "\(command)")
+        }
+        let file = try Luahier.run(["run", "--", "--version"])
+        #expect(file.status == 2 && file.stderr.contains("no such file: --version"), "\(file.stderr)")
+    }
+
     @Test(arguments: ["bash", "zsh", "fish"])
     func completionScriptsAreGenerated(_ shell: String) throws {
         let result = try Luahier.run(["--generate-completion-script", shell])
