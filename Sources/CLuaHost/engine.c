@@ -68,58 +68,49 @@ static void luahier_pushlimitend(lua_State *L, luahier_Engine *e, int out_of_mem
     if (is_error && !lua_rawequal(L, value, error)) luahier_setifabsent(L, e, error, LUAHIER_WORD_CAUSE, value);
 }
 
-/* [-0, +0, m] A traced dispatch a limit ended inside a run of plain receives: the entries of the
- * run that passed the value (of type `type`) by before the one reached, as the walk records them
- * (luahier_enginetypes.h, LUAHIER_STATE_PASSED). */
-static void luahier_recordpasses(lua_State *L, int state, int type) {
+/* [-0, +0, m] The trace of a dispatch a limit ended, made whole. The entries of a run of plain
+ * receives that passed the value by before the one reached (luahier_enginetypes.h,
+ * LUAHIER_STATE_PASSED) become the run's step, as the walk records them; then the entry the
+ * limit stopped (state[REACHED]) raised the limit's error (of type `type`), called with a value
+ * of type `input`, as the walk records a responder's raise. Not that step when it is the last
+ * one recorded already: the limit tripped after that entry answered. */
+static void luahier_recordlimitend(lua_State *L, int state, int input, int type) {
     int top = lua_gettop(L);
-    if (lua_rawgeti(L, state, LUAHIER_STATE_PASSED) == LUA_TNUMBER && lua_rawgeti(L, state, LUAHIER_STATE_RECORD) == LUA_TTABLE) {
-        int record = lua_gettop(L);
-        lua_Integer from = lua_tointegerx(L, record - 1, NULL);
-        lua_Integer reached = luahier_slot(L, state, LUAHIER_STATE_REACHED);
-        if (reached > from) {
-            lua_Integer step = LUAHIER_TRACE_STEPS;
-            while (lua_rawgeti(L, record, step + LUAHIER_STEP_ENTRY) == LUA_TNUMBER) {
-                lua_pop(L, 1);
-                step += LUAHIER_STEP_STRIDE;
-            }
-            lua_pop(L, 1);
-            lua_pushinteger(L, from);
-            lua_rawseti(L, record, step + LUAHIER_STEP_ENTRY);
-            lua_pushvalue(L, type);
-            lua_rawseti(L, record, step + LUAHIER_STEP_INPUT);
-            lua_pushinteger(L, reached - LUAHIER_ENTRY_STRIDE);
-            lua_rawseti(L, record, step + LUAHIER_STEP_TYPE);
-        }
+    if (lua_rawgeti(L, state, LUAHIER_STATE_RECORD) != LUA_TTABLE) {
+        lua_settop(L, top);
+        return;
     }
-    lua_settop(L, top);
-}
-
-/* [-0, +0, m] A traced dispatch a limit ended: the entry it was in (state[REACHED]) raised the
- * limit's error (of type `type`), called with a value of type `input`, as the walk records a
- * responder's raise, so the trace shows the responder the limit stopped. Not when that entry's
- * step is the last one recorded already: the limit tripped after it answered. */
-static void luahier_recordlimitstep(lua_State *L, int state, int input, int type) {
-    int top = lua_gettop(L);
+    int record = lua_gettop(L);
     lua_Integer reached = luahier_slot(L, state, LUAHIER_STATE_REACHED);
-    if (reached > 0 && lua_rawgeti(L, state, LUAHIER_STATE_RECORD) == LUA_TTABLE) {
-        int record = lua_gettop(L);
-        lua_Integer step = LUAHIER_TRACE_STEPS, last = 0;
-        while (lua_rawgeti(L, record, step + LUAHIER_STEP_ENTRY) == LUA_TNUMBER) {
-            last = lua_tointegerx(L, -1, NULL);
-            lua_pop(L, 1);
-            step += LUAHIER_STEP_STRIDE;
-        }
-        if (last != reached) {
-            lua_pushinteger(L, reached);
+    lua_Integer step = LUAHIER_TRACE_STEPS, last = 0;
+    while (lua_rawgeti(L, record, step + LUAHIER_STEP_ENTRY) == LUA_TNUMBER) {
+        last = lua_tointegerx(L, -1, NULL);
+        lua_pop(L, 1);
+        step += LUAHIER_STEP_STRIDE;
+    }
+    lua_pop(L, 1);
+    if (lua_rawgeti(L, state, LUAHIER_STATE_PASSED) == LUA_TNUMBER) {
+        lua_Integer from = lua_tointegerx(L, -1, NULL);
+        if (reached > from) {
+            lua_pushinteger(L, from);
             lua_rawseti(L, record, step + LUAHIER_STEP_ENTRY);
             lua_pushvalue(L, input);
             lua_rawseti(L, record, step + LUAHIER_STEP_INPUT);
-            lua_pushliteral(L, "raised");
-            lua_rawseti(L, record, step + LUAHIER_STEP_RESULT);
-            lua_pushvalue(L, type);
+            lua_pushinteger(L, reached - LUAHIER_ENTRY_STRIDE);
             lua_rawseti(L, record, step + LUAHIER_STEP_TYPE);
+            last = from;
+            step += LUAHIER_STEP_STRIDE;
         }
+    }
+    if (reached > 0 && last != reached) {
+        lua_pushinteger(L, reached);
+        lua_rawseti(L, record, step + LUAHIER_STEP_ENTRY);
+        lua_pushvalue(L, input);
+        lua_rawseti(L, record, step + LUAHIER_STEP_INPUT);
+        lua_pushliteral(L, "raised");
+        lua_rawseti(L, record, step + LUAHIER_STEP_RESULT);
+        lua_pushvalue(L, type);
+        lua_rawseti(L, record, step + LUAHIER_STEP_TYPE);
     }
     lua_settop(L, top);
 }
@@ -192,14 +183,13 @@ int luahier_rundispatch(lua_State *L, luahier_Engine *e, int plan, int value, in
              * walk would leave them). */
             /* Out of memory with no trip: the cap's refusal when there is a cap (its error says
              * so, and where), malloc's own failure when there is none. */
-            luahier_recordpasses(L, state, base + 5);
             lua_pushvalue(L, base + 5);
             luahier_pushlimitend(L, e, !tripped && g->limit == 0, plan, state, base + 4, is_error);
             lua_replace(L, base + 4);
             luahier_asvalue(L, e, base + 4, 1);
             lua_replace(L, base + 5);
             /* [+ 3 error, + 4 limit error, + 5 its type, + 6 the type the entry was called with] */
-            luahier_recordlimitstep(L, state, base + 6, base + 5);
+            luahier_recordlimitend(L, state, base + 6, base + 5);
             lua_pop(L, 1);
             /* [+ 3 error, + 4 limit error, + 5 its type] -> the walk's layout */
             lua_pushinteger(L, LUAHIER_STATUS_UNHANDLED);
