@@ -29,9 +29,8 @@ struct Check: ParsableCommand {
 
     /// `luahier check [host options] RULES` read without the argument parser
     /// (`PlainCommandLine`); nil for any other command line, or settings that do not validate.
-    static func plain(_ arguments: [String]) -> RulesScript? {
-        guard arguments.first == "check",
-            let words = PlainCommandLine(Array(arguments.dropFirst()), options: PlainCommandLine.hostOptions),
+    static func plain(_ words: [String]) -> RulesScript? {
+        guard let words = PlainCommandLine(words, options: PlainCommandLine.hostOptions),
             words.rest.count == 1, let host = words.hostSettings()
         else { return nil }
         let script = RulesScript(file: words.rest[0], host: host)

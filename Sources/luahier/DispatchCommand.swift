@@ -138,9 +138,8 @@ struct DispatchRun {
     /// `luahier dispatch [host options] RULES [INPUT]` read without the argument parser
     /// (`PlainCommandLine`), every other setting its default; nil for any other command
     /// line, or settings that do not validate.
-    static func plain(_ arguments: [String]) -> DispatchRun? {
-        guard arguments.first == "dispatch",
-            let words = PlainCommandLine(Array(arguments.dropFirst()), options: PlainCommandLine.hostOptions),
+    static func plain(_ words: [String]) -> DispatchRun? {
+        guard let words = PlainCommandLine(words, options: PlainCommandLine.hostOptions),
             (1...2).contains(words.rest.count), words.rest[0] != "-", !words.rest[1...].contains(where: { $0.hasPrefix("-") && $0 != "-" }),
             let host = words.hostSettings()
         else { return nil }

@@ -85,20 +85,22 @@ struct Luahier: ParsableCommand {
 
 extension Luahier {
     /// The command plain words run (`PlainCommandLine`): `run`, `check`, `test` and
-    /// `dispatch` with the options those read, the parser's first parse skipped. Nil for the
-    /// parser to read the words.
+    /// `dispatch` with the options those read, the parser's first parse skipped (each
+    /// subcommand's `plain` reads the words after its name). Nil for the parser to read the
+    /// words.
     static func plainCommand(_ arguments: [String]) -> (() throws -> Void)? {
+        let words = Array(arguments.dropFirst())
         switch arguments.first {
         case "run":
-            return ScriptRun.plain(arguments).map { run in { try run.execute() } }
+            return ScriptRun.plain(words).map { run in { try run.execute() } }
         case "check":
-            return Check.plain(arguments).map { rules in { try Check.check(rules, arguments: []) } }
+            return Check.plain(words).map { rules in { try Check.check(rules, arguments: []) } }
         case "test":
-            return Test.plain(arguments).map { plain in
+            return Test.plain(words).map { plain in
                 { try Test.runTests(in: plain.paths, filter: nil, coverage: Test.defaults.coverage, format: Test.defaults.format, host: plain.host) }
             }
         case "dispatch":
-            return DispatchRun.plain(arguments).map { dispatch in { try dispatch.execute() } }
+            return DispatchRun.plain(words).map { dispatch in { try dispatch.execute() } }
         default:
             return nil
         }

@@ -79,9 +79,8 @@ struct ScriptRun {
     /// full, then FILE and the script's words, from the same defaults the flags start from.
     /// Nil for any other command line, and for settings that do not validate: the parser
     /// reads those, and names what is wrong.
-    static func plain(_ arguments: [String]) -> ScriptRun? {
-        guard arguments.first == "run",
-            let words = PlainCommandLine(Array(arguments.dropFirst()), options: plainOptions),
+    static func plain(_ words: [String]) -> ScriptRun? {
+        guard let words = PlainCommandLine(words, options: plainOptions),
             !words.rest.isEmpty, let host = words.hostSettings()
         else { return nil }
         var run = ScriptRun.defaults

@@ -49,9 +49,8 @@ struct Test: ParsableCommand {
     /// `luahier test [host options] [PATH...]` read without the argument parser
     /// (`PlainCommandLine`): the paths, and the settings; nil for any other command line, or
     /// settings that do not validate.
-    static func plain(_ arguments: [String]) -> (paths: [String], host: HostSettings)? {
-        guard arguments.first == "test",
-            let words = PlainCommandLine(Array(arguments.dropFirst()), options: PlainCommandLine.hostOptions),
+    static func plain(_ words: [String]) -> (paths: [String], host: HostSettings)? {
+        guard let words = PlainCommandLine(words, options: PlainCommandLine.hostOptions),
             !words.rest.contains(where: { $0.hasPrefix("-") }), let host = words.hostSettings(),
             (try? host.validate()) != nil
         else { return nil }
