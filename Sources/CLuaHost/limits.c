@@ -270,17 +270,11 @@ void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
             return block;
         }
     }
-    /* A small block freed, with room in the cache. */
+    /* A small block freed: cached, or freed when the cache is full. */
     if (nsize == 0 && ptr != NULL && osize - 1 < LUAHIER_SMALL_BLOCK) {
-        unsigned k = luahier_sizeclass(osize);
-        size_t bytes = luahier_classbytes(k);
-        if (g->cached_bytes + bytes <= LUAHIER_CACHED_BYTES) {
-            *(void **)ptr = g->cached_blocks[k];
-            g->cached_blocks[k] = ptr;
-            g->cached_bytes += bytes;
-            g->used -= bytes;
-            return NULL;
-        }
+        luahier_giveblock(g, ptr, osize);
+        g->used -= luahier_classbytes(luahier_sizeclass(osize));
+        return NULL;
     }
     return luahier_allocslow(g, ptr, osize, nsize);
 }
