@@ -56,8 +56,12 @@ static void luahier_pushstate(lua_State *L, luahier_Engine *e, long depth) {
  * if `is_error`) as its cause. */
 static void luahier_pushlimitend(lua_State *L, luahier_Engine *e, int out_of_memory, int plan, int state, int value,
                                  int is_error) {
-    if (out_of_memory) e->push_failure(e->host, L, LUAHIER_FAIL_NOMEMORY);
-    else luahier_pushlimiterror(L, luahier_guard(L));
+    if (out_of_memory) {
+        e->push_failure(e->host, L, LUAHIER_FAIL_NOMEMORY);
+        luahier_guard(L)->failures |= LUAHIER_FAILED_NOMEMORY;
+    } else {
+        luahier_pushlimiterror(L, luahier_guard(L));
+    }
     int error = lua_gettop(L);
     lua_Integer reached = luahier_slot(L, state, LUAHIER_STATE_REACHED);
     if (reached > 0) {

@@ -327,6 +327,9 @@ void luahier_pushlimiterror(lua_State *L, luahier_Guard *g) {
         return;
     }
     lua_createtable(L, 0, 4);
+    g->failures |= b->exceeded == LUAHIER_TRIPPED_INSTRUCTIONS ? LUAHIER_FAILED_INSTRUCTIONS
+                 : b->exceeded == LUAHIER_TRIPPED_TIME       ? LUAHIER_FAILED_TIME
+                                                              : LUAHIER_FAILED_MEMORY;
     if (b->exceeded == LUAHIER_TRIPPED_INSTRUCTIONS) {
         lua_pushstring(L, "InstructionLimitExceeded");
         lua_setfield(L, -2, "type");
@@ -455,6 +458,7 @@ void luahier_beginentry(lua_State *L, long long instructions, double seconds, in
     b->time_scope = scope;
     b->own_time = 0;
     b->exceeded = 0;
+    g->failures = 0;
     if (g->watch) {
         luahier_publishdeadline(g);
         luahier_progress(g);

@@ -156,7 +156,7 @@ extension RulesServer {
             let answer = try await pool.dispatch(body, requestID: context.identity.id)
             metrics.record(answer.status)
             metrics.recordEvaluation(answer.evaluation, batch: false)
-            answer.json.withUnsafeBytes { metrics.recordRuleFailure(in: $0) }
+            metrics.recordRuleFailures(answer.ruleFailures)
             let fields = OutcomeFields.read(answer.json)
             context.notes.set {
                 $0.status = fields.status
@@ -209,7 +209,6 @@ extension RulesServer {
         Task { [pool] in
             do {
                 let summary: RulesPool.BatchSummary = try await pool.dispatchBatch(body, requestID: requestID) { answer, key in
-                    metrics.recordRuleFailure(in: answer)
                     capture?.add(answer, key: key, bodyBytes: bodyBytes)
                     // Open before pushing: a push may wait for the reader, which starts once open.
                     gate.open(nil)
@@ -217,6 +216,7 @@ extension RulesServer {
                 }
                 capture?.answered(by: summary.revision)
                 for (status, count) in summary.counts { metrics.record(status, count: count) }
+                metrics.recordRuleFailures(byType: summary.ruleFailures)
                 metrics.recordEvaluation(summary.evaluation, batch: true)
                 if summary.stoppedEarly { metrics.recordBatchStopped(stalled: pipe.gaveUp) }
                 if summary.outOfTime { metrics.recordBatchOutOfTime() }

@@ -19,12 +19,13 @@ import Darwin
 /// - `luahier_request_duration_seconds{route}`: their latency, a histogram;
 /// - `luahier_evaluation_seconds{kind}`: the time on a state alone (the rules' work: read, run,
 ///   written; no HTTP, no wait for a state), a histogram, for each `request` and each `batch`;
-/// - `luahier_limit_trips_total{limit}`: requests a limit ended (`time`, `instructions`,
-///   `memory`), and batches whose time budget ran out (`batch_time`);
+/// - `luahier_limit_trips_total{limit}`: request lines a limit ended (`time`, `instructions`,
+///   `memory`), as the engine's budget tripped (never read off an outcome), and batches whose
+///   time budget ran out (`batch_time`);
 /// - `luahier_rule_errors_total{type}`: request lines whose rules failed, by the error the host
-///   made of it (`LuaError`, `ResponderContractError`, a limit's, ...): counted apart from
-///   `unhandled`, which a rule's own error types and unclaimed events also end as, so a bad
-///   deploy shows as such;
+///   made of it (`RuleFailures`: `LuaError`, `ResponderContractError`, a limit's, ...), whether
+///   or not a responder caught it: counted apart from `unhandled`, which a rule's own error
+///   types and unclaimed events also end as, so a bad deploy shows as such;
 /// - `luahier_batches_stopped_total{reason}`: batches stopped early because the client went
 ///   away (`client_gone`) or left the answers unread too long (`client_stalled`);
 /// - `luahier_reloads_total{result}`: `loaded`, `unchanged`, `failed`;
@@ -199,18 +200,27 @@ final class ServerMetrics: Sendable {
             labels: [("type", type)])
     }
 
-    /// An outcome line whose rules failed (a raise, a broken responder contract, a limit), if
-    /// it is one: counted by the error's type, and a limit's also by limit.
-    func recordRuleFailure(in outcome: UnsafeRawBufferPointer) {
-        guard let type = RuleFailure.type(in: outcome) else { return }
-        ruleErrors(type).increment()
-        switch type {
-        case "TimeLimitExceeded": trips("time").increment()
-        case "InstructionLimitExceeded": trips("instructions").increment()
-        case "MemoryLimitExceeded": trips("memory").increment()
-        default: break
+    /// A request line whose rules failed in the ways `failures` holds (a raise, a broken
+    /// responder contract, a limit that tripped): counted once under each error type, and a
+    /// limit's also by limit. Taken from the engine, never from the outcome's text, which a
+    /// client's own error value or a rule's own error type can make look alike.
+    func recordRuleFailures(_ failures: RuleFailures) {
+        guard !failures.isEmpty else { return }
+        recordRuleFailures(byType: Dictionary(uniqueKeysWithValues: failures.types.map { ($0, 1) }))
+    }
+
+    /// A batch's lines whose rules failed, by error type (`BatchSummary.ruleFailures`).
+    func recordRuleFailures(byType counts: [String: Int]) {
+        for (type, count) in counts {
+            ruleErrors(type).increment(by: Int64(count))
+            if let limit = Self.limitNames[type] { trips(limit).increment(by: Int64(count)) }
         }
     }
+
+    /// `luahier_limit_trips_total`'s label of each limit's error type.
+    private static let limitNames = [
+        "TimeLimitExceeded": "time", "InstructionLimitExceeded": "instructions", "MemoryLimitExceeded": "memory",
+    ]
 
     func recordReload(_ result: ReloadResult) {
         switch result {
@@ -334,40 +344,6 @@ struct ProcessGauges: Sendable {
         guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8) else { return nil }
         return text.split(separator: "\n").first { $0.hasPrefix("btime ") }.flatMap { Double($0.dropFirst(6)) }
     }()
-}
-
-/// Whether a request's rules failed, read off its outcome line.
-enum RuleFailure {
-    /// The errors the host makes when rules fail: what no rule of its own reports.
-    static let types: Set<String> = [
-        "LuaError", "ResponderContractError", "DispatchDepthExceeded", "TimeLimitExceeded",
-        "InstructionLimitExceeded", "MemoryLimitExceeded", "HostError", "PayloadError",
-    ]
-
-    /// The `type` of an unhandled outcome's value when it is one of `types`. The outcome is
-    /// parsed only when its text names one. (A rule that returns such an error value itself
-    /// is counted too: the outcome cannot tell them apart.)
-    static func type(in outcome: UnsafeRawBufferPointer) -> String? {
-        // An `invalid` outcome names an error type too: only an `unhandled` one is parsed.
-        guard contains(outcome, "\"unhandled\""), contains(outcome, "Error\"") || contains(outcome, "Exceeded\"") else { return nil }
-        guard let value = try? JSON.parse(outcome), value["status"]?.stringValue == "unhandled",
-            let type = value["value"]?["type"]?.stringValue, types.contains(type)
-        else { return nil }
-        return type
-    }
-
-    private static func contains(_ bytes: UnsafeRawBufferPointer, _ text: StaticString) -> Bool {
-        let needle = UnsafeRawPointer(text.utf8Start), count = text.utf8CodeUnitCount
-        guard let base = bytes.baseAddress, bytes.count >= count else { return false }
-        // The candidates are found by memchr: the outcome is read for every request.
-        let last = base + (bytes.count - count)
-        var from = base
-        while from <= last, let found = memchr(from, Int32(needle.load(as: UInt8.self)), last - from + 1) {
-            if memcmp(found, needle, count) == 0 { return true }
-            from = UnsafeRawPointer(found) + 1
-        }
-        return false
-    }
 }
 
 extension MetricNameDescriptor {

@@ -88,20 +88,6 @@ struct RequestPartsTests {
         #expect(logger[metadataKey: "hb.request.id"] == nil)
     }
 
-    /// Only an unhandled outcome whose value is an error the host made counts as a rule
-    /// failure; an invalid request's error, or a rule's own error type, does not.
-    @Test func aRuleFailureIsAnUnhandledOutcomesHostError() {
-        func type(_ text: String) -> String? {
-            Array(text.utf8).withUnsafeBytes { RuleFailure.type(in: $0) }
-        }
-        #expect(type(#"{"id":1,"status":"unhandled","kind":"event","value":{"type":"LuaError","message":"x"}}"#) == "LuaError")
-        #expect(type(#"{"status": "unhandled", "value": {"type": "TimeLimitExceeded"}}"#) == "TimeLimitExceeded")
-        #expect(type(#"{"id":1,"status":"unhandled","kind":"event","value":{"type":"QuotaError"}}"#) == nil)
-        #expect(type(#"{"status":"invalid","error":{"type":"LuaError","message":"unhandled"}}"#) == nil)
-        #expect(type(#"{"status":"invalid","error":{"type":"JSONError","message":"x"}}"#) == nil)
-        #expect(type(#"{"status":"handled","kind":"event","value":{"type":"LuaError"}}"#) == nil)
-    }
-
     @Test func anOutcomesStatusAndKindAreItsOwnNotAnIdsLookalike() {
         func read(_ text: String) -> OutcomeFields.Fields { OutcomeFields.read(Array(text.utf8)) }
         #expect(read(#"{"revision":{"number":1,"hash":"ab"},"id":3,"status":"handled","kind":"event","value":1}"#) == .init(status: "handled", kind: "event"))

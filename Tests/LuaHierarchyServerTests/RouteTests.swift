@@ -340,6 +340,44 @@ struct RouteTests {
         }
     }
 
+    /// The failure metrics count what the engine saw, not what an outcome says: a client's
+    /// error value typed as a limit's, or a rule's own error of that type, counts nothing; a
+    /// raise that a responder caught still counts. Single requests and batch lines alike.
+    @Test func failureMetricsCannotBeSpoofedByAnOutcomesType() async throws {
+        let (server, rules) = try Self.server()
+        try (Self.rules(version: 1) + """
+
+            app:receiveEvent("OwnTrip", function(e) error({type = "TimeLimitExceeded", message = "a rule's own"}) end)
+            local caught = app:child("caught")
+            caught:receiveEvent("Raise", function(e) local x = nil; return x.y end)
+            caught:catchError("LuaError", function(err) return {type = "Recovered"} end)
+            caught:receiveEvent("Recovered", function() return "handled" end)
+            """).write(to: rules, atomically: true, encoding: .utf8)
+        _ = await server.pool.reload()
+        try await server.application().test(.router) { client in
+            let requests = [
+                #"{"at": "/app", "error": {"type": "TimeLimitExceeded", "message": "a client's"}}"#,
+                #"{"at": "/app", "error": {"type": "MemoryLimitExceeded"}}"#,
+                #"{"at": "/app", "error": {"type": "LuaError"}}"#,
+                #"{"at": "/app", "event": "OwnTrip"}"#,
+                #"{"at": "/app/caught", "event": "Raise"}"#,
+            ]
+            for request in requests {
+                let reply = try await client.execute(uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: request))
+                #expect(reply.status == .ok)
+            }
+            _ = try await client.execute(
+                uri: "/v1/dispatch", method: .post, headers: Self.ndjson, body: ByteBuffer(string: requests.joined(separator: "\n")))
+            let metrics = try await Self.metrics(client)
+            for limit in ["time", "instructions", "memory"] {
+                #expect(metrics.contains(#"luahier_limit_trips_total{limit="\#(limit)"} 0"#), "\(metrics)")
+            }
+            #expect(metrics.contains(#"luahier_rule_errors_total{type="LuaError"} 2"#), "\(metrics)")
+            #expect(!metrics.contains("rule_errors_total{type=\"TimeLimitExceeded\"}"), "\(metrics)")
+            #expect(!metrics.contains("rule_errors_total{type=\"MemoryLimitExceeded\"}"), "\(metrics)")
+        }
+    }
+
     /// A rule that raises answers 200 and `unhandled`, as an event no rule claims and an error
     /// a rule reports of its own do: the metrics count it apart, by the error's type, so a bad
     /// deploy does not look like traffic. Single requests and batch lines alike.

@@ -65,6 +65,51 @@ struct RulesPoolTests {
         await #expect(throws: RulesPool.Refusal.shutDown) { try await pool.dispatch(#"{"at": "/app", "event": "Ask"}"#) }
     }
 
+    /// How a request's rules failed comes from the engine: a raise, a contract broken, a limit
+    /// tripped count whether or not a responder caught them afterwards; an error a request
+    /// carries in, or one a rule reports (or returns) of its own, never does, whatever its type
+    /// says. Each line starts with none, in a batch too.
+    @Test func ruleFailuresAreTheEnginesNotTheOutcomesText() async throws {
+        var options = RulesPool.Options(rulesFile: "failures.lua")
+        options.rulesSource = """
+            local plain = hier.root:child("plain")
+            plain:receiveEvent("Raise", function(e) local x = nil; return x.y end)
+            plain:receiveEvent("Odd", function(e) return 42 end)
+            plain:receiveEvent("OwnRaise", function(e) error({type = "TimeLimitExceeded", message = "a rule's own"}) end)
+            plain:receiveEvent("OwnReturn", function(e) return {type = "InstructionLimitExceeded"} end)
+            plain:receiveEvent("Spin", function(e) while true do end end)
+            plain:receiveEvent("Fine", function(e) return "handled" end)
+            local caught = hier.root:child("caught")
+            caught:receiveEvent("Raise", function(e) local x = nil; return x.y end)
+            caught:catchError("LuaError", function(err) return {type = "Recovered"} end)
+            caught:receiveEvent("Recovered", function() return "handled" end)
+            """
+        options.hierarchy.limits.dispatchInstructions = 100_000
+        let pool = try RulesPool(options: options)
+        let cases: [(String, LineStatus, RuleFailures)] = [
+            (#"{"at": "/plain", "error": {"type": "TimeLimitExceeded", "message": "a client's"}}"#, .unhandled, []),
+            (#"{"at": "/plain", "error": {"type": "LuaError"}}"#, .unhandled, []),
+            (#"{"at": "/plain", "event": "Raise"}"#, .unhandled, .luaError),
+            (#"{"at": "/plain", "event": "Fine"}"#, .handled, []),
+            (#"{"at": "/plain", "event": "Odd"}"#, .unhandled, .responderContractError),
+            (#"{"at": "/plain", "event": "OwnRaise"}"#, .unhandled, []),
+            (#"{"at": "/plain", "event": "OwnReturn"}"#, .unhandled, []),
+            (#"{"at": "/plain", "event": "Spin"}"#, .unhandled, .instructionLimitExceeded),
+            (#"{"at": "/none", "event": "Spin"}"#, .invalid, []),
+            (#"{"at": "/caught", "event": "Raise"}"#, .handled, .luaError),
+        ]
+        for (request, status, failures) in cases {
+            let answer = try await pool.dispatch(request)
+            #expect(answer.status == status, "\(request): \(answer.text)")
+            #expect(answer.ruleFailures == failures, "\(request): \(answer.ruleFailures.types)")
+        }
+        let batch = cases.map(\.0).joined(separator: "\n")
+        let summary = try await pool.dispatchBatch(Array(batch.utf8)) { _ in true }
+        #expect(summary.ruleFailures == ["LuaError": 2, "ResponderContractError": 1, "InstructionLimitExceeded": 1])
+        #expect(RuleFailures([.timeLimitExceeded, .luaError]).types == ["LuaError", "TimeLimitExceeded"])
+        await pool.shutDown()
+    }
+
     /// Jobs are submitted straight from this thread (not from tasks, whose start and resumption
     /// wait for the shared executor, which other tests may hold). The one state is held busy
     /// by a job that waits for the test's word, so no clock decides which comes first.
@@ -268,7 +313,7 @@ struct RulesPoolTests {
                 let request = Array(#"{"at": "/app", "event": "Ask"}"#.utf8)
                 _ = request.withUnsafeBytes { bytes in
                     worker.answer(bytes, lines: [.init(number: 1, start: 0, count: bytes.count, oversized: false)],
-                                  held: worker.processor.outputCharge(), numbered: false) { answer, _ in
+                                  held: worker.processor.outputCharge(), numbered: false) { answer, _, _ in
                         let value = try? JSON.parse(answer)
                         versions.mutate { $0.append(value?["value"]?["version"]?.integer ?? -1) }
                         return true

@@ -26,6 +26,21 @@ enum {
     LUAHIER_TRIPPED_INTERRUPTED = 4
 };
 
+/* The errors the host made of rules failing while a top-level entry ran, whether or not a
+ * responder caught them (luahier_Guard.failures): a server counts them apart from the errors
+ * rules report of their own (docs/serve.md, metrics). One bit per error type. */
+enum {
+    LUAHIER_FAILED_LUA = 1 << 0,            /* LuaError: a raise, Lua's own or of a non-error */
+    LUAHIER_FAILED_CONTRACT = 1 << 1,       /* ResponderContractError */
+    LUAHIER_FAILED_DEPTH = 1 << 2,          /* DispatchDepthExceeded */
+    LUAHIER_FAILED_HOST = 1 << 3,           /* HostError */
+    LUAHIER_FAILED_PAYLOAD = 1 << 4,        /* PayloadError */
+    LUAHIER_FAILED_NOMEMORY = 1 << 5,       /* MemoryError: malloc failed, with no cap */
+    LUAHIER_FAILED_INSTRUCTIONS = 1 << 6,   /* InstructionLimitExceeded */
+    LUAHIER_FAILED_TIME = 1 << 7,           /* TimeLimitExceeded */
+    LUAHIER_FAILED_MEMORY = 1 << 8          /* MemoryLimitExceeded */
+};
+
 /* Whose limit bounds a budget: the top-level chunk's or a dispatch's (for messages). */
 enum { LUAHIER_SCOPE_CHUNK = 0, LUAHIER_SCOPE_DISPATCH = 1 };
 
@@ -90,6 +105,10 @@ typedef struct luahier_Guard {
      * hook saw (under an instruction budget) and host work units charged, and bytes allocated (the Lua heap's growth and the host's charged copies). */
     long long work_total, allocated_total;
     luahier_Budget budget;         /* the innermost budget */
+    unsigned failures;             /* LUAHIER_FAILED_* since the top-level entry began: set by
+                                    * the one place each error is made (a limit's, limits.c) or
+                                    * taken as a responder's failure (walk.c), kept after the
+                                    * entry ends until the next one begins */
     /* Where Lua last was when the hook ran: the place named by memory errors, which come
      * without a message handler. */
     char last_source[LUA_IDSIZE];

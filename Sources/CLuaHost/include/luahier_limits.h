@@ -57,6 +57,8 @@ void luahier_dropcachedblocks(luahier_Guard *g);
  * process drifts far above what the cap counts. Mapped, they are given back when freed. */
 void luahier_fixmmapthreshold(void);
 
+/* [-0, +1, m] The error of the limit the budget tripped on (or of the cap's refusal, when none
+ * tripped), naming where; a limit's is noted in the guard's failures (LUAHIER_FAILED_*). */
 void luahier_pushlimiterror(lua_State *L, luahier_Guard *g);
 
 /* [-0, +0, v] Raises the tripped limit on `L`, whose hook now fires at every instruction. */

@@ -249,6 +249,10 @@ public final class Hierarchy {
         host.memoryUsedFitsTheCap()
     }
 
+    /// How the rules failed in the last top-level entry (a request line's): kept until the
+    /// next begins.
+    var ruleFailures: RuleFailures { host.ruleFailures }
+
     /// Answers a run of `luahier dispatch` request lines in C (LuaLines.swift).
     func answerRun(
         chunk: UnsafeRawBufferPointer, lines: [LuaEngine.RunLine], from: Int, input: ContiguousArray<CChar>,

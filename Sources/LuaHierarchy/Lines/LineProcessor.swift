@@ -132,6 +132,8 @@ struct LineProcessor {
         var next = 0
         /// The status of the line answered into `output` (it ends the run: `next` is past it).
         var answered: LineStatus?
+        /// How its rules failed.
+        var failures: RuleFailures = []
         /// An interrupt cut line `next` short: it and the lines after it are unanswered.
         var interrupted = false
         /// `startBy` passed before line `next` began: it and the lines after it are unanswered.
@@ -170,7 +172,10 @@ struct LineProcessor {
             // Charged as the writing did not charge itself.
             let start = output.bytes.count
             let chargedBefore = held.bytes
+            // The writing is an entry of its own: its limit, if one trips, adds to the dispatch's.
+            let failures = hierarchy.ruleFailures
             writeWithinBudget(dispatch, id: id, number: line.number, into: &output, held: held)
+            result.failures = failures.union(hierarchy.ruleFailures)
             _ = held.add(output.bytes.count - start - (held.bytes - chargedBefore))
             presented.reset()
             result.answered = LineStatus(dispatch.status)

@@ -201,6 +201,10 @@ final class LuaHost {
         return (Int64(instructions ?? 0), seconds ?? 0, Int32(wording == .chunk ? LUAHIER_SCOPE_CHUNK : LUAHIER_SCOPE_DISPATCH))
     }
 
+    /// How rules failed since the last top-level entry began (luahier_Guard.failures): kept
+    /// after it ends, until the next begins.
+    var ruleFailures: RuleFailures { RuleFailures(rawValue: UInt32(guardState.pointee.failures)) }
+
     /// Whether the running budget has tripped on a limit (it must end).
     var limitTripped: Bool { luahier_tripped(thread) != 0 }
 

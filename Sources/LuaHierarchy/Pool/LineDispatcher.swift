@@ -229,7 +229,7 @@ final class Pipeline: @unchecked Sendable {
             // (its later lines see it); given back as it is written.
             let held = worker.processor.outputCharge()
             let answered = batch.chunk.withUnsafeBytes { bytes in
-                worker.answer(bytes, lines: batch.lines, held: held, strict: options.strict) { answer, charged in
+                worker.answer(bytes, lines: batch.lines, held: held, strict: options.strict) { answer, charged, _ in
                     handOver(answer, of: batch, held: held, charged: charged)
                     return true
                 }

@@ -39,13 +39,14 @@ final class PoolWorker {
     /// Answers `lines` of `chunk`, in order. Each outcome line goes to `deliver` with the
     /// revision in it when the pool stamps outcomes, and without its `line` member unless
     /// `numbered`; `charged` says the processor charged it to `held` already (the deliverer
-    /// charges the others while it holds them, contract §7). With a `timeBudget` (seconds), no
+    /// charges the others while it holds them, contract §7), and `failures` how its rules
+    /// failed. With a `timeBudget` (seconds), no
     /// line begins once it has run out: each line left is answered `invalid`
     /// (`BatchTimeLimitExceeded`) without running, so a batch ends within its budget and one
     /// line's own.
     func answer(
         _ chunk: UnsafeRawBufferPointer, lines: [LuaEngine.RunLine], held: MemoryCharge, strict: Bool = false,
-        numbered: Bool = true, timeBudget: Double? = nil, deliver: (UnsafeRawBufferPointer, _ charged: Bool) -> Bool
+        numbered: Bool = true, timeBudget: Double? = nil, deliver: (UnsafeRawBufferPointer, _ charged: Bool, _ failures: RuleFailures) -> Bool
     ) -> Answered {
         var answered = Answered()
         let startBy = timeBudget.map { LuaEngine.clock + max($0, 0.001) } ?? 0
@@ -62,16 +63,16 @@ final class PoolWorker {
                 request: chunk, line: line, numbered: numbered, requestID: request.id, outcome: outcome,
                 responderKey: processor.keys?.key, mask: processor.hierarchy.decisionMask)
         }
-        func hand(_ answer: UnsafeRawBufferPointer, charged: Bool) -> Bool {
+        func hand(_ answer: UnsafeRawBufferPointer, charged: Bool, failures: RuleFailures) -> Bool {
             // The answer goes out first: its record (and the rules' mask) does not hold it up.
             if plain {
-                let taken = deliver(answer, charged)
+                let taken = deliver(answer, charged, failures)
                 if recorder != nil { record(answer, outcome: answer) }
                 return taken
             }
             Self.splice(answer, stamp: stamp, numbered: numbered, into: &stamped)
             return stamped.withUnsafeBytes { stamped in
-                let taken = deliver(stamped, charged)
+                let taken = deliver(stamped, charged, failures)
                 if recorder != nil { record(answer, outcome: stamped) }
                 return taken
             }
@@ -99,7 +100,7 @@ final class PoolWorker {
     /// a batch of any length ends soon after its budget.
     private func refuseExpired(
         _ lines: ArraySlice<LuaEngine.RunLine>, budget: Double, into answered: inout Answered,
-        hand: (UnsafeRawBufferPointer, Bool) -> Bool
+        hand: (UnsafeRawBufferPointer, Bool, RuleFailures) -> Bool
     ) {
         let refusal = LineProcessor.InvalidLine(
             id: nil, type: "BatchTimeLimitExceeded",
@@ -112,7 +113,7 @@ final class PoolWorker {
             LineProcessor.write(refusal, number: line.number, where: "\(place):\(line.number)", into: &output)
             answered.counts[LineStatus.invalid.index] += 1
             answered.last = .invalid
-            let taken = output.bytes.withUnsafeBytes { hand($0, false) }
+            let taken = output.bytes.withUnsafeBytes { hand($0, false, []) }
             if !taken {
                 answered.cancelled = true
                 break
@@ -126,7 +127,7 @@ final class PoolWorker {
 
     private func answerWindow(
         _ chunk: UnsafeRawBufferPointer, lines: [LuaEngine.RunLine], held: MemoryCharge, strict: Bool, startBy: Double,
-        into answered: inout Answered, hand: (UnsafeRawBufferPointer, Bool) -> Bool
+        into answered: inout Answered, hand: (UnsafeRawBufferPointer, Bool, RuleFailures) -> Bool
     ) {
         var next = 0
         while next < lines.count {
@@ -138,7 +139,7 @@ final class PoolWorker {
             // line it left to the processor's own path, if any.
             let run = processor.answerRun(chunk, lines: lines, from: next, into: &output, held: held, startBy: startBy) { answer in
                 // Refused: C leaves the line to this side, which stops there.
-                hand(answer, false)
+                hand(answer, false, self.processor.hierarchy.ruleFailures)
             }
             for (index, count) in run.counts.enumerated() where count > 0 {
                 answered.counts[index] += count
@@ -156,7 +157,7 @@ final class PoolWorker {
             guard let status = run.answered else { continue }
             answered.counts[status.index] += 1
             answered.last = status
-            let taken = output.bytes.withUnsafeBytes { hand($0, true) }
+            let taken = output.bytes.withUnsafeBytes { hand($0, true, run.failures) }
             output.bytes.removeAll(keepingCapacity: true)
             if !taken {
                 answered.cancelled = true

@@ -62,7 +62,7 @@ extension RulesPool {
                     LuaEngine.RunLine(number: $0.number, start: $0.start, count: $0.count, oversized: $0.count > limit)
                 }
                 _ = batch.requestBytes.withUnsafeBytes { bytes in
-                    worker.answer(bytes, lines: lines, held: held, numbered: false) { answer, _ in
+                    worker.answer(bytes, lines: lines, held: held, numbered: false) { answer, _, _ in
                         answers.append(AnsweredRequest(outcome: Array(answer.dropLast()), responderKey: worker.processor.keys?.key))
                         return true
                     }

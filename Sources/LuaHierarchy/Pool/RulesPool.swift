@@ -156,6 +156,9 @@ public final class RulesPool: @unchecked Sendable {
         /// With `Options.responderKeys`: the handling responder's key (`FILE#NODEPATH#N`,
         /// `ResponderKey`); nil when no responder handled it, or keys were not asked for.
         public var responderKey: String?
+        /// How its rules failed (empty when none did), whether or not a responder caught the
+        /// failure: a raise, a broken contract, a limit.
+        public var ruleFailures: RuleFailures = []
 
         /// The outcome as a string.
         public var text: String { String(decoding: json, as: UTF8.self) }
@@ -175,6 +178,9 @@ public final class RulesPool: @unchecked Sendable {
         public var outOfTime = false
         /// How long the whole batch took on its state, the wait for a free state not counted.
         public var evaluation: Duration = .zero
+        /// Lines whose rules failed, by the error type the host made of it
+        /// (`RuleFailures.errorTypes`): a line counts once under each type it failed with.
+        public var ruleFailures: [String: Int] = [:]
     }
 
     /// The options the pool was made with.
@@ -279,17 +285,19 @@ public final class RulesPool: @unchecked Sendable {
             let started = ContinuousClock.now
             var json: [UInt8] = []
             var key: String?
+            var failures: RuleFailures = []
             let held = worker.processor.outputCharge()
             let answered = request.withUnsafeBytes { bytes in
-                worker.answer(bytes, lines: [Self.line(count: bytes.count, limit: self.options.maxLineBytes)], held: held, numbered: false) { answer, _ in
+                worker.answer(bytes, lines: [Self.line(count: bytes.count, limit: self.options.maxLineBytes)], held: held, numbered: false) { answer, _, failed in
                     json = Array(answer.dropLast())   // the newline
                     key = worker.processor.keys?.key
+                    failures = failed
                     return true
                 }
             }
             return Answer(
                 status: answered.last ?? .invalid, json: json, revision: worker.generation.revision,
-                evaluation: ContinuousClock.now - started, responderKey: key)
+                evaluation: ContinuousClock.now - started, responderKey: key, ruleFailures: failures)
         }
     }
 
@@ -361,12 +369,15 @@ public final class RulesPool: @unchecked Sendable {
             defer { worker.request.id = nil }
             let started = ContinuousClock.now
             let held = worker.processor.outputCharge()
+            var failed: [String: Int] = [:]
             let answered = body.withUnsafeBytes { bytes in
-                worker.answer(bytes, lines: lines, held: held, timeBudget: self.options.batchTime) { answer, _ in
-                    deliver(answer, worker.processor.keys?.key)
+                worker.answer(bytes, lines: lines, held: held, timeBudget: self.options.batchTime) { answer, _, failures in
+                    for type in failures.types { failed[type, default: 0] += 1 }
+                    return deliver(answer, worker.processor.keys?.key)
                 }
             }
             var summary = BatchSummary(revision: worker.generation.revision, stoppedEarly: answered.cancelled, outOfTime: answered.expiredFrom != nil)
+            summary.ruleFailures = failed
             for status in LineStatus.allCases where answered.counts[status.index] > 0 {
                 summary.counts[status] = answered.counts[status.index]
             }

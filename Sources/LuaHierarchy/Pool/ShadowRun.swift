@@ -62,7 +62,7 @@ extension RulesPool {
         var lineIndex = 0
         var lineStarted = ContinuousClock.now
         body.withUnsafeBytes { bytes in
-            _ = worker.answer(bytes, lines: lines, held: held, numbered: batch, timeBudget: batch ? options.batchTime : nil) { answer, _ in
+            _ = worker.answer(bytes, lines: lines, held: held, numbered: batch, timeBudget: batch ? options.batchTime : nil) { answer, _, _ in
                 guard result.lines.count < live.count else { return false }
                 let old = live[result.lines.count]
                 let key = worker.processor.keys?.key

@@ -1,0 +1,49 @@
+import CLuaHost
+
+/// The ways a request's rules failed while it was answered: the errors the host made of a
+/// responder failing (a raise, a broken responder contract, a limit that tripped), whether or
+/// not a responder caught them afterwards.
+///
+/// An error a rule reports of its own type, or one a request carried in, is not a failure:
+/// a server counts failures apart from `unhandled` outcomes, so a bad deploy shows as such
+/// whatever its clients send. A rule that raises a table typed as one of these (`error({type =
+/// "LuaError"})`) counts as that failure; a limit counts only when its budget tripped.
+public struct RuleFailures: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt32
+
+    /// Makes the set whose bits `rawValue` holds.
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// `LuaError`: a responder raised (Lua's own runtime error, or a value that is not an error).
+    public static let luaError = RuleFailures(rawValue: UInt32(LUAHIER_FAILED_LUA))
+    /// `ResponderContractError`: a responder returned what its kind may not, or yielded.
+    public static let responderContractError = RuleFailures(rawValue: UInt32(LUAHIER_FAILED_CONTRACT))
+    /// `DispatchDepthExceeded`: dispatches nested past the depth limit.
+    public static let dispatchDepthExceeded = RuleFailures(rawValue: UInt32(LUAHIER_FAILED_DEPTH))
+    /// `HostError`: the host failed a responder's call.
+    public static let hostError = RuleFailures(rawValue: UInt32(LUAHIER_FAILED_HOST))
+    /// `PayloadError`: a value could not cross between Lua and Swift.
+    public static let payloadError = RuleFailures(rawValue: UInt32(LUAHIER_FAILED_PAYLOAD))
+    /// `MemoryError`: memory ran out with no memory limit set.
+    public static let memoryError = RuleFailures(rawValue: UInt32(LUAHIER_FAILED_NOMEMORY))
+    /// `InstructionLimitExceeded`: the instruction limit tripped.
+    public static let instructionLimitExceeded = RuleFailures(rawValue: UInt32(LUAHIER_FAILED_INSTRUCTIONS))
+    /// `TimeLimitExceeded`: the time limit tripped.
+    public static let timeLimitExceeded = RuleFailures(rawValue: UInt32(LUAHIER_FAILED_TIME))
+    /// `MemoryLimitExceeded`: the memory limit refused an allocation.
+    public static let memoryLimitExceeded = RuleFailures(rawValue: UInt32(LUAHIER_FAILED_MEMORY))
+
+    /// Each failure alone, with the error type the host gives it.
+    public static let errorTypes: [(failure: RuleFailures, type: String)] = [
+        (.luaError, "LuaError"), (.responderContractError, "ResponderContractError"),
+        (.dispatchDepthExceeded, "DispatchDepthExceeded"), (.hostError, "HostError"), (.payloadError, "PayloadError"),
+        (.memoryError, "MemoryError"), (.instructionLimitExceeded, "InstructionLimitExceeded"),
+        (.timeLimitExceeded, "TimeLimitExceeded"), (.memoryLimitExceeded, "MemoryLimitExceeded"),
+    ]
+
+    /// The limits among them: `instructionLimitExceeded`, `timeLimitExceeded`, `memoryLimitExceeded`.
+    public static let limits: RuleFailures = [.instructionLimitExceeded, .timeLimitExceeded, .memoryLimitExceeded]
+
+    /// The error types of the failures in the set, in `errorTypes`' order.
+    public var types: [String] { Self.errorTypes.filter { contains($0.failure) }.map(\.type) }
+}
