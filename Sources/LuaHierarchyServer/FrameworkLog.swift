@@ -11,8 +11,24 @@ internal import Logging
 struct FrameworkLogHandler: LogHandler {
     let label: String
     var logLevel: Logger.Level = .info
-    var metadata: Logger.Metadata = [:]
     var metadataProvider: Logger.MetadataProvider?
+    /// The one key a request's copy is given (its id), kept apart: the dictionary is made only
+    /// for a second key.
+    private var single: (key: String, value: Logger.Metadata.Value)?
+    private var more: Logger.Metadata = [:]
+
+    var metadata: Logger.Metadata {
+        get {
+            guard let single else { return more }
+            var all = more
+            all[single.key] = single.value
+            return all
+        }
+        set {
+            single = nil
+            more = newValue
+        }
+    }
 
     /// A logger at `level` with this handler.
     static func logger(label: String, level: Logger.Level) -> Logger {
@@ -26,8 +42,14 @@ struct FrameworkLogHandler: LogHandler {
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
+        get { single?.key == key ? single?.value : more[key] }
+        set {
+            if single?.key == key || (single == nil && more.isEmpty) {
+                single = newValue.map { (key, $0) }
+            } else {
+                more[key] = newValue
+            }
+        }
     }
 
     func log(event: LogEvent) {

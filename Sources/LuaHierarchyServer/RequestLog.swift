@@ -1,6 +1,7 @@
 #if Server
 internal import Hummingbird
 import LuaHierarchy
+internal import HTTPTypes
 internal import Logging
 internal import NIOCore
 
@@ -28,7 +29,8 @@ struct RequestLog: RouterMiddleware {
         } catch {
             response = ErrorBody.response(.internalServerError, type: "InternalError", message: "the server failed to answer: \(error)")
         }
-        response.headers[RequestIdentity.requestIDField] = context.identity.id
+        // Appended: no route sets it (a set would first look for it among the fields).
+        response.headers.append(HTTPField(name: RequestIdentity.requestIDField, value: context.identity.id))
         let access = Access(
             method: Self.method(request.method), route: context.endpointPath.flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "unmatched", identity: context.identity,
             notes: context.notes, started: started)
@@ -100,7 +102,7 @@ extension RulesServer {
         fields["duration_ms"] = .stringConvertible(Self.milliseconds(elapsed))
         if let trace = access.identity.traceID { fields["trace_id"] = .string(trace) }
         if let parent = access.identity.parentSpanID { fields["parent_id"] = .string(parent) }
-        if let revision = notes.revision { fields["revision"] = .string(String(revision.prefix(16))) }
+        if let revision = notes.revision { fields["revision"] = .string(String(decoding: revision.utf8.prefix(16), as: UTF8.self)) }
         if let status = notes.status { fields["outcome"] = .string(status) }
         if let kind = notes.kind { fields["kind"] = .string(kind) }
         if !notes.counts.isEmpty { fields["outcomes"] = .dictionary(notes.counts.mapValues { .stringConvertible($0) }) }

@@ -206,16 +206,27 @@ final class ServerMetrics: Sendable {
     /// client's own error value or a rule's own error type can make look alike.
     func recordRuleFailures(_ failures: RuleFailures) {
         guard !failures.isEmpty else { return }
-        recordRuleFailures(byType: Dictionary(uniqueKeysWithValues: failures.types.map { ($0, 1) }))
+        for type in failures.types { recordRuleFailures(type, count: 1) }
     }
 
     /// A batch's lines whose rules failed, by error type (`BatchSummary.ruleFailures`).
     func recordRuleFailures(byType counts: [String: Int]) {
-        for (type, count) in counts {
-            ruleErrors(type).increment(by: Int64(count))
-            if let limit = Self.limitNames[type] { trips(limit).increment(by: Int64(count)) }
-        }
+        for (type, count) in counts { recordRuleFailures(type, count: count) }
     }
+
+    private func recordRuleFailures(_ type: String, count: Int) {
+        let (errors, trips) = failureCounters.withLock { known in
+            if let found = known[type] { return found }
+            let made = (ruleErrors(type), Self.limitNames[type].map { self.trips($0) })
+            known[type] = made
+            return made
+        }
+        errors.increment(by: Int64(count))
+        trips?.increment(by: Int64(count))
+    }
+
+    /// The counters of each error type seen (the registry builds a name per look-up).
+    private let failureCounters = Mutex<[String: (errors: Counter, trips: Counter?)]>([:])
 
     /// `luahier_limit_trips_total`'s label of each limit's error type.
     private static let limitNames = [

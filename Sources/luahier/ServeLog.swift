@@ -2,6 +2,7 @@ import ArgumentParser
 import Glibc
 import Logging
 import LuaHierarchy
+import Synchronization
 
 /// How `serve` writes its log: `text` (one line a record: time, level, `luahier:`, message,
 /// then `key=value` fields) or `json` (one object a record: `time`, `level`, `message`, and
@@ -42,7 +43,6 @@ struct ServeLogHandler: LogHandler {
     }
 
     static func line(format: LogFormat, level: Logger.Level, message: String, fields: Logger.Metadata, time: String = now()) -> String {
-        let keys = fields.keys.sorted()
         switch format {
         case .text:
             // Bytes, then one String: an access line is made per request.
@@ -53,16 +53,17 @@ struct ServeLogHandler: LogHandler {
             line += level.rawValue.utf8
             line += " luahier: ".utf8
             line += LogText.inert(PrintableText.field(message)).utf8
-            for key in keys {
+            // Sorted as pairs: no lookup per key.
+            for (key, field) in fields.sorted(by: { $0.key < $1.key }) {
                 line.append(UInt8(ascii: " "))
                 line += key.utf8
                 line.append(UInt8(ascii: "="))
-                appendText(fields[key]!, to: &line)
+                appendText(field, to: &line)
             }
             return String(decoding: line, as: UTF8.self)
         case .json:
             var object: [String: Value] = ["time": .string(time), "level": .string(level.rawValue), "message": .string(message)]
-            for key in keys where object[key] == nil { object[key] = value(fields[key]!) }
+            for (key, field) in fields where object[key] == nil { object[key] = value(field) }
             return LogText.inert(JSON.encode(.map(object)))
         }
     }
@@ -77,8 +78,16 @@ struct ServeLogHandler: LogHandler {
         case .string(let text): plain = text
         case .stringConvertible(let convertible): plain = convertible.description
         }
-        let safe = !plain.isEmpty && plain.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "=") }
-        line += safe ? plain.utf8 : LogText.inert(JSON.encode(.string(plain))).utf8
+        var text = plain
+        let safe = text.withUTF8 { bytes in
+            guard !bytes.isEmpty else { return false }
+            for byte in bytes where byte <= 0x20 || byte >= 0x7F || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "=") {
+                return false
+            }
+            line.append(contentsOf: bytes)
+            return true
+        }
+        if !safe { line += LogText.inert(JSON.encode(.string(plain))).utf8 }
     }
 
     private static func value(_ field: Logger.Metadata.Value) -> Value {
@@ -92,14 +101,32 @@ struct ServeLogHandler: LogHandler {
         }
     }
 
+    /// The last second `now` wrote, and its text to the second (`2026-11-27T00:18:22.`): a
+    /// second's lines share it, and only their milliseconds are written.
+    private static let lastSecond = Mutex<(second: Int, text: [UInt8])>((-1, []))
+
     /// `2026-11-27T00:18:22.123Z`.
     static func now() -> String {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
-        var seconds = spec.tv_sec
+        var text = lastSecond.withLock { last in
+            if last.second != spec.tv_sec { last = (spec.tv_sec, secondText(spec.tv_sec)) }
+            return last.text
+        }
+        var millis = spec.tv_nsec / 1_000_000
+        for index in stride(from: 22, through: 20, by: -1) {
+            text[index] = UInt8(ascii: "0") + UInt8(millis % 10)
+            millis /= 10
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// `2026-11-27T00:18:22.000Z` for `second` (since 1970, UTC).
+    private static func secondText(_ second: Int) -> [UInt8] {
+        var seconds = second
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        var text = [UInt8](repeating: 0, count: 24)
+        var text = [UInt8](repeating: UInt8(ascii: "0"), count: 24)
         func put(_ value: Int, at offset: Int, digits: Int) {
             var rest = value
             for index in stride(from: offset + digits - 1, through: offset, by: -1) {
@@ -113,11 +140,10 @@ struct ServeLogHandler: LogHandler {
         put(Int(parts.tm_hour), at: 11, digits: 2)
         put(Int(parts.tm_min), at: 14, digits: 2)
         put(Int(parts.tm_sec), at: 17, digits: 2)
-        put(Int(spec.tv_nsec / 1_000_000), at: 20, digits: 3)
         for (offset, mark) in [(4, "-"), (7, "-"), (10, "T"), (13, ":"), (16, ":"), (19, "."), (23, "Z")] as [(Int, Unicode.Scalar)] {
             text[offset] = UInt8(ascii: mark)
         }
-        return String(decoding: text, as: UTF8.self)
+        return text
     }
 }
 

@@ -3,6 +3,19 @@ import Testing
 
 @Suite("Values and errors (contract §3)")
 struct ValueTests {
+    /// Printable ASCII within the limit is kept as it is (the common case, taken without
+    /// building a copy); controls, C1, separators and overrides are escaped; the limit counts.
+    @Test func printableTextKeepsPlainTextAndEscapesTheRest() {
+        #expect(PrintableText.field("request id=7 ~!") == "request id=7 ~!")
+        #expect(PrintableText.field("") == "")
+        #expect(PrintableText.field("red\u{1B}[31m") == "red\\x1B[31m")
+        #expect(PrintableText.field("a\tb\nc\u{7F}") == "a\\tb\\nc\\x7F")
+        #expect(PrintableText.field("caf\u{E9} \u{202E}x") == "caf\u{E9} \\u{202E}x")
+        #expect(PrintableText.field(String(repeating: "x", count: 10), limit: 4) == "xxxx… (6 more characters)")
+        #expect(PrintableText.field("xxxx", limit: 4) == "xxxx")
+        #expect(PrintableText.block("one\n\ttwo") == "one\n\ttwo")
+    }
+
     @Test func stringShorthands() throws {
         let f = try Fixture()
         #expect(try f.output("""

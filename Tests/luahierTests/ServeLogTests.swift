@@ -34,6 +34,11 @@ struct ServeLogTests {
         let line = String(Self.accessLine(server.stderr, id: "order-42") ?? "")
         // 2026-11-27T00:19:22.649Z info luahier: request duration_ms=1.025 kind=event ...
         #expect(line.firstMatch(of: #/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z info luahier: request /#) != nil, "\(line)")
+        // The time is now's, to the day and hour (a second's lines share its text).
+        let stamp = ISO8601DateFormatter()
+        stamp.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let logged = stamp.date(from: String(line.prefix(24)))
+        #expect(logged.map { abs($0.timeIntervalSinceNow) < 600 } == true, "\(line)")
         for field in ["method=POST", "route=/v1/dispatch", "status=200", "outcome=unhandled", "kind=event",
                       "trace_id=4bf92f3577b34da6a3ce929d0e0e4736", "parent_id=00f067aa0ba902b7", "duration_ms="] {
             #expect(line.contains(field), "\(field) in \(line)")

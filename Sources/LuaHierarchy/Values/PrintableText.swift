@@ -28,6 +28,8 @@ package enum PrintableText {
     /// most `limit` characters plus the count of the rest, which counts the input's
     /// characters not shown; an escape is never cut.
     private static func escape(_ text: String, keepingLayout: Bool, limit: Int) -> String {
+        // Most text is printable ASCII within the limit: it stays as it is.
+        if text.utf8.count <= limit && isPrintableASCII(text) { return text }
         var result = ""
         var count = 0
         var scalars = text.unicodeScalars.makeIterator()
@@ -60,5 +62,14 @@ package enum PrintableText {
             count += written.unicodeScalars.count
         }
         return result
+    }
+
+    /// Whether every byte of `text` is printable ASCII (space to `~`).
+    static func isPrintableASCII(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in
+            for byte in bytes where byte < 0x20 || byte > 0x7E { return false }
+            return true
+        }
     }
 }
