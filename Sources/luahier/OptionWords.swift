@@ -10,7 +10,7 @@ import ArgumentParser
 enum OptionWords {
     /// The options that take a number (an `Int` or a `Double`), by long name without dashes.
     /// Every one is `.unconditional`: its value is the next word, whatever it is.
-    /// (Sizes, such as `--max-memory`, are read by `Size.bytes`, which refuses a sign.)
+    /// (Sizes, such as `--max-memory`, are read by `Size.bytes`, which refuses a minus sign.)
     static let numbers = [
         "max-instructions", "timeout", "dispatch-max-instructions", "dispatch-timeout",
         "jobs", "line-offset", "max-explained", "decision-log-keep",

@@ -90,7 +90,8 @@ void luahier_interrupt_reset(void);
 
 /* Gives the first `count` bytes read of fd 0 (at most LUAHIER_STDIN_AHEAD) back to the next
  * luahier_readstdin; `ended`: that read met the end of input. For telling a bundle from a
- * script on stdin without losing what the telling read. */
+ * script on stdin without losing what the telling read. Stdin is read by one thread at a
+ * time (the command's): these keep no lock. */
 void luahier_unreadstdin(const void *bytes, size_t count, int ended);
 
 /* read(2) of fd 0, the bytes given back first: -1 and errno on failure (EINTR for a read a
