@@ -292,20 +292,51 @@ void luahier_interrupt_reset(void) {
 
 /* ---- A script on stdin, read until an interrupt ---------------------------------------- */
 
+/* The first bytes of fd 0, read to tell a bundle from a script and given back
+ * (luahier_unreadstdin): the next read of stdin here hands them out first. */
+static struct {
+    char bytes[LUAHIER_STDIN_AHEAD];
+    size_t count;
+    int ended;   /* the read met the end of input: no read of fd 0 follows them */
+} luahier_stdinahead;
+
+void luahier_unreadstdin(const void *bytes, size_t count, int ended) {
+    if (count > sizeof luahier_stdinahead.bytes) count = sizeof luahier_stdinahead.bytes;
+    memcpy(luahier_stdinahead.bytes, bytes, count);
+    luahier_stdinahead.count = count;
+    luahier_stdinahead.ended = ended;
+}
+
+ssize_t luahier_readstdin(void *buffer, size_t size) {
+    if (luahier_stdinahead.count > 0 && size > 0) {
+        size_t count = luahier_stdinahead.count < size ? luahier_stdinahead.count : size;
+        memcpy(buffer, luahier_stdinahead.bytes, count);
+        memmove(luahier_stdinahead.bytes, luahier_stdinahead.bytes + count, luahier_stdinahead.count - count);
+        luahier_stdinahead.count -= count;
+        return (ssize_t)count;
+    }
+    if (luahier_stdinahead.ended) {
+        luahier_stdinahead.ended = 0;
+        return 0;
+    }
+    return read(0, buffer, size);
+}
+
 typedef struct luahier_StdinReader {
     char buffer[4096];
     int started;
-    int failed;   /* errno of a failed read (EINTR: an interrupt) */
+    int inshebang;   /* within a first line that starts with '#' */
+    int failed;      /* errno of a failed read (EINTR: an interrupt) */
 } luahier_StdinReader;
 
 /* lua_Reader over fd 0. lua.c's loader (stdio's fread) retries a read an interrupt cut
  * short and waits on; this one stops there. A first line starting with '#' (a shebang) is
- * left out, its newline kept, as luaL_loadfilex does. */
-static const char *luahier_readstdin(lua_State *L, void *data, size_t *size) {
+ * left out, its newline kept, as luaL_loadfilex does, however many reads it takes. */
+static const char *luahier_stdinchunk(lua_State *L, void *data, size_t *size) {
     (void)L;
     luahier_StdinReader *reader = (luahier_StdinReader *)data;
     for (;;) {
-        ssize_t count = read(0, reader->buffer, sizeof reader->buffer);
+        ssize_t count = luahier_readstdin(reader->buffer, sizeof reader->buffer);
         if (count < 0 && errno == EINTR && !luahier_interrupt_signal) continue;
         if (count <= 0) {
             if (count < 0) reader->failed = errno;
@@ -313,12 +344,16 @@ static const char *luahier_readstdin(lua_State *L, void *data, size_t *size) {
             return NULL;
         }
         const char *start = reader->buffer;
-        if (!reader->started && reader->buffer[0] == '#') {
+        if (!reader->started) {
+            reader->started = 1;
+            reader->inshebang = reader->buffer[0] == '#';
+        }
+        if (reader->inshebang) {
             const char *newline = memchr(reader->buffer, '\n', (size_t)count);
-            if (newline == NULL) continue;   /* a shebang line longer than the buffer */
+            if (newline == NULL) continue;
+            reader->inshebang = 0;
             start = newline;
         }
-        reader->started = 1;
         *size = (size_t)(reader->buffer + count - start);
         return start;
     }
@@ -327,8 +362,9 @@ static const char *luahier_readstdin(lua_State *L, void *data, size_t *size) {
 int luahier_loadstdin(lua_State *L, const char *mode) {
     luahier_StdinReader reader;
     reader.started = 0;
+    reader.inshebang = 0;
     reader.failed = 0;
-    int status = lua_load(L, luahier_readstdin, &reader, "=stdin", mode);
+    int status = lua_load(L, luahier_stdinchunk, &reader, "=stdin", mode);
     /* A signal and the end of input can race (a parent that signals, then closes the pipe):
      * a read the signal ended, or not, what was read is not the whole script. */
     if (!reader.failed && luahier_interrupt_signal) reader.failed = EINTR;

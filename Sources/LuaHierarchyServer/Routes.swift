@@ -83,7 +83,22 @@ extension RulesServer {
     /// `application/x-jsonlines`; parameters (`; charset=utf-8`) aside.
     private func isBatch(_ request: Request) -> Bool {
         guard let type = request.headers[.contentType] else { return false }
-        return Self.isBatchType(type)
+        if Self.isBatchType(type) { return true }
+        // Sent more than once (alike: `conflictingContentTypes` refused the rest), the
+        // values are joined with commas: the first is the type.
+        guard type.utf8.contains(UInt8(ascii: ",")), let first = request.headers[values: .contentType].first else { return false }
+        return Self.isBatchType(first)
+    }
+
+    /// The differing values of a `Content-Type` sent more than once, if it was. The field
+    /// holds one value (RFC 9110, 8.3): the same value repeated is that value; two
+    /// different ones leave the body's type unknown, and the request is refused (400).
+    static func conflictingContentTypes(_ headers: HTTPFields) -> [String]? {
+        // One field line (nearly every request): its value has no comma of a second line.
+        guard let joined = headers[.contentType], joined.utf8.contains(UInt8(ascii: ",")) else { return nil }
+        let values = headers[values: .contentType]
+        guard let first = values.first, values.contains(where: { $0 != first }) else { return nil }
+        return values
     }
 
     static let batchTypes: Set<String> = ["application/x-ndjson", "application/jsonl", "application/x-jsonlines"]
@@ -114,6 +129,12 @@ extension RulesServer {
             metrics.record(.invalid)
             return refusal(.unsupportedMediaType, type: "UnsupportedContentEncoding",
                            message: "the body must not be compressed (Content-Encoding: \(PrintableText.field(encoding)))")
+        }
+        if let types = Self.conflictingContentTypes(request.headers) {
+            metrics.record(.invalid)
+            let listed = types.map { "'\(PrintableText.field($0))'" }.joined(separator: ", ")
+            return refusal(.badRequest, type: "ConflictingContentType",
+                           message: "Content-Type is sent \(types.count) times with different values (\(listed)); send it once")
         }
         var tooLarge: String { "the body is over the limit of \(options.maxBodyBytes) bytes (--max-body)" }
         let length = request.headers[.contentLength].flatMap { Int($0) }

@@ -170,11 +170,12 @@ enum BundleFiles {
         return ExitCode(ExitStatus.scriptFailed)
     }
 
-    /// The bundle at `path` when it is one (told by its first bytes), read and checked, with
-    /// a signature that verifies with the public key file `key` when given; nil for a rules
-    /// file, which `key` then refuses. A refused bundle is exit 1.
+    /// The bundle at `path` (`-`: stdin) when it is one (told by its first bytes), read and
+    /// checked, with a signature that verifies with the public key file `key` when given;
+    /// nil for a rules file, which `key` then refuses. A refused bundle is exit 1.
     static func load(_ path: String, key: String?) throws -> RuleBundle? {
-        guard path != "-", RuleBundle.isBundleFile(path) else {
+        guard path != "-" else { return try loadStandardInput(key: key) }
+        guard RuleBundle.isBundleFile(path) else {
             if key != nil { throw ValidationError("--bundle-key: \(path) is not a bundle") }
             return nil
         }
@@ -184,6 +185,24 @@ enum BundleFiles {
         } catch {
             throw refused(path, error)
         }
+    }
+
+    /// `run -`: the bundle on stdin when it starts as one, checked as a file's is; nil for a
+    /// script, which is then read from its first byte. A failed read of stdin is reported as
+    /// a script's is (`luahier: cannot read stdin: ...`, 130/143 when a signal cut it short).
+    private static func loadStandardInput(key: String?) throws -> RuleBundle? {
+        let publicKey = try key.map(readKey)
+        let bundle: RuleBundle?
+        do {
+            bundle = try RuleBundle.fromStandardInput(publicKey: publicKey)
+        } catch let error as ScriptError {
+            Console.error("luahier: \(PrintableText.field(error.message))")
+            throw ExitCode(ExitStatus.failed(error))
+        } catch {
+            throw refused("stdin", error)
+        }
+        if bundle == nil && key != nil { throw ValidationError("--bundle-key: stdin is not a bundle") }
+        return bundle
     }
 
     /// A key file's text.

@@ -87,9 +87,11 @@ struct HostOptions: ParsableArguments {
     }
 }
 
-/// Sizes on the command line: a number with an optional K, M or G suffix (powers of 1024).
+/// Sizes on the command line: a number with an optional K, M or G suffix (powers of 1024),
+/// without a minus sign (`-0` is no size, though `Int` reads it as 0, which may mean "no limit").
 enum Size {
     static func bytes(_ text: String) -> Int? {
+        guard !text.hasPrefix("-") else { return nil }
         let upper = text.uppercased()
         // A switch, not a `[Character: Int]`: that dictionary costs a conformance lookup
         // (`Character: Hashable`) at every start.

@@ -46,9 +46,11 @@ struct Luahier: ParsableCommand {
         // serve's settings from the environment and a config file, as words before its own.
         var configuration: ServeConfiguration?
         do {
+            try OptionWords.check(arguments)
             if ServeConfiguration.applies(to: arguments) && ServeConfiguration.hasOtherSources(arguments) {
                 configuration = try ServeConfiguration(arguments)
                 arguments = configuration?.arguments ?? arguments
+                try OptionWords.check(arguments)
             }
             if let command = plainCommand(arguments) {
                 try command()

@@ -94,8 +94,8 @@ struct ScriptRun {
         return run
     }
 
-    /// `Run`'s options, by long name.
-    private static let plainOptions = PlainCommandLine.hostOptions.merging(
+    /// `Run`'s options, by long name (also what tells `OptionWords` where FILE is).
+    static let plainOptions = PlainCommandLine.hostOptions.merging(
         ["trace": .flag, "fail-on-unhandled": .flag, "recover": .value, "bundle-key": .value]) { $1 }
 
     func validate() throws {

@@ -36,7 +36,11 @@ struct ConfigFile {
             if key == ServeConfiguration.rulesKey {
                 values = value.stringValue.map { [$0] }
             } else if let setting = settings.first(where: { $0.name == key }) {
-                values = Self.values(value, for: setting)
+                values = Self.values(value, for: setting).map { texts in
+                    // A number as written (`1e-400`, `-0`), as the command line would have it,
+                    // so it is checked as a command line's word is (OptionWords).
+                    texts.count == 1 ? [Self.numberAsWritten(key: key, value: value, in: text) ?? texts[0]] : texts
+                }
             } else {
                 let close = settings.map(\.name).filter { SubcommandSlip.editDistance(key, $0) <= 2 }
                 let inverted = settings.first { $0.hasInverse && $0.inverseName == key }
@@ -70,6 +74,29 @@ struct ConfigFile {
         case .double(let number): String(number)
         default: nil
         }
+    }
+
+    /// The text of the number `value` of `key` as the file writes it, when it is found there
+    /// (the last time the key is given, as the reader keeps the last) and reads as `value`.
+    private static func numberAsWritten(key: String, value: Value, in text: String) -> String? {
+        let number: Double
+        switch value {
+        case .int(let integer): number = Double(integer)
+        case .double(let double): number = double
+        default: return nil
+        }
+        var found: Substring?
+        var rest = text[...]
+        while let range = rest.firstRange(of: "\"\(key)\"") {
+            rest = rest[range.upperBound...]
+            let afterColon = rest.drop { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
+            guard afterColon.first == ":" else { continue }
+            let token = afterColon.dropFirst().drop { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
+                .prefix { $0.isASCII && ($0.isNumber || "+-.eE".contains($0)) }
+            if !token.isEmpty { found = token }
+        }
+        guard let found, let written = Double(found), written == number else { return nil }
+        return String(found)
     }
 
     private static func expected(for key: String, _ settings: [ServeSetting]) -> String {

@@ -221,6 +221,9 @@ struct APIDocumentTests {
             #expect(try await post(large).status == .contentTooLarge)
             #expect(try await post(large, headers: [.contentType: "application/x-ndjson"]).status == .contentTooLarge)
             #expect(try await post(#"{"at": "/app", "event": "Ask"}"#, headers: [.contentEncoding: "gzip"]).status == .unsupportedMediaType)
+            var twoTypes = HTTPFields()
+            twoTypes[values: .contentType] = ["application/json", "application/x-ndjson"]
+            #expect(try await post(#"{"at": "/app", "event": "Ask"}"#, headers: twoTypes).status == .badRequest)
             let lines = "{\"id\":1,\"at\":\"/app\",\"event\":\"Nested\"}\n\n{\"at\":\"/nowhere\",\"event\":\"Ask\"}\n{\"at\":\"/app\",\"error\":{\"type\":\"Fault\"}}\nnot json\n"
             for type in ["application/x-ndjson", "application/jsonl", "application/x-jsonlines; charset=utf-8"] {
                 let batch = try await post(lines, headers: [.contentType: type])

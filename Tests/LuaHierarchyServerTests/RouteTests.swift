@@ -124,6 +124,42 @@ struct RouteTests {
         }
     }
 
+    /// `Content-Type` holds one value: sent twice alike it is that value; sent twice with
+    /// different values the request is refused, 400 `ConflictingContentType`, never read as
+    /// a JSON request it may not be.
+    @Test func aContentTypeSentTwiceIsOneValueOrRefused() async throws {
+        let (server, _) = try Self.server()
+        try await server.application().test(.router) { client in
+            let body = #"{"id": 1, "at": "/app", "event": "Ask"}"# + "\n" + #"{"id": 2, "at": "/app", "event": "Ask"}"#
+            func headers(_ types: [String]) -> HTTPFields {
+                var fields = HTTPFields()
+                fields[values: .contentType] = types
+                return fields
+            }
+            let twice = try await client.execute(
+                uri: "/v1/dispatch", method: .post, headers: headers(["application/x-ndjson", "application/x-ndjson"]),
+                body: ByteBuffer(string: body))
+            #expect(twice.status == .ok)
+            #expect(Self.lines(twice).map { $0["id"] as? Int } == [1, 2])
+            for types in [["application/x-ndjson", "application/json"], ["application/json", "application/x-ndjson"]] {
+                let conflicting = try await client.execute(
+                    uri: "/v1/dispatch", method: .post, headers: headers(types), body: ByteBuffer(string: body))
+                #expect(conflicting.status == .badRequest)
+                #expect(Self.object(conflicting)["status"] as? String == "invalid")
+                let error = Self.error(conflicting)
+                #expect(error?["type"] as? String == "ConflictingContentType", "\(String(buffer: conflicting.body))")
+                #expect(error?["where"] as? String == "request")
+                #expect((error?["message"] as? String)?.contains("'\(types[0])', '\(types[1])'") == true)
+            }
+            // One field line whose value holds a comma is one value.
+            let quoted = try await client.execute(
+                uri: "/v1/dispatch", method: .post, headers: headers([#"application/x-ndjson; profile="a,b""#]),
+                body: ByteBuffer(string: body))
+            #expect(quoted.status == .ok)
+            #expect(Self.lines(quoted).count == 2)
+        }
+    }
+
     @Test func aBatchAnswersEachLineInOrderFromOneRevision() async throws {
         let (server, _) = try Self.server(workers: 2)
         try await server.application().test(.router) { client in

@@ -126,6 +126,47 @@ struct BundleCommandTests {
         #expect(unsigned.status == 1 && unsigned.stderr.contains("unsigned: a signature is required"))
     }
 
+    /// `run -` tells a bundle on stdin by its first bytes as `run FILE` does: the same run,
+    /// the same checks of its signature and its bytes; a script on stdin (shebang and all)
+    /// still runs from its first byte, however few bytes it has.
+    @Test func runReadsABundleFromStdinAsFromAFile() throws {
+        let folder = try Self.rulesFolder()
+        try "print(require('lib.prices').of('ab'))\n".write(to: folder.appendingPathComponent("script.lua"), atomically: true, encoding: .utf8)
+        #expect(try Luahier.run(["bundle", "build", "script.lua", "-o", "script.bundle"], in: folder).status == 0)
+        _ = try Luahier.run(["bundle", "keygen", "k"], in: folder)
+        _ = try Luahier.run(["bundle", "keygen", "other"], in: folder)
+        #expect(try Luahier.run(["bundle", "sign", "script.bundle", "--key", "k.key", "-o", "signed.bundle"], in: folder).status == 0)
+        let unsigned = try Data(contentsOf: folder.appendingPathComponent("script.bundle"))
+        let signed = try Data(contentsOf: folder.appendingPathComponent("signed.bundle"))
+
+        for (arguments, input) in [(["run", "-"], unsigned), (["run", "--bundle-key", "k.pub", "-"], signed), (["-"], signed)] {
+            let fromStdin = try Luahier.run(arguments, input: input, in: folder)
+            let fromFile = try Luahier.run(Array(arguments.dropLast()) + [input == signed ? "signed.bundle" : "script.bundle"], in: folder)
+            #expect(fromStdin.status == 0 && fromStdin.stdout == "20\n", "\(arguments): \(fromStdin.stderr)")
+            #expect(fromStdin.stdout == fromFile.stdout && fromStdin.status == fromFile.status)
+        }
+        // Refused as a file is, named stdin.
+        let wrongKey = try Luahier.run(["run", "--bundle-key", "other.pub", "-"], input: signed, in: folder)
+        #expect(wrongKey.status == 1 && wrongKey.stderr == "luahier: stdin: the signature does not verify with the given public key\n", "\(wrongKey.stderr)")
+        let notSigned = try Luahier.run(["run", "--bundle-key", "k.pub", "-"], input: unsigned, in: folder)
+        #expect(notSigned.status == 1 && notSigned.stderr.contains("luahier: stdin: unsigned: a signature is required"))
+        let short = try Luahier.run(["run", "-"], input: unsigned.dropLast(4), in: folder)
+        #expect(short.status == 1 && short.stderr.hasPrefix("luahier: stdin: truncated: "), "\(short.stderr)")
+        var oversized = Data("LHBUNDLE".utf8)
+        oversized.append(Data(count: (64 << 20) + 1))
+        let large = try Luahier.run(["run", "-"], input: oversized, in: folder)
+        #expect(large.status == 1 && large.stderr.hasPrefix("luahier: stdin: oversized: the bundle on stdin has "), "\(large.stderr)")
+        #expect(large.stderr.hasSuffix("more than the limit of \(64 << 20)\n"))
+        // A script on stdin, long or short, a shebang line longer than a read: as before.
+        let shebang = "#!/usr/bin/env luahier" + String(repeating: " -x", count: 3000) + "\nprint('ran', ...)\n"
+        for (script, expected) in [("print(1)", "1\n"), ("", ""), ("print(2)\n", "2\n"), (shebang, "ran\tword\n")] {
+            let ran = try Luahier.run(["run", "-", "word"], stdin: script, in: folder)
+            #expect(ran.status == 0 && ran.stdout == expected, "\(script.prefix(30)): \(ran.stderr)")
+        }
+        let keyOnScript = try Luahier.run(["run", "--bundle-key", "k.pub", "-"], stdin: "print(1)\n", in: folder)
+        #expect(keyOnScript.status == 2 && keyOnScript.stderr.hasPrefix("luahier: --bundle-key: stdin is not a bundle\n"))
+    }
+
     @Test func damagedBundlesAreRefusedByName() throws {
         let folder = try Self.rulesFolder()
         #expect(try Luahier.run(["bundle", "build", "rules.lua", "-o", "rules.bundle"], in: folder).status == 0)

@@ -17,6 +17,9 @@
 #ifndef LUAHIER_WATCHDOG_H
 #define LUAHIER_WATCHDOG_H
 
+#include <stddef.h>
+#include <sys/types.h>
+
 /* The signal the watchdog sends: SIGRTMIN + LUAHIER_WATCHDOG_SIGNAL_OFFSET. A process that
  * already handles that signal keeps its handler, and its states run without the watchdog
  * (the count hook alone). */
@@ -82,8 +85,22 @@ int luahier_interrupt_pending(void);
  * luahier_interrupt_install runs again). */
 void luahier_interrupt_reset(void);
 
+/* How many bytes luahier_unreadstdin keeps: a bundle's magic, and more. */
+#define LUAHIER_STDIN_AHEAD 16
+
+/* Gives the first `count` bytes read of fd 0 (at most LUAHIER_STDIN_AHEAD) back to the next
+ * luahier_readstdin; `ended`: that read met the end of input. For telling a bundle from a
+ * script on stdin without losing what the telling read. Stdin is read by one thread at a
+ * time (the command's): these keep no lock. */
+void luahier_unreadstdin(const void *bytes, size_t count, int ended);
+
+/* read(2) of fd 0, the bytes given back first: -1 and errno on failure (EINTR for a read a
+ * signal cut short), 0 at the end. */
+ssize_t luahier_readstdin(void *buffer, size_t size);
+
 /* [-0, +1, -] Loads a chunk from stdin (named "stdin", a '#' first line left out) as
- * luaL_loadfilex(L, NULL, mode) does, except that a read an interrupt cuts short ends it:
+ * luaL_loadfilex(L, NULL, mode) does (the bytes given back first), except that a read an
+ * interrupt cuts short ends it:
  * "cannot read stdin: Interrupted system call", LUA_ERRFILE. */
 struct lua_State;
 int luahier_loadstdin(struct lua_State *L, const char *mode);

@@ -59,6 +59,19 @@ extension RuleBundle {
         try self.init(bytes: bytes, publicKey: publicKey, maxBytes: maxBytes)
     }
 
+    /// The bundle on standard input, when it starts with a bundle's magic: read (at most
+    /// `maxBytes`) and checked as `init(contentsOf:)` reads a file. Nil when it does not:
+    /// the bytes read to tell are given back, and `Hierarchy.run(file: "-")` reads the
+    /// script from its first byte. Throws the `ScriptError` `CannotRead` for a read that
+    /// failed (or a signal cut short), ``Refusal/oversized(what:size:limit:)`` (with the
+    /// bytes read when the read stopped) past `maxBytes`, and any refusal of its bytes.
+    public static func fromStandardInput(publicKey: String? = nil, maxBytes: Int = RuleBundle.defaultMaxBytes) throws -> RuleBundle? {
+        guard looksLikeBundle(try StandardInput.peek(magic.count)) else { return nil }
+        let (bytes, whole) = try StandardInput.readAll(limit: maxBytes)
+        guard whole else { throw Refusal.oversized(what: "the bundle on stdin", size: bytes.count, limit: maxBytes) }
+        return try RuleBundle(bytes: bytes, publicKey: publicKey, maxBytes: maxBytes)
+    }
+
     /// Whether the file at `path` starts with a bundle's magic (false when it cannot be read).
     public static func isBundleFile(_ path: String) -> Bool {
         let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
