@@ -79,26 +79,46 @@ extension RulesServer {
         return response
     }
 
-    /// NDJSON by any of its names: `application/x-ndjson`, `application/jsonl` (JSON Lines),
-    /// `application/x-jsonlines`; parameters (`; charset=utf-8`) aside.
-    private func isBatch(_ request: Request) -> Bool {
-        guard let type = request.headers[.contentType] else { return false }
-        if Self.isBatchType(type) { return true }
-        // Sent more than once (alike: `conflictingContentTypes` refused the rest), the
-        // values are joined with commas: the first is the type.
-        guard type.utf8.contains(UInt8(ascii: ",")), let first = request.headers[values: .contentType].first else { return false }
-        return Self.isBatchType(first)
-    }
+    /// What a dispatch reads of a request's fields, in one pass over them (a look-up by name
+    /// is a pass and a joined string each).
+    struct BodyFields {
+        /// `Content-Encoding` and `Content-Length` as `HTTPFields` reads a field: the values of
+        /// one sent more than once joined by `, `.
+        private(set) var encoding: String?
+        private(set) var length: String?
+        /// `Content-Type`'s first value, and all of them when it was sent more than once.
+        private(set) var type: String?
+        private(set) var types: [String] = []
 
-    /// The differing values of a `Content-Type` sent more than once, if it was. The field
-    /// holds one value (RFC 9110, 8.3): the same value repeated is that value; two
-    /// different ones leave the body's type unknown, and the request is refused (400).
-    static func conflictingContentTypes(_ headers: HTTPFields) -> [String]? {
-        // One field line (nearly every request): its value has no comma of a second line.
-        guard let joined = headers[.contentType], joined.utf8.contains(UInt8(ascii: ",")) else { return nil }
-        let values = headers[values: .contentType]
-        guard let first = values.first, values.contains(where: { $0 != first }) else { return nil }
-        return values
+        init(_ fields: HTTPFields) {
+            for field in fields {
+                switch field.name {
+                case .contentEncoding: encoding = encoding.map { $0 + ", " + field.value } ?? field.value
+                case .contentLength: length = length.map { $0 + ", " + field.value } ?? field.value
+                case .contentType:
+                    if let first = type {
+                        if types.isEmpty { types.append(first) }
+                        types.append(field.value)
+                    } else {
+                        type = field.value
+                    }
+                default: break
+                }
+            }
+        }
+
+        /// NDJSON by any of its names: `application/x-ndjson`, `application/jsonl` (JSON
+        /// Lines), `application/x-jsonlines`; parameters (`; charset=utf-8`) aside. Sent more
+        /// than once, alike (`conflictingTypes` refuses the rest), its first value is the type.
+        var isBatch: Bool { type.map(RulesServer.isBatchType) ?? false }
+
+        /// The differing values of a `Content-Type` sent more than once, if it was. The field
+        /// holds one value (RFC 9110, 8.3): the same value repeated is that value; two
+        /// different ones leave the body's type unknown, and the request is refused (400).
+        var conflictingTypes: [String]? {
+            guard let first = types.first, types.contains(where: { $0 != first }) else { return nil }
+            return types
+        }
     }
 
     static let batchTypes: Set<String> = ["application/x-ndjson", "application/jsonl", "application/x-jsonlines"]
@@ -125,19 +145,20 @@ extension RulesServer {
     private static let batchTypeLengths = Set(batchTypes.map(\.utf8.count))
 
     private func answer(_ request: Request, context: ServerContext) async -> Response {
-        if let encoding = request.headers[.contentEncoding], encoding.lowercased() != "identity" {
+        let fields = BodyFields(request.headers)
+        if let encoding = fields.encoding, encoding.lowercased() != "identity" {
             metrics.record(.invalid)
             return refusal(.unsupportedMediaType, type: "UnsupportedContentEncoding",
                            message: "the body must not be compressed (Content-Encoding: \(PrintableText.field(encoding)))")
         }
-        if let types = Self.conflictingContentTypes(request.headers) {
+        if let types = fields.conflictingTypes {
             metrics.record(.invalid)
             let listed = types.map { "'\(PrintableText.field($0))'" }.joined(separator: ", ")
             return refusal(.badRequest, type: "ConflictingContentType",
                            message: "Content-Type is sent \(types.count) times with different values (\(listed)); send it once")
         }
         var tooLarge: String { "the body is over the limit of \(options.maxBodyBytes) bytes (--max-body)" }
-        let length = request.headers[.contentLength].flatMap { Int($0) }
+        let length = fields.length.flatMap { Int($0) }
         if let length, length > options.maxBodyBytes {
             // Said up front: refused before a byte of it is read (or a `100 Continue` sent).
             metrics.record(.invalid)
@@ -172,7 +193,7 @@ extension RulesServer {
             }
         }
         let body = collected.readBytes(length: collected.readableBytes) ?? []
-        if isBatch(request) { return await batch(body, context: context) }
+        if fields.isBatch { return await batch(body, context: context) }
         do {
             let answer = try await pool.dispatch(body, requestID: context.identity.id)
             metrics.record(answer.status)

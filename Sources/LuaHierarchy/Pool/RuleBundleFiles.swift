@@ -65,7 +65,7 @@ extension RuleBundle {
     /// script from its first byte. Throws the `ScriptError` `CannotRead` for a read that
     /// failed (or a signal cut short), ``Refusal/oversized(what:size:limit:)`` (with the
     /// bytes read when the read stopped) past `maxBytes`, and any refusal of its bytes.
-    public static func fromStandardInput(publicKey: String? = nil, maxBytes: Int = RuleBundle.defaultMaxBytes) throws -> RuleBundle? {
+    package static func fromStandardInput(publicKey: String? = nil, maxBytes: Int = RuleBundle.defaultMaxBytes) throws -> RuleBundle? {
         guard looksLikeBundle(try StandardInput.peek(magic.count)) else { return nil }
         let (bytes, whole) = try StandardInput.readAll(limit: maxBytes)
         guard whole else { throw Refusal.oversized(what: "the bundle on stdin", size: bytes.count, limit: maxBytes) }
