@@ -203,7 +203,22 @@ final class LuaHost {
 
     /// How rules failed since the last top-level entry began (luahier_Guard.failures): kept
     /// after it ends, until the next begins.
-    var ruleFailures: RuleFailures { RuleFailures(rawValue: UInt32(guardState.pointee.failures)) }
+    var ruleFailures: RuleFailures {
+        let flags = guardState.pointee.failures
+        guard flags != 0 else { return [] }
+        return Self.failureFlags.reduce(into: []) { failures, pair in
+            if flags & UInt32(pair.flag) != 0 { failures.insert(pair.failure) }
+        }
+    }
+
+    /// Each of the guard's LUAHIER_FAILED_* flags, as the failure it stands for.
+    private static let failureFlags: [(flag: Int, failure: RuleFailures)] = [
+        (LUAHIER_FAILED_LUA, .luaError), (LUAHIER_FAILED_CONTRACT, .responderContractError),
+        (LUAHIER_FAILED_DEPTH, .dispatchDepthExceeded), (LUAHIER_FAILED_HOST, .hostError),
+        (LUAHIER_FAILED_PAYLOAD, .payloadError), (LUAHIER_FAILED_NOMEMORY, .memoryError),
+        (LUAHIER_FAILED_INSTRUCTIONS, .instructionLimitExceeded), (LUAHIER_FAILED_TIME, .timeLimitExceeded),
+        (LUAHIER_FAILED_MEMORY, .memoryLimitExceeded),
+    ]
 
     /// Whether the running budget has tripped on a limit (it must end).
     var limitTripped: Bool { luahier_tripped(thread) != 0 }
