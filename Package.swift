@@ -25,9 +25,11 @@ let package = Package(
         // `swift package generate-documentation --target LuaHierarchy`: the DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
         // SHA-256 for a revision's content hash and a bundle's manifest; Ed25519 for bundle
-        // signatures (RuleBundle). Already under the server stack. It imports Foundation, which
-        // the default build then loads at every start (docs/performance.md, Startup).
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        // signatures (RuleBundle). Already under the server stack. From 4.0 it imports
+        // FoundationEssentials where there is one, not Foundation: 3.x's `import Foundation`
+        // put Foundation, FoundationInternationalization and ICU in every link of the default
+        // build, loaded and initialized at every start (docs/performance.md, Startup).
+        .package(url: "https://github.com/apple/swift-crypto", "4.0.0"..<"5.0.0"),
         // `luahier serve` only (the LuaHierarchyServer target): HTTP, metrics, shutdown.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
@@ -70,6 +72,10 @@ let package = Package(
                 "CLua", "CLuaHost", "CJSONReader", "CSignals", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
+            // A member is found only in a module the file imports: a dependency's `import
+            // Foundation` (swift-crypto's, before 4.0) made `contains` on strings Foundation's
+            // (`StringProtocol.range(of:)`), and Foundation a library every start loads.
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")],
             plugins: [.plugin(name: "EmbedLua")]),
         // Files to Swift string constants, for the EmbedLua build-tool plugin (the library's
         // Lua, the server's docs/openapi.json).
@@ -110,7 +116,9 @@ let package = Package(
                 .target(name: "LuaHierarchyServer", condition: .when(traits: ["Server"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // As the library's: a member of Foundation is used only where a file imports it.
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
         ),
         // Run by hand (README, Performance): baselines and the engine side by side.
         .executableTarget(

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Time from starting `luahier serve` to its port accepting a connection, side by side with
-the whole of `lua5.4 empty.lua`, the runs interleaved so both see the same load.
+the whole of `lua5.4 empty.lua`, the runs interleaved so all see the same load.
 
     Benchmarks/startup/accept.py LUAHIER RULES EMPTY_LUA [RUNS]
 
-Each run picks a free port, starts `LUAHIER serve RULES --port PORT --log-level warning`,
-polls connect() every 0.1 ms until the port accepts, then stops the server (SIGTERM) and
-waits for it. Prints the median and mean of each and their ratio.
+Each run picks a free port, starts `LUAHIER serve RULES --port PORT --log-level warning`
+(read without the argument parser), and the same with a `--` at the end (which only the
+parser reads), polls connect() every 0.1 ms until the port accepts, then stops the server
+(SIGTERM) and waits for it. Prints the median and mean of each and their ratio.
 """
 import signal
 import socket
@@ -31,11 +32,11 @@ def accepts(port):
             return False
 
 
-def serve_until_accepting(luahier, rules):
+def serve_until_accepting(luahier, rules, tail=()):
     port = free_port()
     start = time.perf_counter()
     server = subprocess.Popen(
-        [luahier, "serve", rules, "--port", str(port), "--log-level", "warning"],
+        [luahier, "serve", rules, "--port", str(port), "--log-level", "warning", *tail],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     while not accepts(port):
         if server.poll() is not None:
@@ -67,12 +68,14 @@ def main():
     for _ in range(3):  # warm the page cache of both binaries
         lua_run(empty)
         serve_until_accepting(luahier, rules)
-    lua, serve = [], []
+    lua, serve, parsed = [], [], []
     for _ in range(runs):
         lua.append(lua_run(empty))
         serve.append(serve_until_accepting(luahier, rules))
+        parsed.append(serve_until_accepting(luahier, rules, ("--",)))
     report("lua5.4 empty.lua (start to exit)", lua, lua)
     report("luahier serve (start to accepting)", serve, lua)
+    report("luahier serve ... -- (the parser)", parsed, lua)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@
 # Each subcommand does its first useful work on a tiny input: `run` an empty script (with no
 # option; with --timeout, read without the parser; with `--` before the file, which only the
 # argument parser reads), `dispatch` rules on empty input, `test` one test file, `check`
-# rules. About two minutes, once built.
+# rules; `serve` to accepting, its instructions and time with and without the parser
+# (serve_instructions.py, accept.py). About three minutes, once built.
 #   Benchmarks/startup/run.sh [runs]          # LUAHIER_STATIC=BIN LUAHIER_DEFAULT=BIN: no build
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -82,6 +83,12 @@ for build in static default; do
         printf '  %-36s %12s\n' "luahier ${entry%%|*} ($build)" "$(count "$work/$build" ${entry#*|})"
     done
 done
+
+printf '  %-36s %12s\n' "luahier serve (static), to accepting" \
+    "$(python3 Benchmarks/startup/serve_instructions.py /dev/null "$work/static" serve "$work/rules.lua" --port PORT --log-level warning)"
+printf '  %-36s %12s\n' "luahier serve ... -- (the parser)" \
+    "$(python3 Benchmarks/startup/serve_instructions.py /dev/null "$work/static" serve "$work/rules.lua" --port PORT --log-level warning --)"
+echo "Libraries the default build loads: $(ldd "${default}" | awk '{print $1}' | grep -c .) ($(ldd "${default}" | grep -c -i -E 'foundation|icu') of Foundation's)"
 
 echo
 echo "serve, from start to its port accepting (static build), against lua5.4 empty.lua:"

@@ -260,7 +260,9 @@ public final class RulesServer: Sendable {
             self.listening.withLock { $0 = true }
             onListening(address)
         }
-        let configuration = ServiceGroupConfiguration(services: [.init(service: app)], logger: logger)
+        // Named: unnamed, the group names the service by `"\(service)"`, a description made
+        // by reflection (a conformance lookup per protocol it tries) at every start.
+        let configuration = ServiceGroupConfiguration(services: [.init(service: app, serviceName: "luahier serve")], logger: logger)
         // No limit of the group's own: past `shutdownGrace` it would cancel the server, which
         // closes the connections of requests still under way, and they would look like clients
         // that went away. The grace is enforced below, where what was cut off is counted.

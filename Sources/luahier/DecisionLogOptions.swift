@@ -17,13 +17,7 @@ struct DecisionLogOptions: ParsableArguments {
     var decisionLogMask: [String] = []
 
     func validate() throws {
-        guard (Size.bytes(decisionLogMaxBytes) ?? 0) > 0 else {
-            throw ValidationError("--decision-log-max-bytes takes a size such as 64M, not '\(decisionLogMaxBytes)'")
-        }
-        guard decisionLogKeep >= 1 else { throw ValidationError("--decision-log-keep must be 1 or more") }
-        for pointer in decisionLogMask where !pointer.hasPrefix("/") {
-            throw ValidationError("--decision-log-mask takes a JSON pointer such as /request/event/user/email, not '\(pointer)'")
-        }
+        try settings.validate()
     }
 
     /// What these flags ask for.
@@ -48,6 +42,17 @@ struct DecisionLogSettings {
     var mask: [String] = []
 
     static let defaults = DecisionLogSettings()
+
+    /// The checks of the flags (`DecisionLogOptions`), for a command line read either way.
+    func validate() throws {
+        guard (Size.bytes(maxBytes) ?? 0) > 0 else {
+            throw ValidationError("--decision-log-max-bytes takes a size such as 64M, not '\(maxBytes)'")
+        }
+        guard keep >= 1 else { throw ValidationError("--decision-log-keep must be 1 or more") }
+        for pointer in mask where !pointer.hasPrefix("/") {
+            throw ValidationError("--decision-log-mask takes a JSON pointer such as /request/event/user/email, not '\(pointer)'")
+        }
+    }
 
     /// The file sink `--decision-log` asks for, if it does.
     func fileSink() throws -> DecisionFileSink? {

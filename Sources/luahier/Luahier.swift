@@ -86,8 +86,8 @@ struct Luahier: ParsableCommand {
 }
 
 extension Luahier {
-    /// The command plain words run (`PlainCommandLine`): `run`, `check`, `test` and
-    /// `dispatch` with the options those read, the parser's first parse skipped (each
+    /// The command plain words run (`PlainCommandLine`): `run`, `check`, `test`, `dispatch`
+    /// and `serve` with the options those read, the parser's first parse skipped (each
     /// subcommand's `plain` reads the words after its name). Nil for the parser to read the
     /// words.
     static func plainCommand(_ arguments: [String]) -> (() throws -> Void)? {
@@ -103,6 +103,9 @@ extension Luahier {
             }
         case "dispatch":
             return DispatchRun.plain(words).map { dispatch in { try dispatch.execute() } }
+        // serve's words only while no `LUAHIER_` variable or config file could add settings.
+        case "serve" where !ServeConfiguration.hasOtherSources(arguments):
+            return ServeRun.plain(words).map { serve in { try serve.execute() } }
         default:
             return nil
         }

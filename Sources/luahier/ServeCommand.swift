@@ -45,51 +45,51 @@ struct Serve: ParsableCommand {
     )
 
     @Option(help: "The address to listen on (loopback by default; 0.0.0.0 for every interface).")
-    var host = "127.0.0.1"
+    var host = ServeRun.defaults.host
 
     @Option(parsing: .unconditional, help: "The port (0: any free one, printed on stderr).")
-    var port = 8080
+    var port = ServeRun.defaults.port
 
     @Option(parsing: .unconditional, help: "Lua states, each answering one request at a time.")
-    var workers = 1
+    var workers = ServeRun.defaults.workers
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Largest request body, e.g. 64K, 1M; larger ones get 413.", valueName: "size"))
-    var maxBody = "1M"
+    var maxBody = ServeRun.defaults.maxBody
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Seconds a request may wait for a free state before it gets 503.", valueName: "seconds"))
-    var maxWait: Double = 10
+    var maxWait = ServeRun.defaults.maxWait
 
     @Option(parsing: .unconditional, help: ArgumentHelp(
         "Seconds a connection may sit idle, or a client leave a batch's answers unread, before it is closed.", valueName: "seconds"))
-    var idleTimeout: Double = 30
+    var idleTimeout = ServeRun.defaults.idleTimeout
 
     @Option(parsing: .unconditional, help: "Open connections at most; more wait to be accepted.")
-    var maxConnections = 1024
+    var maxConnections = ServeRun.defaults.maxConnections
 
     @Option(parsing: .unconditional, help: ArgumentHelp(
         "Seconds SIGTERM waits for the requests in flight before it exits anyway.", valueName: "seconds"))
-    var shutdownGrace: Double = 30
+    var shutdownGrace = ServeRun.defaults.shutdownGrace
 
     @Option(parsing: .unconditional, help: ArgumentHelp(
         "Seconds SIGTERM keeps serving, /readyz answering 503, before it stops accepting connections.", valueName: "seconds"))
-    var shutdownDelay: Double = 0
+    var shutdownDelay = ServeRun.defaults.shutdownDelay
 
     @Option(help: ArgumentHelp("Trace added to each outcome: path or full.", valueName: "off|path|full"))
-    var trace: TraceOption = .off
+    var trace = ServeRun.defaults.trace
 
     @Option(help: ArgumentHelp("The log's form: text lines, or JSON objects.", valueName: "text|json"))
-    var logFormat: LogFormat = .text
+    var logFormat = ServeRun.defaults.logFormat
 
     @Option(help: ArgumentHelp(
         "The least level logged: trace, debug, info (an access line per request, and the rules' print), notice (start, reload, stop), warning, error.",
         valueName: "level"))
-    var logLevel: Logger.Level = .info
+    var logLevel = ServeRun.defaults.logLevel
 
     @Flag(help: "Reload the rules when the file (or a module it loaded) changes.")
-    var watch = false
+    var watch = ServeRun.defaults.watch
 
     @Flag(help: "Allow POST /v1/reload (anyone who can reach the port can then reload the rules, unless --reload-token-file).")
-    var reloadEndpoint = false
+    var reloadEndpoint = ServeRun.defaults.reloadEndpoint
 
     @Option(help: ArgumentHelp("Serve HTTPS with this certificate chain (PEM; with --tls-key).", valueName: "file"))
     var tlsCert: String?
@@ -110,10 +110,10 @@ struct Serve: ParsableCommand {
     var shadow: String?
 
     @Option(parsing: .unconditional, help: ArgumentHelp("The fraction of requests the --shadow candidate answers too, from 0 to 1.", valueName: "fraction"))
-    var shadowSample: Double = 0.1
+    var shadowSample = ServeRun.defaults.shadowSample
 
     @Option(parsing: .unconditional, help: "Lua states of the --shadow candidate, at the lowest CPU priority.")
-    var shadowWorkers = 1
+    var shadowWorkers = ServeRun.defaults.shadowWorkers
 
     @Option(help: ArgumentHelp("Pull signed rule bundles from this URL (polled with If-None-Match), each loaded as a reload.", valueName: "url"))
     var bundleUrl: String?
@@ -122,7 +122,7 @@ struct Serve: ParsableCommand {
     var bundleKey: String?
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Seconds between polls of --bundle-url.", valueName: "seconds"))
-    var bundlePoll: Double = 30
+    var bundlePoll = ServeRun.defaults.bundlePoll
 
     @Option(help: ArgumentHelp("/readyz answers 503 until the running revision's hash starts with this (16 to 64 hex digits).", valueName: "hash"))
     var requireRevision: String?
@@ -145,49 +145,21 @@ struct Serve: ParsableCommand {
     @Argument(parsing: .postTerminator, help: "Arguments for the rules script, after --.")
     var arguments: [String] = []
 
-    /// The longest duration a flag takes, in seconds (a day): longer ones would overflow the
-    /// timers they become (nanoseconds in 64 bits), and no wait of a server needs more.
-    static let longestWait = 86_400.0
+    /// What these flags ask for.
+    var serveRun: ServeRun {
+        var run = ServeRun(rules: rules.script, arguments: arguments)
+        (run.host, run.port, run.workers, run.maxBody, run.maxWait) = (host, port, workers, maxBody, maxWait)
+        (run.idleTimeout, run.maxConnections, run.shutdownGrace, run.shutdownDelay) = (idleTimeout, maxConnections, shutdownGrace, shutdownDelay)
+        (run.trace, run.logFormat, run.logLevel, run.watch, run.reloadEndpoint) = (trace, logFormat, logLevel, watch, reloadEndpoint)
+        (run.tlsCert, run.tlsKey, run.dispatchTokenFile, run.reloadTokenFile) = (tlsCert, tlsKey, dispatchTokenFile, reloadTokenFile)
+        (run.shadow, run.shadowSample, run.shadowWorkers) = (shadow, shadowSample, shadowWorkers)
+        (run.bundleUrl, run.bundleKey, run.bundlePoll, run.requireRevision) = (bundleUrl, bundleKey, bundlePoll, requireRevision)
+        (run.decisions, run.decisionLogURL) = (decisions.settings, decisionLogURL)
+        return run
+    }
 
     func validate() throws {
-        if rules.file == "-" { throw ValidationError("serve reads its rules from a file, not stdin") }
-        if decisionLogURL != nil && decisions.decisionLog != nil {
-            throw ValidationError("give one of --decision-log and --decision-log-url")
-        }
-        guard (1...256).contains(workers) else { throw ValidationError("--workers must be between 1 and 256") }
-        guard (1...workers).contains(shadowWorkers) else {
-            throw ValidationError("--shadow-workers must be between 1 and --workers (\(workers)): each state holds up to the memory cap")
-        }
-        guard (0...1).contains(shadowSample) else { throw ValidationError("--shadow-sample must be a fraction from 0 to 1") }
-        if bundleUrl != nil && bundleKey == nil {
-            throw ValidationError("--bundle-url takes signed bundles only: give the public key with --bundle-key")
-        }
-        if let bundleUrl, !(bundleUrl.hasPrefix("http://") || bundleUrl.hasPrefix("https://")) {
-            throw ValidationError("--bundle-url must be an http:// or https:// URL")
-        }
-        guard bundlePoll >= 0.01, bundlePoll <= Self.longestWait else {
-            throw ValidationError("--bundle-poll must be from 0.01 to \(Int(Self.longestWait)) seconds")
-        }
-        if let bundleKey { try Validate.readableFile(bundleKey) }
-        if let requireRevision, !Revision.isHashPrefix(requireRevision) {
-            throw ValidationError("--require-revision takes 16 to 64 hex digits of a revision's hash, not '\(requireRevision)'")
-        }
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
-        guard try maxBodyBytes() > 0 else { throw ValidationError("--max-body must be more than 0") }
-        guard maxWait > 0, maxWait <= Self.longestWait else { throw ValidationError("--max-wait must be more than 0 seconds, and at most \(Int(Self.longestWait))") }
-        guard idleTimeout > 0, idleTimeout <= Self.longestWait else {
-            throw ValidationError("--idle-timeout must be more than 0 seconds, and at most \(Int(Self.longestWait))")
-        }
-        guard maxConnections > 0 else { throw ValidationError("--max-connections must be more than 0") }
-        guard shutdownGrace >= 0, shutdownGrace <= Self.longestWait else {
-            throw ValidationError("--shutdown-grace must be 0 or more seconds, and at most \(Int(Self.longestWait))")
-        }
-        guard shutdownDelay >= 0, shutdownDelay <= Self.longestWait else {
-            throw ValidationError("--shutdown-delay must be 0 or more seconds, and at most \(Int(Self.longestWait))")
-        }
-        #if Server
-        try validateSecurity()
-        #endif
+        try serveRun.validate()
     }
 
     func run() throws {
@@ -195,6 +167,12 @@ struct Serve: ParsableCommand {
             for line in try ServeConfiguration(CommandLineWords.subcommandArguments()).effectiveSettings() { Console.out(line) }
             return try ExitStatus.finishCommand()
         }
+        try serveRun.execute()
+    }
+}
+
+extension ServeRun {
+    func execute() throws {
         #if Server
         try serve()
         #else
@@ -383,13 +361,6 @@ struct Serve: ParsableCommand {
     }
 
     #endif
-
-    private func maxBodyBytes() throws -> Int {
-        guard let bytes = Size.bytes(maxBody) else {
-            throw ValidationError("--max-body takes a size such as 64K or 1M, not '\(maxBody)'")
-        }
-        return bytes
-    }
 }
 
 /// Runs async work from the command's thread and waits for it.

@@ -6,7 +6,7 @@ import LuaHierarchyServer
 /// `luahier serve`'s TLS and bearer tokens, from its flags and the environment. A token is
 /// taken from a file or an environment variable, never from the command line: argv is in
 /// `ps` for anyone on the machine, and in shell histories.
-extension Serve {
+extension ServeRun {
     /// The environment variables that hold a route's tokens (one a line, as in a token file).
     static let dispatchTokenVariable = "LUAHIER_DISPATCH_TOKEN"
     static let reloadTokenVariable = "LUAHIER_RELOAD_TOKEN"

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// `run`, `check`, `test` and `dispatch` read a plain command line (options spelled in full
+/// `run`, `check`, `test`, `dispatch` and `serve` read a plain command line (options spelled in full
 /// before the positional words) without the argument parser. Each option so read must mean
 /// what the parser makes of it: every case runs once as written and once in a form only the
 /// parser reads (a `--` before run's FILE; the options after the other commands' positional
@@ -52,6 +52,8 @@ struct PlainCommandLineTests {
         ["run", "--trace=yes", "x.lua"], ["run", "--recover", "-x", "x.lua"], ["run", "--timeout=", "x.lua"],
         ["check", "--unsafe"], ["check", "--max-memory", "lots", "x.lua"], ["test", "--timeout", "-1", "x_test.lua"],
         ["dispatch", "-", "--unsafe"], ["dispatch", "--jobs", "0", "x.lua"],
+        ["serve", "--workers", "0", "x.lua"], ["serve", "--port", "http", "x.lua"], ["serve", "--watch=yes", "x.lua"],
+        ["serve", "--log-level", "loud", "x.lua"], ["serve", "--trace"],
     ])
     func otherCommandLinesGetTheParsersUsageErrors(arguments: [String]) throws {
         let result = try Luahier.run(arguments)
@@ -119,8 +121,11 @@ struct PlainCommandLineTests {
         }
         let host = try table("PlainCommandLine.swift", "hostOptions: [String: Kind]")
         let run = try table("RunCommand.swift", "plainOptions = PlainCommandLine.hostOptions.merging(")
-        #expect(host.count == 6 && run.count == 4, "the tables were not found where they are read: \(host), \(run)")
-        let plain = ["run": host.merging(run) { $1 }, "check": host, "test": host, "dispatch": host]
+        let serve = try table("ServeRun.swift", "plainOptions = PlainCommandLine.hostOptions.merging(")
+        #expect(host.count == 6 && run.count == 4 && serve.count == 30, "the tables were not found where they are read: \(host), \(run), \(serve)")
+        let plain = [
+            "run": host.merging(run) { $1 }, "check": host, "test": host, "dispatch": host, "serve": host.merging(serve) { $1 },
+        ]
 
         let dump = try Luahier.run(["--experimental-dump-help"])
         let root = try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any]

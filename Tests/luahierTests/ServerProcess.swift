@@ -10,12 +10,16 @@ final class ServerProcess: @unchecked Sendable {
     /// `https` when it serves TLS (`--tls-cert`), else `http`.
     let scheme: String
 
-    /// Starts `luahier serve ARGS --port 0` in `folder` and waits until it listens. The
+    /// Starts `luahier serve ARGS --port 0 AFTER` in `folder` and waits until it listens. The
     /// variables of `environment` are set beside the test's own.
-    init(_ arguments: [String], in folder: URL = Luahier.packageRoot, environment: [String: String] = [:], timeout: Double = 60) throws {
+    init(
+        _ arguments: [String], in folder: URL = Luahier.packageRoot, environment: [String: String] = [:], timeout: Double = 60,
+        after: [String] = []
+    ) throws {
         let variables = environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 }
         child = try LuahierProcess(
-            ["serve"] + arguments + ["--port", "0"], environment: variables, folder: folder, stdout: .file("/dev/null"), stdin: false)
+            ["serve"] + arguments + ["--port", "0"] + after, environment: variables, folder: folder, stdout: .file("/dev/null"),
+            stdin: false)
         let listening = #/on (https?)://127\.0\.0\.1:(\d+)/#
         guard child.waitForStderr(timeout: timeout, { $0.firstMatch(of: listening) != nil }),
             let match = child.stderr.firstMatch(of: listening), let port = UInt16(match.2)

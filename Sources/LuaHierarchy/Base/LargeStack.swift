@@ -29,17 +29,20 @@ public enum LargeStack {
     /// Starts `body` on a new thread with `size` bytes of stack; `join` waits for it.
     /// Nil when no thread could be made.
     static func spawn(size: Int = defaultSize, _ body: @escaping () -> Void) -> Joinable? {
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setstacksize(&attributes, size)
+        // Allocated, not `pthread_attr_t()`: that zero initializer is imported with the
+        // module that first included the type (CDispatch), which this file does not import.
+        let attributes = UnsafeMutablePointer<pthread_attr_t>.allocate(capacity: 1)
+        defer { attributes.deallocate() }
+        pthread_attr_init(attributes)
+        defer { pthread_attr_destroy(attributes) }
+        pthread_attr_setstacksize(attributes, size)
         #if canImport(Glibc)
         var thread = pthread_t()
         #else
         var thread: pthread_t?
         #endif
         let context = Unmanaged.passRetained(Job(body)).toOpaque()
-        let created = pthread_create(&thread, &attributes, { context in
+        let created = pthread_create(&thread, attributes, { context in
             Unmanaged<Job>.fromOpaque(context!).takeRetainedValue().work()
             return nil
         }, context)

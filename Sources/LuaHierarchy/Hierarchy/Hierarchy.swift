@@ -211,10 +211,7 @@ public final class Hierarchy {
     /// instructions counted by the hook (only under an instruction budget) and host work
     /// charged, in instructions' worth; bytes allocated for it (the Lua heap's growth and the
     /// host's charged copies). Neither is ever reset.
-    var workDone: (units: Int, bytes: Int) {
-        let guardState = host.guardState.pointee
-        return (Int(guardState.work_total), Int(guardState.allocated_total))
-    }
+    var workDone: (units: Int, bytes: Int) { host.workDone }
 
     func dispatchKeepingValue(_ message: consuming Message, at node: Node) throws -> DispatchResult {
         guard node.tree === root.tree else { throw HierarchyError.foreignNode }

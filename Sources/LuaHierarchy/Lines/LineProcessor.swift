@@ -273,9 +273,7 @@ struct LineProcessor {
             // Held from now on: what the trace's values may take is what is left after it.
             _ = held.add(output.bytes.count - start)
         }
-        parts.text(\.by, outcome.by)
-        parts.text(\.responder, outcome.responder?.location)
-        parts.text(\.choice, outcome.choice)
+        parts.dispatchTexts(by: outcome.by, responder: outcome.responder?.location, choice: outcome.choice)
         let presented = self.presented
         if !presented.entries.isEmpty {
             parts.presented { output in

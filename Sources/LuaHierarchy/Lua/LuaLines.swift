@@ -250,6 +250,14 @@ struct OutcomeParts {
         add(field, Array(text.utf8))
     }
 
+    /// The dispatch's `by`, `responder` and `choice` parts, each if it has one (named here,
+    /// where the C outcome's fields are seen).
+    mutating func dispatchTexts(by: String?, responder: String?, choice: String?) {
+        text(\.by, by)
+        text(\.responder, responder)
+        text(\.choice, choice)
+    }
+
     private mutating func add(_ field: WritableKeyPath<luahier_Outcome, luahier_Field>, _ bytes: [UInt8]) {
         let start = scratch.count
         scratch.append(contentsOf: bytes)

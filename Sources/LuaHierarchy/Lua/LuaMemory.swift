@@ -6,6 +6,13 @@ import CLuaHost
 /// against the same limit, and refused past it as the allocator refuses: the running budget
 /// trips on memory (sticky), and the error is `MemoryLimitExceeded` naming the script's line.
 extension LuaHost: MemoryMeter {
+    /// The guard's running totals, never reset: work charged, bytes allocated
+    /// (`Hierarchy.workDone`).
+    var workDone: (units: Int, bytes: Int) {
+        let state = guardState.pointee
+        return (Int(state.work_total), Int(state.allocated_total))
+    }
+
     var reference: MeterReference {
         if let reference = meterReference { return reference }
         let reference = MeterReference(self)
