@@ -148,6 +148,8 @@ final class Batch {
     let sequence: Int
     let chunk: [UInt8]
     let lines: [Line]
+    /// The lines' tapes, read ahead by the reader (nil: each is taped when answered).
+    let tapes: LineTapes?
     /// The worker's: how many answers it handed over.
     // Unchecked: the worker alone touches these (`answered` under `answers`); a dynamic
     // exclusivity check per line was a measurable share of a line's cost.
@@ -166,11 +168,15 @@ final class Batch {
     /// With strict: the invalid line after which nothing more is answered.
     var stopLine: Int?
 
-    init(sequence: Int, chunk: [UInt8], lines: [Line]) {
+    init(sequence: Int, chunk: [UInt8], lines: [Line], tapes: LineTapes? = nil) {
         self.sequence = sequence
         self.chunk = chunk
         self.lines = lines
+        self.tapes = tapes
     }
+
+    /// The input bytes it holds, and its tapes'.
+    var heldBytes: Int { chunk.count + (tapes?.byteCount ?? 0) }
 }
 
 /// The state the pool's workers, the reader and the writer share, under one monitor (the
@@ -229,7 +235,7 @@ final class Pipeline: @unchecked Sendable {
             // (its later lines see it); given back as it is written.
             let held = worker.processor.outputCharge()
             let answered = batch.chunk.withUnsafeBytes { bytes in
-                worker.answer(bytes, lines: batch.lines, held: held, strict: options.strict) { answer, charged in
+                worker.answer(bytes, lines: batch.lines, held: held, strict: options.strict, tape: batch.tapes?.words) { answer, charged in
                     handOver(answer, of: batch, held: held, charged: charged)
                     return true
                 }
@@ -259,14 +265,14 @@ final class Pipeline: @unchecked Sendable {
     /// has stopped (strict, or output failed).
     func submit(_ batch: Batch) -> Bool {
         queue.locked {
-            while (inFlight >= maxInFlight || (inFlight > 0 && inFlightBytes + batch.chunk.count > Self.maxInFlightBytes))
+            while (inFlight >= maxInFlight || (inFlight > 0 && inFlightBytes + batch.heldBytes > Self.maxInFlightBytes))
                 && !halted
             {
                 queue.wait()
             }
             if halted { return false }
             inFlight += 1
-            inFlightBytes += batch.chunk.count
+            inFlightBytes += batch.heldBytes
             submittedLines += batch.lines.count
             pending += 1
             return true
@@ -278,7 +284,7 @@ final class Pipeline: @unchecked Sendable {
         queue.locked {
             pending -= 1
             inFlight -= 1
-            inFlightBytes -= batch.chunk.count
+            inFlightBytes -= batch.heldBytes
             submittedLines -= batch.lines.count
             stopped = true
             queue.broadcast()
@@ -524,7 +530,7 @@ final class Pipeline: @unchecked Sendable {
             }
             queue.locked {
                 inFlight -= ready.count
-                inFlightBytes -= ready.reduce(0) { $0 + $1.chunk.count }
+                inFlightBytes -= ready.reduce(0) { $0 + $1.heldBytes }
                 if stopNow { stopped = true }
                 queue.broadcast()
             }

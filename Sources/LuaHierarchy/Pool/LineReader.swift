@@ -112,7 +112,11 @@ struct LineReader {
         var start = 0
         while start < lines.count {
             let end = min(lines.count, start + share)
-            let batch = Batch(sequence: sequence, chunk: chunk, lines: Array(lines[start..<end]))
+            // Each line's JSON is read here, ahead, into its tape: the state's thread, the
+            // pipeline's serial stage, only makes tables from it.
+            var batchLines = Array(lines[start..<end])
+            let tapes = LineTapes(chunk: chunk, lines: &batchLines)
+            let batch = Batch(sequence: sequence, chunk: chunk, lines: batchLines, tapes: tapes)
             sequence += 1
             guard pipeline.submit(batch) else { return false }
             start = end
