@@ -36,7 +36,7 @@ per_line() {
     "$1" dispatch $RULES --jobs 1 < "$WORK/in20k.jsonl" > /dev/null 2>&1
   local lines
   lines=$(wc -l < "$WORK/in20k.jsonl")
-  grep -h '^summary:\|^totals:' "$WORK"/cg-* | awk -v n="$lines" \
+  grep -h '^summary:' "$WORK"/cg-* | awk -v n="$lines" \
     '{ t += $2; if ($2 > m) m = $2 } END { printf "%d %d", t / n, m / n }'
 }
 
