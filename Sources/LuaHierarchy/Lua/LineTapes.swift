@@ -2,8 +2,8 @@ import CLuaHost
 
 /// The token tapes of a batch's request lines (Sources/CLuaHost/tape.c): each line scanned,
 /// validated and decoded on the reader's thread, so the state's thread only makes tables from
-/// it. No Lua is touched here. Its bytes count with the batch's against the bound on what is
-/// in flight (`Pipeline.maxInFlightBytes`).
+/// it. No Lua is touched here. Its bytes count against the bound on the tapes in flight
+/// (`Pipeline.maxInFlightTapeBytes`).
 final class LineTapes: @unchecked Sendable {
     private var tape = luahier_Tape()
 

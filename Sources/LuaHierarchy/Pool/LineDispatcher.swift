@@ -175,8 +175,8 @@ final class Batch {
         self.tapes = tapes
     }
 
-    /// The input bytes it holds, and its tapes'.
-    var heldBytes: Int { chunk.count + (tapes?.byteCount ?? 0) }
+    /// The bytes its lines' tapes hold.
+    var tapeBytes: Int { tapes?.byteCount ?? 0 }
 }
 
 /// The state the pool's workers, the reader and the writer share, under one monitor (the
@@ -197,6 +197,11 @@ final class Pipeline: @unchecked Sendable {
     private var inFlight = 0
     private var inFlightBytes = 0
     static let maxInFlightBytes = 2 << 20
+    /// And the bytes their lines' tapes hold, bounded apart: a tape takes 2-3 times its line's
+    /// bytes (at most 17 times and 256 bytes, docs/limits.md), so one bound for both would
+    /// halve the batches in flight and stall the pipeline.
+    private var inFlightTapeBytes = 0
+    static let maxInFlightTapeBytes = 16 << 20
     /// Lines handed to the workers.
     private var submittedLines = 0
 
@@ -265,14 +270,18 @@ final class Pipeline: @unchecked Sendable {
     /// has stopped (strict, or output failed).
     func submit(_ batch: Batch) -> Bool {
         queue.locked {
-            while (inFlight >= maxInFlight || (inFlight > 0 && inFlightBytes + batch.heldBytes > Self.maxInFlightBytes))
+            while (inFlight >= maxInFlight
+                || (inFlight > 0
+                    && (inFlightBytes + batch.chunk.count > Self.maxInFlightBytes
+                        || inFlightTapeBytes + batch.tapeBytes > Self.maxInFlightTapeBytes)))
                 && !halted
             {
                 queue.wait()
             }
             if halted { return false }
             inFlight += 1
-            inFlightBytes += batch.heldBytes
+            inFlightBytes += batch.chunk.count
+            inFlightTapeBytes += batch.tapeBytes
             submittedLines += batch.lines.count
             pending += 1
             return true
@@ -284,7 +293,8 @@ final class Pipeline: @unchecked Sendable {
         queue.locked {
             pending -= 1
             inFlight -= 1
-            inFlightBytes -= batch.heldBytes
+            inFlightBytes -= batch.chunk.count
+            inFlightTapeBytes -= batch.tapeBytes
             submittedLines -= batch.lines.count
             stopped = true
             queue.broadcast()
@@ -530,7 +540,8 @@ final class Pipeline: @unchecked Sendable {
             }
             queue.locked {
                 inFlight -= ready.count
-                inFlightBytes -= ready.reduce(0) { $0 + $1.heldBytes }
+                inFlightBytes -= ready.reduce(0) { $0 + $1.chunk.count }
+                inFlightTapeBytes -= ready.reduce(0) { $0 + $1.tapeBytes }
                 if stopNow { stopped = true }
                 queue.broadcast()
             }
