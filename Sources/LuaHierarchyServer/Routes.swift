@@ -199,10 +199,11 @@ extension RulesServer {
             metrics.record(answer.status)
             metrics.recordEvaluation(answer.evaluation, batch: false)
             metrics.recordRuleFailures(answer.ruleFailures)
-            let fields = OutcomeFields.read(answer.json)
+            // Read for the access line alone, which is written at `info`.
+            let outcome = logger.logLevel <= .info ? OutcomeFields.read(answer.json) : OutcomeFields.Fields()
             context.notes.set {
-                $0.status = fields.status
-                $0.kind = fields.kind
+                $0.status = outcome.status
+                $0.kind = outcome.kind
                 $0.revision = answer.revision.hash
             }
             var json = ByteBuffer()
