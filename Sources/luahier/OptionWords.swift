@@ -37,7 +37,7 @@ enum OptionWords {
             let name = String(parts[0])
             if parts.count == 2 {
                 guard !parts[1].isEmpty else {
-                    throw ValidationError("'\(word)' has an empty value: give --\(name)=VALUE or --\(name) VALUE")
+                    throw ValidationError("'\(word)' has an empty value: give --\(name)=VALUE or --\(name) VALUE (a flag: --\(name) alone)")
                 }
                 try checkNumber(String(parts[1]), option: name)
             } else if numbers.contains(name), index < arguments.count {

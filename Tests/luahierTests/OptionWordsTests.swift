@@ -143,7 +143,7 @@ struct OptionWordsTests {
             let name = word.dropFirst(2).dropLast()
             Self.expectUsageError(
                 try Luahier.run(arguments, stdin: "", timeout: 30),
-                "'\(word)' has an empty value: give --\(name)=VALUE or --\(name) VALUE", arguments[0], "\(arguments)")
+                "'\(word)' has an empty value: give --\(name)=VALUE or --\(name) VALUE (a flag: --\(name) alone)", arguments[0], "\(arguments)")
         }
         // The script's own words, after FILE or after `--`, are the script's.
         let echo = try Luahier.script("print(...)", name: "echo.lua")
@@ -170,7 +170,7 @@ struct OptionWordsTests {
         Self.expectUsageError(try serve([], ["LUAHIER_PORT": "-0"]),
             "--port must be 0 or more, written without a minus sign, not '-0' (--port came from LUAHIER_PORT)", "serve", "environment")
         Self.expectUsageError(try serve([], ["LUAHIER_PORT": ""]),
-            "'--port=' has an empty value: give --port=VALUE or --port VALUE (--port came from LUAHIER_PORT)", "serve", "environment")
+            "'--port=' has an empty value: give --port=VALUE or --port VALUE (a flag: --port alone) (--port came from LUAHIER_PORT)", "serve", "environment")
         try #"{"timeout": 1e-400}"#.write(toFile: config, atomically: true, encoding: .utf8)
         Self.expectUsageError(try serve(["--config", config], [:]),
             "--timeout '1e-400' is too small: it would read as 0; give 0 itself for 0 (--timeout came from \(config):1)", "serve", "file")
