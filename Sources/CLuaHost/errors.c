@@ -235,3 +235,18 @@ int luahier_msgh(lua_State *L) {
     luahier_rawsetfield(L, table, "traceback");
     return 1;
 }
+
+void luahier_noteraised(lua_State *L, const char *type, size_t length) {
+    static const struct { const char *type; unsigned bit; } made[] = {
+        {"LuaError", LUAHIER_FAILED_LUA}, {"ResponderContractError", LUAHIER_FAILED_CONTRACT},
+        {"DispatchDepthExceeded", LUAHIER_FAILED_DEPTH}, {"HostError", LUAHIER_FAILED_HOST},
+        {"PayloadError", LUAHIER_FAILED_PAYLOAD}, {"MemoryError", LUAHIER_FAILED_NOMEMORY},
+    };
+    if (type == NULL) return;
+    for (size_t i = 0; i < sizeof made / sizeof *made; i++) {
+        if (strlen(made[i].type) == length && memcmp(type, made[i].type, length) == 0) {
+            luahier_guard(L)->failures |= made[i].bit;
+            return;
+        }
+    }
+}

@@ -241,30 +241,6 @@ static int luahier_isyieldacrosshost(lua_State *L, const luahier_Engine *e, int 
     return yielded;
 }
 
-/* [-0, +0, -] Notes a responder's raised error of type `type` (a string, at that index) in
- * the guard's failures when the host made it of the responder failing (a LuaError, a
- * ResponderContractError, ...): errors the rules report of their own types are not failures.
- * A limit's error is noted where it is made (limits.c). */
-static void luahier_notefailure(lua_State *L, const luahier_Engine *e, int type) {
-    static const struct { const char *type; unsigned bit; } made[] = {
-        {"ResponderContractError", LUAHIER_FAILED_CONTRACT}, {"DispatchDepthExceeded", LUAHIER_FAILED_DEPTH},
-        {"HostError", LUAHIER_FAILED_HOST}, {"PayloadError", LUAHIER_FAILED_PAYLOAD},
-        {"MemoryError", LUAHIER_FAILED_NOMEMORY},
-    };
-    luahier_Guard *g = luahier_guard(L);
-    luahier_pushword(L, e, LUAHIER_WORD_LUAERROR);
-    int lua_error = lua_rawequal(L, -1, type);
-    lua_pop(L, 1);
-    if (lua_error) {
-        g->failures |= LUAHIER_FAILED_LUA;
-        return;
-    }
-    const char *name = lua_tostring(L, type);
-    for (size_t i = 0; name && i < sizeof made / sizeof *made; i++) {
-        if (strcmp(name, made[i].type) == 0) g->failures |= made[i].bit;
-    }
-}
-
 /* lua_CFunction accept(plan, slot, answer, as_error, value, is_error, raised) -> value, type:
  * what the entry at `slot` produced, as the value that goes on (contract §4).
  * - A replacement must be a value of the domain `as_error` says (the verdict words are not
@@ -325,7 +301,9 @@ static int luahier_accept(lua_State *L) {
             lua_settop(L, 7);
             luahier_pushword(L, e, LUAHIER_WORD_LUAERROR);
         }
-        luahier_notefailure(L, e, 8);
+        size_t type_length = 0;
+        const char *type = lua_tolstring(L, 8, &type_length);
+        luahier_noteraised(L, type, type_length);
         is_error = 1;
     } else {
         if (lua_type(L, 3) == LUA_TSTRING) {

@@ -83,6 +83,10 @@ struct RulesPoolTests {
             caught:receiveEvent("Raise", function(e) local x = nil; return x.y end)
             caught:catchError("LuaError", function(err) return {type = "Recovered"} end)
             caught:receiveEvent("Recovered", function() return "handled" end)
+            local publisher = hier.root:child("publisher")
+            publisher:child("listener"):subscribe("Note", function(e) error("a subscriber fails") end)
+            publisher:child("owner"):subscribe("Note", function(e) error({type = "OutOfStock"}) end)
+            publisher:receiveEvent("Publish", function(e) publisher:publish({type = "Note"}, {to = "all"}) return "handled" end)
             """
         options.hierarchy.limits.dispatchInstructions = 100_000
         let pool = try RulesPool(options: options)
@@ -97,6 +101,9 @@ struct RulesPoolTests {
             (#"{"at": "/plain", "event": "Spin"}"#, .unhandled, .instructionLimitExceeded),
             (#"{"at": "/none", "event": "Spin"}"#, .invalid, []),
             (#"{"at": "/caught", "event": "Raise"}"#, .handled, .luaError),
+            // A subscriber's raise (reported at its node, presented past the root) counts; one
+            // of a rule's own type does not.
+            (#"{"at": "/publisher", "event": "Publish"}"#, .handled, .luaError),
         ]
         for (request, status, failures) in cases {
             let answer = try await pool.dispatch(request)
@@ -105,7 +112,7 @@ struct RulesPoolTests {
         }
         let batch = cases.map(\.0).joined(separator: "\n")
         let summary = try await pool.dispatchBatch(Array(batch.utf8)) { _ in true }
-        #expect(summary.ruleFailures == ["LuaError": 2, "ResponderContractError": 1, "InstructionLimitExceeded": 1])
+        #expect(summary.ruleFailures == ["LuaError": 3, "ResponderContractError": 1, "InstructionLimitExceeded": 1])
         #expect(RuleFailures([.timeLimitExceeded, .luaError]).types == ["LuaError", "TimeLimitExceeded"])
         await pool.shutDown()
     }

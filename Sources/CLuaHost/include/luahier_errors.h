@@ -61,4 +61,11 @@ void luahier_givetostringmessage(lua_State *L, int index);
  * so no prefix names a line of the host's own code). */
 int luahier_msgh(lua_State *L);
 
+/* [-0, +0, -] Notes in the state's guard (luahier_Guard.failures) an error of type `type`
+ * that a responder or a subscriber raised, when it is one the host makes of rules failing (a
+ * LuaError, a ResponderContractError, ...); any other type, a rule's own, is no failure. A
+ * limit's error is noted where it is made (limits.c), never by its name. The one list of
+ * those types. */
+void luahier_noteraised(lua_State *L, const char *type, size_t length);
+
 #endif

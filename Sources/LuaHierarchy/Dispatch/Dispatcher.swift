@@ -94,6 +94,9 @@ final class Dispatcher {
     var observer: ((DispatchResult, _ depth: Int) -> Void)? { didSet { engine?.settingsChanged() } }
     /// Sees every subscription a publish calls, before it is called (tools: test coverage).
     var deliveryObserver: ((PublishDelivery) -> Void)?
+    /// Sees each error a subscriber raised, before it is reported at its node: the host notes
+    /// it among the rules' failures (`RuleFailures`), as the walk does a responder's.
+    var subscriberRaised: ((Message) -> Void)?
     /// How many dispatches and publishes are under way, nested: at a fixed address, so the
     /// engine's C driver counts its dispatches in the same place.
     let depthCounter: UnsafeMutablePointer<Int> = {

@@ -125,6 +125,7 @@ public final class Hierarchy {
         dispatcher.depthLimit = Self.depthLimits.clamped(options.depthLimit)
         dispatcher.presenter = { [unowned self] in self.presenter?($0) }
         dispatcher.isStopping = { [unowned host] in host.interruptTripped }
+        dispatcher.subscriberRaised = { [unowned host] error in host.noteRaised(type: error.type) }
         dispatcher.onSafetyWarning = { [unowned self] in self.onSafetyWarning($0) }
         let sandbox = try host.openLibraries(options.libraries)
         moduleFolderList = sandbox.folders

@@ -211,6 +211,15 @@ final class LuaHost {
         }
     }
 
+    /// Notes an error of `type` that a subscriber raised among the rules' failures, if it is one
+    /// the host makes of rules failing (luahier_noteraised, the one list).
+    func noteRaised(type: String) {
+        var type = type
+        type.withUTF8 { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { luahier_noteraised(thread, $0.baseAddress, $0.count) }
+        }
+    }
+
     /// Each of the guard's LUAHIER_FAILED_* flags, as the failure it stands for.
     private static let failureFlags: [(flag: Int, failure: RuleFailures)] = [
         (LUAHIER_FAILED_LUA, .luaError), (LUAHIER_FAILED_CONTRACT, .responderContractError),

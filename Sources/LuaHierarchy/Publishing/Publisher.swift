@@ -69,6 +69,7 @@ extension Dispatcher {
             switch subscription.body.call(with: &current, returning: .event) {
             case .raised(var error):
                 result.failed += 1
+                subscriberRaised?(error)
                 error.setIfAbsent("where", to: subscription.location)
                 _ = try dispatch(error, at: node)
             case .aborted(var error):
