@@ -235,6 +235,26 @@ struct DispatchCommandTests {
         #expect(try Self.dispatch([#"{"at": "/app", "event": "Tap"}"#], flags: ["--strict"]).status == 0)
     }
 
+    /// With workers, `--strict` still runs no line after the one it stops at: their rules'
+    /// effects (a print here) and decision records would be of answers never written.
+    @Test func strictRunsNoLineAfterItsStopWithManyWorkers() throws {
+        let rules = try Self.rulesFile("""
+            local app = hier.root:child("app")
+            app:receiveEvent(function(e) print("ran", e.n) return "handled" end)
+            """)
+        let good = { (n: Int) in #"{"at": "/app", "event": {"type": "Tap", "n": \#(n)}}"# }
+        let lines = (1...3000).map(good) + ["bad"] + (3002...6000).map(good)
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("strict-\(UUID().uuidString).jsonl").path
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let result = try Self.dispatch(lines, rules: rules, flags: ["--strict", "--jobs", "4", "--decision-log", log])
+        #expect(result.status == 1)
+        #expect(try Self.outcomes(result).count == 3001)
+        let ran = result.stderr.split(separator: "\n").compactMap { line in line.split(separator: "\t").last.flatMap { Int($0) } }
+        #expect(ran.count == 3000 && ran.max() == 3000, "\(ran.count) ran, the last \(ran.max() ?? 0)")
+        let records = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+        #expect(records.count == 3001, "\(records.count) decision records")
+    }
+
     @Test func aFailingRuleFailsOnlyItsLine() throws {
         let result = try Self.dispatch([
             #"{"at": "/app/feed", "event": "Boom"}"#,

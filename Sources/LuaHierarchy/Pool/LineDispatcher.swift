@@ -210,7 +210,9 @@ final class Pipeline: @unchecked Sendable {
 
     /// The pool's states.
     let jobs: Int
-    var maxInFlight: Int { 4 * jobs + 4 }
+    /// With `strict`, one batch at a time: the next begins once the one before is written, so
+    /// no line after the one the run stops at is run (nor its decision recorded).
+    var maxInFlight: Int { options.strict ? 1 : 4 * jobs + 4 }
 
     init(options: LineDispatcher.Options, pool: RulesPool, output: Int32) {
         self.options = options
