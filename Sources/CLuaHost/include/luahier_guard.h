@@ -105,10 +105,11 @@ typedef struct luahier_Guard {
      * hook saw (under an instruction budget) and host work units charged, and bytes allocated (the Lua heap's growth and the host's charged copies). */
     long long work_total, allocated_total;
     luahier_Budget budget;         /* the innermost budget */
-    unsigned failures;             /* LUAHIER_FAILED_* since the top-level entry began: set by
-                                    * the one place each error is made (a limit's, limits.c) or
-                                    * taken as a responder's failure (walk.c), kept after the
-                                    * entry ends until the next one begins */
+    unsigned failures;             /* LUAHIER_FAILED_* since the top-level entry began: a
+                                    * limit's set where its error is made (limits.c), a raise
+                                    * of a responder or a subscriber by luahier_noteraised
+                                    * (errors.c); kept after the entry ends until the next
+                                    * one begins */
     /* Where Lua last was when the hook ran: the place named by memory errors, which come
      * without a message handler. */
     char last_source[LUA_IDSIZE];
