@@ -170,13 +170,20 @@ enum BundleFiles {
         return ExitCode(ExitStatus.scriptFailed)
     }
 
+    /// Rules that are not a bundle, given with `--bundle-key`: refused as an unsigned bundle
+    /// is, exit 1. It is the input that fails the key, not the command line: the same words
+    /// run a bundle on stdin and refuse a script there.
+    static func notABundle(_ path: String) -> ExitCode {
+        refused(path, RuleBundle.Refusal.notABundle)
+    }
+
     /// The bundle at `path` (`-`: stdin) when it is one (told by its first bytes), read and
     /// checked, with a signature that verifies with the public key file `key` when given;
     /// nil for a rules file, which `key` then refuses. A refused bundle is exit 1.
     static func load(_ path: String, key: String?) throws -> RuleBundle? {
         guard path != "-" else { return try loadStandardInput(key: key) }
         guard RuleBundle.isBundleFile(path) else {
-            if key != nil { throw ValidationError("--bundle-key: \(path) is not a bundle") }
+            if key != nil { throw notABundle(path) }
             return nil
         }
         let publicKey = try key.map(readKey)
@@ -201,7 +208,7 @@ enum BundleFiles {
         } catch {
             throw refused("stdin", error)
         }
-        if bundle == nil && key != nil { throw ValidationError("--bundle-key: stdin is not a bundle") }
+        if bundle == nil && key != nil { throw notABundle("stdin") }
         return bundle
     }
 
