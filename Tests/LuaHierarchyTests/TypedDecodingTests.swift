@@ -157,3 +157,93 @@ import Testing
         #expect(seen == [3, 2, 1, 7])
     }
 }
+
+/// The keyed containers an engine keeps for the maps its typed responders decode.
+@Suite struct KeptContainerTests {
+    struct Tap: Decodable, Equatable {
+        let type: String
+        let x: Int
+    }
+
+    @Test func aKeptContainerIsLentAgainForEachMap() throws {
+        let kept = KeptContainers()
+        for x in 1...3 {
+            #expect(try kept.decode(Tap.self, from: ["type": "Tap", "x": .int(Int64(x))]) == Tap(type: "Tap", x: x))
+        }
+        // One container kept for the key type, lent again for the second and third map: the
+        // standard library's layout is the one `KeptContainers` checks for.
+        #expect(kept.keptCount == 1 && kept.reuses == 2)
+        // What does not decode throws as `ValueDecoder` does.
+        #expect(throws: DecodingError.self) { try kept.decode(Tap.self, from: ["type": "Tap"]) }
+        #expect(throws: DecodingError.self) { try kept.decode(Tap.self, from: ["type": "Tap", "x": "1"]) }
+        #expect(throws: DecodingError.self) { try kept.decode(Tap.self, from: [1, 2]) }
+    }
+
+    /// Asks for its keyed container twice, and keeps the first.
+    final class Twice: Decodable {
+        let first: KeyedDecodingContainer<CodingKeys>
+        let x: Int
+        init(from decoder: any Decoder) throws {
+            first = try decoder.container(keyedBy: CodingKeys.self)
+            x = try decoder.container(keyedBy: CodingKeys.self).decode(Int.self, forKey: .x)
+        }
+        enum CodingKeys: String, CodingKey { case x }
+        var kept: Int { (try? first.decode(Int.self, forKey: .x)) ?? -1 }
+    }
+
+    @Test func aContainerStillHeldIsNeverLentAgain() throws {
+        let kept = KeptContainers()
+        let one = try kept.decode(Twice.self, from: ["x": 1])
+        let two = try kept.decode(Twice.self, from: ["x": 2])
+        let three = try kept.decode(Twice.self, from: ["x": 3])
+        // Each decoding's containers read its own map, then and later.
+        #expect([one.x, two.x, three.x] == [1, 2, 3])
+        #expect([one.kept, two.kept, three.kept] == [1, 2, 3])
+    }
+
+    struct Raw: Decodable {
+        let value: Value
+        init(from decoder: any Decoder) throws { value = try Value(from: decoder) }
+    }
+
+    @Test func everyReadingOfTheOfferedMapIsAsValueDecodersOwn() throws {
+        let kept = KeptContainers()
+        let map: Value = ["type": "T", "n": 1, "list": [1, 2], "inner": ["a": true]]
+        #expect(try kept.decode(Value.self, from: map) == map)
+        #expect(try kept.decode(Raw.self, from: map).value == map)
+        #expect(try kept.decode([String: Value].self, from: map) == map.mapValue)
+        #expect(try kept.decode([Int].self, from: [:]) == [])
+        #expect(try kept.decode(Raw.self, from: "text").value == "text")
+        struct Outer: Decodable, Equatable {
+            struct Inner: Decodable, Equatable { let a: Bool }
+            let n: Int
+            let list: [Int]
+            let inner: Inner
+        }
+        #expect(try kept.decode(Outer.self, from: map) == Outer(n: 1, list: [1, 2], inner: .init(a: true)))
+    }
+
+    @Test func typedRespondersOfEveryKindReadTheirValueThroughTheEngine() throws {
+        let fixture = try Fixture()
+        let node = try fixture.hierarchy.root.child("n")
+        var seen: [String] = []
+        node.receiveEvent(Value.self) { value in
+            seen.append("value \(value["n"] ?? nil)")
+            return .notHandled
+        }.receiveEvent([String: Value].self) { fields in
+            seen.append("fields \(fields.count)")
+            return .notHandled
+        }.receiveEvent(Raw.self) { raw in
+            seen.append("raw \(raw.value["n"] ?? nil)")
+            return .notHandled
+        }.receiveEvent(Twice.self) { twice in
+            seen.append("twice \(twice.x) \(twice.kept)")
+            return .notHandled
+        }
+        for n: Int64 in [1, 2] { _ = try fixture.hierarchy.trigger(["type": "T", "n": .int(n), "x": .int(n * 10)], at: node) }
+        #expect(seen == [
+            "value 1", "fields 3", "raw 1", "twice 10 10",
+            "value 2", "fields 3", "raw 2", "twice 20 20",
+        ])
+    }
+}

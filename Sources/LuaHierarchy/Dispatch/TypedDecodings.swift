@@ -29,11 +29,12 @@ struct TypedDecoding {
     /// Whether one decoding may be lent to several responders: not for a class, whose one
     /// instance shared would let one responder's changes reach the next.
     let shared: Bool
-    /// The value decoded (`ValueDecoder`), a failure as no value.
-    let decode: (Value) -> DecodedValue
+    /// The value decoded (`ValueDecoder`), a failure as no value, with the containers kept by
+    /// the engine decoding it, if any.
+    let decode: (Value, KeptContainers?) -> DecodedValue
     /// The value decoded into the memory of an earlier decoding of the same type, which no one
     /// else holds: the one before is given up first.
-    let redecode: (Value, DecodedValue) -> Void
+    let redecode: (Value, DecodedValue, KeptContainers?) -> Void
 
     init<T: Decodable>(_ type: T.Type) {
         self.type = ObjectIdentifier(type)
@@ -43,26 +44,30 @@ struct TypedDecoding {
             room.deallocate()
         }
         // Into its memory directly (a `T?` in between is a type looked up per call).
-        let decodeInto: (Value, DecodedValue) -> Void = { value, decoded in
+        let decodeInto: (Value, DecodedValue, KeptContainers?) -> Void = { value, decoded, kept in
             let room = decoded.room.assumingMemoryBound(to: T.self)
             do {
-                room.initialize(to: try ValueDecoder().decode(T.self, from: value))
+                if let kept {
+                    room.initialize(to: try kept.decode(T.self, from: value))
+                } else {
+                    room.initialize(to: try ValueDecoding.decode(T.self, from: value, at: nil))
+                }
                 decoded.storage = decoded.room
             } catch {
                 decoded.storage = nil
             }
         }
-        decode = { value in
+        decode = { value, kept in
             let decoded = DecodedValue(room: UnsafeMutableRawPointer(UnsafeMutablePointer<T>.allocate(capacity: 1)), release: release)
-            decodeInto(value, decoded)
+            decodeInto(value, decoded, kept)
             return decoded
         }
-        redecode = { value, decoded in
+        redecode = { value, decoded, kept in
             if let storage = decoded.storage {
                 decoded.storage = nil
                 storage.assumingMemoryBound(to: T.self).deinitialize(count: 1)
             }
-            decodeInto(value, decoded)
+            decodeInto(value, decoded, kept)
         }
     }
 }
@@ -77,6 +82,8 @@ final class TypedDecodings {
     @exclusivity(unchecked) unowned(unsafe) var identity: AnyObject?
     @exclusivity(unchecked) var depth = 0
     @exclusivity(unchecked) private var slots: [Slot?]
+    /// The keyed containers the engine's typed responders decode with.
+    private let containers = KeptContainers()
 
     /// The value last offered at a depth, and what it decoded as, by type (the first type
     /// apart: a dispatch's typed responders mostly take one). Reused for the next value offered
@@ -99,9 +106,9 @@ final class TypedDecodings {
         }
 
         /// `value` decoded as `decoding` says, kept as what the current value decodes as.
-        func decode(_ value: Value, _ decoding: TypedDecoding) -> DecodedValue {
+        func decode(_ value: Value, _ decoding: TypedDecoding, _ containers: KeptContainers) -> DecodedValue {
             guard !firstIsCurrent else {
-                let decoded = decoding.decode(value)
+                let decoded = decoding.decode(value, containers)
                 others.append((decoding.type, decoded))
                 return decoded
             }
@@ -109,10 +116,10 @@ final class TypedDecodings {
             // The memory of the last value's decoding, when it is of this type and no one else
             // holds it (a responder of that dispatch that is still running).
             if firstType == decoding.type, isKnownUniquelyReferenced(&first), let earlier = first {
-                decoding.redecode(value, earlier)
+                decoding.redecode(value, earlier, containers)
                 return earlier
             }
-            let decoded = decoding.decode(value)
+            let decoded = decoding.decode(value, containers)
             firstType = decoding.type
             first = decoded
             return decoded
@@ -132,7 +139,7 @@ final class TypedDecodings {
     /// `value` decoded as `decoding` says, once per value offered.
     func decoded(_ value: Value, _ decoding: TypedDecoding) -> DecodedValue {
         let depth = depth
-        guard decoding.shared, let identity, depth >= 1, depth < slots.count else { return decoding.decode(value) }
+        guard decoding.shared, let identity, depth >= 1, depth < slots.count else { return decoding.decode(value, containers) }
         let slot: Slot
         if let kept = slots[depth] {
             if kept.identity === identity {
@@ -145,6 +152,6 @@ final class TypedDecodings {
             slot = Slot(identity: identity)
             slots[depth] = slot
         }
-        return slot.decode(value, decoding)
+        return slot.decode(value, decoding, containers)
     }
 }

@@ -136,119 +136,15 @@ struct ValueDecoding: Decoder {
 /// The plain types' readings, shared by the containers: each returns nil when the value is not
 /// one (the caller throws the mismatch, which it alone knows the path of).
 extension Value {
-    fileprivate func decodedInteger<T: FixedWidthInteger>(_ type: T.Type) -> T? {
+    func decodedInteger<T: FixedWidthInteger>(_ type: T.Type) -> T? {
         guard let number = intValue else { return nil }
         return T(exactly: number)
     }
 
-    fileprivate func mismatch(_ type: Any.Type, at link: CodingPathLink?, _ key: (any CodingKey)?) -> DecodingError {
+    func mismatch(_ type: Any.Type, at link: CodingPathLink?, _ key: (any CodingKey)?) -> DecodingError {
         var path = CodingPathLink.path(to: link)
         if let key { path.append(key) }
         return .typeMismatch(type, .init(codingPath: path, debugDescription: "expected \(type), found \(self)"))
-    }
-}
-
-private struct KeyedValues<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    let fields: [String: Value]
-    let link: CodingPathLink?
-    var codingPath: [any CodingKey] { CodingPathLink.path(to: link) }
-    var allKeys: [Key] { fields.keys.compactMap { Key(stringValue: $0) } }
-
-    func contains(_ key: Key) -> Bool { ValueDecoding.field(key.stringValue, of: fields) != nil }
-
-    func decodeNil(forKey key: Key) throws -> Bool { (ValueDecoding.field(key.stringValue, of: fields) ?? .null) == .null }
-
-    private func field(_ key: Key) throws -> Value {
-        guard let field = ValueDecoding.field(key.stringValue, of: fields) else {
-            throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no field \(key.stringValue)"))
-        }
-        return field
-    }
-
-    /// The field, or nil when it is missing or nil (one lookup, where the default
-    /// `decodeIfPresent` makes three).
-    private func presentField(_ key: Key) -> Value? {
-        guard let field = ValueDecoding.field(key.stringValue, of: fields), field != .null else { return nil }
-        return field
-    }
-
-    // The plain types are read by `Value`'s readers (a non-generic type's, so specialized for
-    // each): this container runs unspecialized (its `Key` is the caller's type), where a helper
-    // generic over the read type would look up `T?` at run time on every field; `read` and
-    // `readIfPresent` are inlined into each reading, where the type is known. The key becomes
-    // an `any CodingKey` (a box made at run time) only for an error.
-
-    /// The field at `key` as `reading` reads it, or the mismatch.
-    @inline(__always)
-    private func read<T>(_ type: T.Type, _ key: Key, _ reading: (Value) -> T?) throws -> T {
-        let field = try field(key)
-        guard let read = reading(field) else { throw mismatch(type, field, key) }
-        return read
-    }
-
-    /// The field at `key` as `reading` reads it; nil when it is missing or nil.
-    @inline(__always)
-    private func readIfPresent<T>(_ type: T.Type, _ key: Key, _ reading: (Value) -> T?) throws -> T? {
-        guard let field = presentField(key) else { return nil }
-        guard let read = reading(field) else { throw mismatch(type, field, key) }
-        return read
-    }
-
-    private func mismatch(_ type: Any.Type, _ field: Value, _ key: Key) -> DecodingError { field.mismatch(type, at: link, key) }
-
-    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try read(type, key) { $0.boolValue } }
-    func decode(_ type: String.Type, forKey key: Key) throws -> String { try read(type, key) { $0.stringValue } }
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try read(type, key) { $0.doubleValue } }
-    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { Float(try read(Double.self, key) { $0.doubleValue }) }
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try read(type, key) { $0.decodedInteger(type) } }
-    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try read(type, key) { $0.decodedInteger(type) } }
-    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try read(type, key) { $0.decodedInteger(type) } }
-    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try read(type, key) { $0.decodedInteger(type) } }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try read(type, key) { $0.decodedInteger(type) } }
-    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try read(type, key) { $0.decodedInteger(type) } }
-    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try read(type, key) { $0.decodedInteger(type) } }
-    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try read(type, key) { $0.decodedInteger(type) } }
-    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try read(type, key) { $0.decodedInteger(type) } }
-    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try read(type, key) { $0.decodedInteger(type) } }
-
-    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        try ValueDecoding.decode(type, from: field(key), at: link, key)
-    }
-
-    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try readIfPresent(type, key) { $0.boolValue } }
-    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try readIfPresent(type, key) { $0.stringValue } }
-    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try readIfPresent(type, key) { $0.doubleValue } }
-    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? {
-        try readIfPresent(Double.self, key) { $0.doubleValue }.map(Float.init)
-    }
-    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try readIfPresent(type, key) { $0.decodedInteger(type) } }
-    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try readIfPresent(type, key) { $0.decodedInteger(type) } }
-    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try readIfPresent(type, key) { $0.decodedInteger(type) } }
-    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try readIfPresent(type, key) { $0.decodedInteger(type) } }
-    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try readIfPresent(type, key) { $0.decodedInteger(type) } }
-    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? { try readIfPresent(type, key) { $0.decodedInteger(type) } }
-    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? { try readIfPresent(type, key) { $0.decodedInteger(type) } }
-    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? { try readIfPresent(type, key) { $0.decodedInteger(type) } }
-    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { try readIfPresent(type, key) { $0.decodedInteger(type) } }
-    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try readIfPresent(type, key) { $0.decodedInteger(type) } }
-
-    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-        guard let field = presentField(key) else { return nil }
-        return try ValueDecoding.decode(type, from: field, at: link, key)
-    }
-
-    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
-        try ValueDecoding(value: ValueDecoding.field(key.stringValue, of: fields) ?? .null, link: CodingPathLink(link, key)).container(keyedBy: type)
-    }
-
-    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-        try ValueDecoding(value: ValueDecoding.field(key.stringValue, of: fields) ?? .null, link: CodingPathLink(link, key)).unkeyedContainer()
-    }
-
-    func superDecoder() throws -> any Decoder { ValueDecoding(value: .map(fields), link: link) }
-
-    func superDecoder(forKey key: Key) throws -> any Decoder {
-        ValueDecoding(value: ValueDecoding.field(key.stringValue, of: fields) ?? .null, link: CodingPathLink(link, key))
     }
 }
 
@@ -369,6 +265,10 @@ extension Value: Codable {
     public init(from decoder: any Decoder) throws {
         if let values = decoder as? ValueDecoding {
             self = values.value
+            return
+        }
+        if let map = decoder as? KeptContainerDecoding {
+            self = .map(map.fields)
             return
         }
         if let single = try? decoder.singleValueContainer() {
