@@ -129,13 +129,13 @@ final class KeptContainers {
     /// A class, so that the box is checked for uniqueness where it is kept.
     private final class Entry {
         let key: ObjectIdentifier
-        /// The container's box: the kept container is this one reference (`box(of:)`). An
-        /// optional: an `AnyObject` passed `inout` to a generic function is opened into a copy,
-        /// which `isKnownUniquelyReferenced` would count.
+        /// The container's box: the kept container is this one reference (`box(of:)`); nil
+        /// when it is not. An optional also because an `AnyObject` passed `inout` to a generic
+        /// function is opened into a copy, which `isKnownUniquelyReferenced` would count.
         @exclusivity(unchecked) var box: AnyObject?
         let values: KeyedFields
 
-        init(key: ObjectIdentifier, box: AnyObject, values: KeyedFields) {
+        init(key: ObjectIdentifier, box: AnyObject?, values: KeyedFields) {
             self.key = key
             self.box = box
             self.values = values
@@ -178,8 +178,10 @@ final class KeptContainers {
         }
         let values = KeyedValues<Key>(fields: fields, link: nil)
         let container = KeyedDecodingContainer(values)
-        if !known, entries.count < Self.most, let box = Self.box(of: container) {
-            entries.append(Entry(key: key, box: box, values: values))
+        // Kept, or, when the layout is not the one checked for, noted as never to be kept (so
+        // that the check runs once per key type).
+        if !known, entries.count < Self.most {
+            entries.append(Entry(key: key, box: Self.box(of: container), values: values))
         }
         return container
     }
