@@ -31,7 +31,7 @@ final class SwiftResponderBody: ResponderBody {
     /// A typed responder's body: offered only values that decode as `T`.
     init<T: Decodable>(location: String, decoding type: T.Type, _ body: @escaping (T) throws -> ReceiveResult) {
         let decoding = TypedDecoding(type)
-        self.closure = { value in try SwiftResponderBody.answer(of: body, given: decoding.decode(value)) }
+        self.closure = { value in try SwiftResponderBody.answer(of: body, given: decoding.decode(value, nil)) }
         self.typedClosure = { value, decodings in
             try SwiftResponderBody.answer(of: body, given: decodings.decoded(value, decoding))
         }

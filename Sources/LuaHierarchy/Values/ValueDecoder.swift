@@ -11,7 +11,7 @@ public struct ValueDecoder: Sendable {
 
     /// Decodes `value` as a `T`.
     public func decode<T: Decodable>(_ type: T.Type, from value: Value) throws -> T {
-        try ValueDecoding.decode(type, from: value, at: nil, nil)
+        try ValueDecoding.decode(type, from: value, at: nil)
     }
 }
 
@@ -63,18 +63,33 @@ final class CodingPathLink {
 }
 
 struct ValueDecoding: Decoder {
-    let value: Value
+    /// The value, held so that a decoder fits in an `any Decoder`'s inline room (three words)
+    /// and is not boxed on the heap for each `init(from:)`: a map, the common case, as its
+    /// fields, any other value in a box of its own.
+    private let held: Held
     let link: CodingPathLink?
     var codingPath: [any CodingKey] { CodingPathLink.path(to: link) }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
+    private enum Held {
+        case map([String: Value])
+        indirect case other(Value)
+    }
+
+    var value: Value {
+        switch held {
+        case .map(let fields): return .map(fields)
+        case .other(let value): return value
+        }
+    }
+
     init(value: Value, link: CodingPathLink?) {
-        self.value = value
+        if case .map(let fields) = value { held = .map(fields) } else { held = .other(value) }
         self.link = link
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        guard case .map(let fields) = value else { throw mismatch([String: Value].self) }
+        guard case .map(let fields) = held else { throw mismatch([String: Value].self) }
         return KeyedDecodingContainer(KeyedValues<Key>(fields: fields, link: link))
     }
 
@@ -93,146 +108,43 @@ struct ValueDecoding: Decoder {
         .typeMismatch(type, .init(codingPath: codingPath, debugDescription: "expected \(type), found \(value)"))
     }
 
+    /// The field `name` of `fields`. A small map is searched key by key: comparing a few keys
+    /// costs less than hashing the one looked for. (By `==` alone, as the map's own lookup
+    /// compares: a key equal to `name` may be spelled with other scalars, the kelvin sign
+    /// for `K`.)
+    static func field(_ name: String, of fields: [String: Value]) -> Value? {
+        guard fields.count <= 6 else { return fields[name] }
+        for (candidate, field) in fields where candidate == name { return field }
+        return nil
+    }
+
     /// `value` as a `T`: the plain types read directly (no container), others by their
-    /// `init(from:)` with `key` added to the path.
-    static func decode<T: Decodable>(_ type: T.Type, from value: Value, at link: CodingPathLink?, _ key: (any CodingKey)?) throws -> T {
+    /// `init(from:)`.
+    static func decode<T: Decodable>(_ type: T.Type, from value: Value, at link: CodingPathLink?) throws -> T {
         // A field of type `Value` takes the value as it is.
         if T.self == Value.self { return unsafeBitCast(value, to: T.self) }
-        let inner = key.map { CodingPathLink(link, $0) } ?? link
-        return try T(from: ValueDecoding(value: value, link: inner))
+        return try T(from: ValueDecoding(value: value, link: link))
+    }
+
+    /// `value`, found at `key`, as a `T` (`key` added to the path).
+    static func decode<T: Decodable, Key: CodingKey>(_ type: T.Type, from value: Value, at link: CodingPathLink?, _ key: Key) throws -> T {
+        if T.self == Value.self { return unsafeBitCast(value, to: T.self) }
+        return try T(from: ValueDecoding(value: value, link: CodingPathLink(link, key)))
     }
 }
 
 /// The plain types' readings, shared by the containers: each returns nil when the value is not
 /// one (the caller throws the mismatch, which it alone knows the path of).
 extension Value {
-    fileprivate func decodedInteger<T: FixedWidthInteger>(_ type: T.Type) -> T? {
+    func decodedInteger<T: FixedWidthInteger>(_ type: T.Type) -> T? {
         guard let number = intValue else { return nil }
         return T(exactly: number)
     }
 
-    fileprivate func readBool(at link: CodingPathLink?, _ key: any CodingKey) throws -> Bool {
-        guard case .bool(let flag) = self else { throw mismatch(Bool.self, at: link, key) }
-        return flag
-    }
-
-    fileprivate func readString(at link: CodingPathLink?, _ key: any CodingKey) throws -> String {
-        guard case .string(let text) = self else { throw mismatch(String.self, at: link, key) }
-        return text
-    }
-
-    fileprivate func readDouble(at link: CodingPathLink?, _ key: any CodingKey) throws -> Double {
-        guard let number = doubleValue else { throw mismatch(Double.self, at: link, key) }
-        return number
-    }
-
-    fileprivate func readInteger<T: FixedWidthInteger>(_ type: T.Type, at link: CodingPathLink?, _ key: any CodingKey) throws -> T {
-        guard let number = intValue, let exact = T(exactly: number) else { throw mismatch(type, at: link, key) }
-        return exact
-    }
-
-    fileprivate func mismatch(_ type: Any.Type, at link: CodingPathLink?, _ key: (any CodingKey)?) -> DecodingError {
+    func mismatch(_ type: Any.Type, at link: CodingPathLink?, _ key: (any CodingKey)?) -> DecodingError {
         var path = CodingPathLink.path(to: link)
         if let key { path.append(key) }
         return .typeMismatch(type, .init(codingPath: path, debugDescription: "expected \(type), found \(self)"))
-    }
-}
-
-private struct KeyedValues<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    let fields: [String: Value]
-    let link: CodingPathLink?
-    var codingPath: [any CodingKey] { CodingPathLink.path(to: link) }
-    var allKeys: [Key] { fields.keys.compactMap { Key(stringValue: $0) } }
-
-    func contains(_ key: Key) -> Bool { fields[key.stringValue] != nil }
-
-    func decodeNil(forKey key: Key) throws -> Bool { (fields[key.stringValue] ?? .null) == .null }
-
-    private func field(_ key: Key) throws -> Value {
-        guard let field = fields[key.stringValue] else {
-            throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no field \(key.stringValue)"))
-        }
-        return field
-    }
-
-    /// The field, or nil when it is missing or nil (one lookup, where the default
-    /// `decodeIfPresent` makes three).
-    private func presentField(_ key: Key) -> Value? {
-        guard let field = fields[key.stringValue], field != .null else { return nil }
-        return field
-    }
-
-    // The plain types are read by `Value`'s readers (a non-generic type's, so specialized for
-    // each): this container runs unspecialized (its `Key` is the caller's type), where a helper
-    // generic over the read type would look up `T?` at run time on every field.
-
-    private func bool(_ field: Value, _ key: Key) throws -> Bool { try field.readBool(at: link, key) }
-    private func string(_ field: Value, _ key: Key) throws -> String { try field.readString(at: link, key) }
-    private func double(_ field: Value, _ key: Key) throws -> Double { try field.readDouble(at: link, key) }
-
-    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try bool(field(key), key) }
-    func decode(_ type: String.Type, forKey key: Key) throws -> String { try string(field(key), key) }
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try double(field(key), key) }
-    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { Float(try double(field(key), key)) }
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try field(key).readInteger(type, at: link, key) }
-    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try field(key).readInteger(type, at: link, key) }
-    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try field(key).readInteger(type, at: link, key) }
-    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try field(key).readInteger(type, at: link, key) }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try field(key).readInteger(type, at: link, key) }
-    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try field(key).readInteger(type, at: link, key) }
-    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try field(key).readInteger(type, at: link, key) }
-    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try field(key).readInteger(type, at: link, key) }
-    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try field(key).readInteger(type, at: link, key) }
-    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try field(key).readInteger(type, at: link, key) }
-
-    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        try ValueDecoding.decode(type, from: field(key), at: link, key)
-    }
-
-    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
-        guard let field = presentField(key) else { return nil }
-        return try bool(field, key)
-    }
-    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
-        guard let field = presentField(key) else { return nil }
-        return try string(field, key)
-    }
-    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
-        guard let field = presentField(key) else { return nil }
-        return try double(field, key)
-    }
-    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? {
-        guard let field = presentField(key) else { return nil }
-        return Float(try double(field, key))
-    }
-    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try presentField(key)?.readInteger(type, at: link, key) }
-    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try presentField(key)?.readInteger(type, at: link, key) }
-    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try presentField(key)?.readInteger(type, at: link, key) }
-    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try presentField(key)?.readInteger(type, at: link, key) }
-    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try presentField(key)?.readInteger(type, at: link, key) }
-    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? { try presentField(key)?.readInteger(type, at: link, key) }
-    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? { try presentField(key)?.readInteger(type, at: link, key) }
-    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? { try presentField(key)?.readInteger(type, at: link, key) }
-    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { try presentField(key)?.readInteger(type, at: link, key) }
-    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try presentField(key)?.readInteger(type, at: link, key) }
-
-    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-        guard let field = presentField(key) else { return nil }
-        return try ValueDecoding.decode(type, from: field, at: link, key)
-    }
-
-    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
-        try ValueDecoding(value: fields[key.stringValue] ?? .null, link: CodingPathLink(link, key)).container(keyedBy: type)
-    }
-
-    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-        try ValueDecoding(value: fields[key.stringValue] ?? .null, link: CodingPathLink(link, key)).unkeyedContainer()
-    }
-
-    func superDecoder() throws -> any Decoder { ValueDecoding(value: .map(fields), link: link) }
-
-    func superDecoder(forKey key: Key) throws -> any Decoder {
-        ValueDecoding(value: fields[key.stringValue] ?? .null, link: CodingPathLink(link, key))
     }
 }
 
@@ -333,7 +245,7 @@ private struct SingleValue: SingleValueDecodingContainer {
     func decode(_ type: UInt64.Type) throws -> UInt64 { try integer(type) }
 
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try ValueDecoding.decode(type, from: value, at: link, nil)
+        try ValueDecoding.decode(type, from: value, at: link)
     }
 
     /// An integer as the rules read it (`500.0` is `500`), in range for `T`.
@@ -353,6 +265,10 @@ extension Value: Codable {
     public init(from decoder: any Decoder) throws {
         if let values = decoder as? ValueDecoding {
             self = values.value
+            return
+        }
+        if let map = decoder as? KeptContainerDecoding {
+            self = .map(map.fields)
             return
         }
         if let single = try? decoder.singleValueContainer() {
