@@ -21,20 +21,29 @@ struct RequestLog: RouterMiddleware {
         var context = context
         context.identity = RequestIdentity(request.headers)
         var response: Response
+        // A 405's route: the router found none, but the path is a route's.
+        var refusedRoute: String?
         do {
             response = try await next(request, context)
         } catch let error as any HTTPResponseError {
-            response = ErrorBody.response(
-                error.status, type: ErrorBody.type(for: error.status), message: Self.message(for: error.status, request))
+            if error.status == .notFound, let refused = RulesServer.methodRefusal(request) {
+                (refusedRoute, response) = (refused.route, refused.response)
+            } else {
+                response = ErrorBody.response(
+                    error.status, type: ErrorBody.type(for: error.status), message: Self.message(for: error.status, request))
+            }
         } catch {
             response = ErrorBody.response(.internalServerError, type: "InternalError", message: "the server failed to answer: \(error)")
         }
-        // Appended: no route sets it (a set would first look for it among the fields).
-        response.headers.append(HTTPField(name: RequestIdentity.requestIDField, value: context.identity.id))
+        // Appended (a set would first look for it among the fields), unless the route's
+        // answer carries it last already (`/v1/dispatch`'s).
+        if response.headers.last?.name != RequestIdentity.requestIDField {
+            response.headers.append(HTTPField(name: RequestIdentity.requestIDField, value: context.identity.id))
+        }
+        let route = refusedRoute ?? context.endpointPath.flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "unmatched"
         let access = Access(
-            method: Self.method(request.method), route: context.endpointPath.flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "unmatched", identity: context.identity,
-            notes: context.notes, started: started)
-        guard context.notes.current.streamed else {
+            method: Self.method(request.method), route: route, identity: context.identity, notes: context.notes, started: started)
+        guard context.notes.streamed else {
             server.record(access, code: response.status.code)
             return response
         }

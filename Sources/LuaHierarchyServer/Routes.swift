@@ -35,9 +35,6 @@ extension RulesServer {
         }
         addShadowRoutes(to: router)
         addRequiredRevisionRoute(to: router)
-        for (path, methods) in Self.routeMethods {
-            refuseOtherMethods(on: path, taking: methods, router: router)
-        }
     }
 
     /// Every route and the methods it takes: any other of the nine standard methods gets 405.
@@ -47,18 +44,41 @@ extension RulesServer {
         ("/v1/shadow", [.get, .head, .post, .delete]), ("/v1/required-revision", [.post]),
     ]
 
-    /// 405 `MethodNotAllowed` with `Allow` for the standard methods `path` does not take (a
-    /// method outside the nine finds no route: 404).
-    private func refuseOtherMethods(on path: String, taking methods: [HTTPRequest.Method], router: Router<ServerContext>) {
+    /// A route's path as the router matches it, and the 405 for the methods it does not take.
+    struct MethodRefusal {
+        let path: String
+        /// The path's segments: the router splits a request's path at `/`, skipping empty
+        /// segments, and compares each segment as a string.
+        let segments: [Substring]
+        let methods: [HTTPRequest.Method]
+        /// `Allow`: the methods it takes, as listed.
+        let allowed: String
+        let message: String
+    }
+
+    static let methodRefusals: [MethodRefusal] = routeMethods.map { path, methods in
         let allowed = methods.map(\.rawValue).joined(separator: ", ")
-        let message = path == "/v1/dispatch"
-            ? "POST a request object or JSON lines to /v1/dispatch" : "\(path) takes \(allowed)"
-        let standard: [HTTPRequest.Method] = [.get, .head, .post, .put, .delete, .patch, .options, .trace, .connect]
-        for method in standard where !methods.contains(method) {
-            router.on(RouterPath(path), method: method) { _, _ in
-                ErrorBody.response(.methodNotAllowed, type: "MethodNotAllowed", message: message, headers: [.allow: allowed])
-            }
+        let message = path == "/v1/dispatch" ? "POST a request object or JSON lines to /v1/dispatch" : "\(path) takes \(allowed)"
+        return MethodRefusal(path: path, segments: path.split(separator: "/"), methods: methods, allowed: allowed, message: message)
+    }
+
+    /// 405 `MethodNotAllowed` with `Allow` for a request the router found no route for, when
+    /// its path is a route's and its method one of the standard nine that route does not take
+    /// (a method outside the nine stays a 404), and the route's path for the metrics. Asked of
+    /// what the router refused (`RequestLog`), instead of a route per method and path, which
+    /// every start would register.
+    static func methodRefusal(_ request: Request) -> (route: String, response: Response)? {
+        switch request.method {
+        case .get, .head, .post, .put, .delete, .patch, .options, .trace, .connect: break
+        default: return nil
         }
+        let segments = request.uri.path.split(separator: "/")
+        guard let refusal = methodRefusals.first(where: { $0.segments == segments }),
+            !refusal.methods.contains(request.method)
+        else { return nil }
+        let response = ErrorBody.response(
+            .methodNotAllowed, type: "MethodNotAllowed", message: refusal.message, headers: [.allow: refusal.allowed])
+        return (refusal.path, response)
     }
 
     /// Where a route that may take bearer tokens is added: behind `BearerAuth` when `tokens`
@@ -72,7 +92,7 @@ extension RulesServer {
     private func dispatch(_ request: Request, context: ServerContext) async -> Response {
         inFlight.begin()
         let response = await answer(request, context: context)
-        if !context.notes.current.streamed {
+        if !context.notes.streamed {
             inFlight.end(answered: true)
         }
         // A streamed batch ends when its answers are read (AnswerPipe's onEnd).
@@ -128,18 +148,22 @@ extension RulesServer {
     /// other text by Unicode's rules (`lowercased`, `whitespaces`), which cost more than the
     /// rest of a request's reading of it did.
     static func isBatchType(_ type: String) -> Bool {
-        let bytes = type.utf8
-        guard bytes.allSatisfy({ $0 < 0x80 }) else {
-            let name = type.lowercased().split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-            return batchTypes.contains(name)
+        var utf8 = type
+        // Native strings are contiguous UTF-8: the check runs over a buffer, not through
+        // String's indices, which cost more than the check itself.
+        return utf8.withUTF8 { bytes in
+            guard bytes.allSatisfy({ $0 < 0x80 }) else {
+                let name = type.lowercased().split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+                return batchTypes.contains(name)
+            }
+            var start = 0, end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
+            while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+            while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+            // `application/json`, the one most requests name, is no batch type's length.
+            guard batchTypeLengths.contains(end - start) else { return false }
+            let name = UnsafeBufferPointer(rebasing: bytes[start..<end])
+            return batchTypes.contains(String(decoding: name.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self))
         }
-        var name = bytes[...]
-        if let semicolon = name.firstIndex(of: UInt8(ascii: ";")) { name = name[..<semicolon] }
-        while let first = name.first, first == 0x20 || first == 0x09 { name = name.dropFirst() }
-        while let last = name.last, last == 0x20 || last == 0x09 { name = name.dropLast() }
-        // `application/json`, the one most requests name, is no batch type's length.
-        guard batchTypeLengths.contains(name.count) else { return false }
-        return batchTypes.contains(String(decoding: name.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self))
     }
 
     private static let batchTypeLengths = Set(batchTypes.map(\.utf8.count))
@@ -200,19 +224,26 @@ extension RulesServer {
             metrics.recordEvaluation(answer.evaluation, batch: false)
             metrics.recordRuleFailures(answer.ruleFailures)
             // Read for the access line alone, which is written at `info`.
-            let outcome = logger.logLevel <= .info ? OutcomeFields.read(answer.json) : OutcomeFields.Fields()
-            context.notes.set {
-                $0.status = outcome.status
-                $0.kind = outcome.kind
-                $0.revision = answer.revision.hash
+            if logger.logLevel <= .info {
+                let outcome = OutcomeFields.read(answer.json)
+                context.notes.set {
+                    $0.status = outcome.status
+                    $0.kind = outcome.kind
+                    $0.revision = answer.revision.hash
+                }
             }
-            var json = ByteBuffer()
-            json.reserveCapacity(answer.json.count + 1)
+            var json = ByteBufferAllocator().buffer(capacity: answer.json.count + 1)
             json.writeBytes(answer.json)
             json.writeInteger(UInt8(ascii: "\n"))
+            // The answer's fields made at once, in the order they are sent: Hummingbird adds
+            // `Content-Length` when it is not there, and `RequestLog` the request id when it is
+            // not the last, each by a search and a copy of the fields.
             let response = Response(
                 status: answer.status == .invalid ? .badRequest : .ok,
-                headers: [.contentType: "application/json"],
+                headers: [
+                    .contentType: "application/json", .contentLength: String(json.readableBytes),
+                    RequestIdentity.requestIDField: context.identity.id,
+                ],
                 body: .init(byteBuffer: json))
             return shadowed(response, body: body, requestID: context.identity.id, answer: answer)
         } catch {

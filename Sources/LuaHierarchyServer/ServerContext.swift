@@ -45,5 +45,9 @@ final class RequestNotes: Sendable {
     }
 
     var current: Notes { notes.withLock { $0 } }
+
+    /// Whether the answer is a streamed batch: asked of every request, and read without
+    /// copying the rest.
+    var streamed: Bool { notes.withLock { $0.streamed } }
 }
 #endif
