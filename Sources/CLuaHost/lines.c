@@ -6,25 +6,11 @@
 #include "luahier_limits.h"
 #include "luahier_walk.h"
 #include "luahier_watchdog.h"
+#include "luahier_tape.h"
 
 #include <string.h>
 
-/* The size a table at the reader's depth is made with: the size the last one there had. */
-static int luahier_sizehint(const luahier_JSONMemory *memory, const luahier_JSONReader *r, int kind) {
-    int at = r->depth - 1;
-    if (memory == NULL || at >= LUAHIER_JSON_SHAPE_DEPTH) return 4;
-    return kind == LUAHIER_JSON_IN_OBJECT ? memory->members[at] : memory->items[at];
-}
-
-/* Learns the size of the container just closed at the reader's depth. */
-static void luahier_learnsize(luahier_JSONMemory *memory, const luahier_JSONReader *r, int kind) {
-    if (memory == NULL || r->depth >= LUAHIER_JSON_SHAPE_DEPTH) return;
-    uint32_t size = r->counts[r->depth];
-    unsigned char *sizes = kind == LUAHIER_JSON_IN_OBJECT ? memory->members : memory->items;
-    sizes[r->depth] = (unsigned char)(size < 64 ? size : 64);
-}
-
-int luahier_pushjson(lua_State *L, luahier_JSONReader *r, int depth, luahier_JSONMemory *memory) {
+int luahier_pushjson(lua_State *L, luahier_JSONReader *r, int depth) {
     int top = lua_gettop(L);
     luahier_jsonbegin(r, depth);
     for (;;) {
@@ -32,11 +18,11 @@ int luahier_pushjson(lua_State *L, luahier_JSONReader *r, int depth, luahier_JSO
         case LUAHIER_JSON_BEGIN_OBJECT:
             /* Each open container holds its table and a key on the stack. */
             if (!lua_checkstack(L, 3)) break;
-            lua_createtable(L, 0, luahier_sizehint(memory, r, LUAHIER_JSON_IN_OBJECT));
+            lua_createtable(L, 0, 4);
             continue;
         case LUAHIER_JSON_BEGIN_ARRAY:
             if (!lua_checkstack(L, 3)) break;
-            lua_createtable(L, luahier_sizehint(memory, r, LUAHIER_JSON_IN_ARRAY), 0);
+            lua_createtable(L, 4, 0);
             continue;
         case LUAHIER_JSON_KEY:
             lua_pushlstring(L, r->string, r->string_length);
@@ -47,8 +33,7 @@ int luahier_pushjson(lua_State *L, luahier_JSONReader *r, int depth, luahier_JSO
         case LUAHIER_JSON_INTEGER: lua_pushinteger(L, (lua_Integer)r->integer); goto store;
         case LUAHIER_JSON_DOUBLE: lua_pushnumber(L, (lua_Number)r->number); goto store;
         case LUAHIER_JSON_STRING: lua_pushlstring(L, r->string, r->string_length); goto store;
-        case LUAHIER_JSON_END_OBJECT: luahier_learnsize(memory, r, LUAHIER_JSON_IN_OBJECT); goto store;
-        case LUAHIER_JSON_END_ARRAY: luahier_learnsize(memory, r, LUAHIER_JSON_IN_ARRAY); goto store;
+        case LUAHIER_JSON_END_OBJECT: case LUAHIER_JSON_END_ARRAY: goto store;
         default:
             lua_settop(L, top);
             return 0;
@@ -66,31 +51,125 @@ int luahier_pushjson(lua_State *L, luahier_JSONReader *r, int depth, luahier_JSO
     }
 }
 
-/* The member `key` names: its slot after `top` (id, at, payload), or 0 for any other. */
-static int luahier_requestslot(const char *key, size_t length, int *is_error) {
-    if (length == 2 && key[0] == 'i' && key[1] == 'd') return 1;
-    if (length == 2 && key[0] == 'a' && key[1] == 't') return 2;
-    if (length == 5 && memcmp(key, "event", 5) == 0) { *is_error = 0; return 3; }
-    if (length == 5 && memcmp(key, "error", 5) == 0) { *is_error = 1; return 3; }
-    return 0;
+/* Where a container's item or member goes as a tape is walked. */
+typedef struct luahier_TapeLevel {
+    int is_object;
+    lua_Integer items;
+} luahier_TapeLevel;
+
+/* Why a tape's reading was refused: its message and column. */
+typedef struct luahier_TapeRefusal {
+    const char *message;
+    size_t length;
+    size_t column;
+} luahier_TapeRefusal;
+
+/* The refusal whose word is at `p` (LUAHIER_TAPE_FAILED). */
+static void luahier_taperefusal(const uint64_t *p, luahier_TapeRefusal *refusal) {
+    refusal->length = LUAHIER_TAPE_SIZE(p[0]);
+    refusal->column = (size_t)p[1];
+    refusal->message = (const char *)(p + 2);
 }
 
-/* Reads past the value at the reader's place, building nothing. 1, or 0 with the reader
- * saying why. */
-static int luahier_skipjson(luahier_JSONReader *r) {
-    luahier_jsonbegin(r, 1);
+/* A table is made at its final size, up to this many slots (past it, it grows as it fills). */
+#define LUAHIER_TAPE_PRESIZE (1 << 24)
+static int luahier_presize(uint64_t word) {
+    size_t size = LUAHIER_TAPE_SIZE(word);
+    return size < LUAHIER_TAPE_PRESIZE ? (int)size : LUAHIER_TAPE_PRESIZE;
+}
+
+/* [-0, +(0|1), m] The value whose tokens start at `*cursor`, on the tape of `line`, made as
+ * luahier_pushjson makes it from the reader (each table at its final size): 1 with `*cursor`
+ * past it, or 0 with nothing pushed and `refusal` saying why (the tape's, or the Lua stack
+ * out of room). */
+static int luahier_pushtape(lua_State *L, const uint64_t **cursor, const char *line, luahier_TapeRefusal *refusal) {
+    luahier_TapeLevel levels[LUAHIER_JSON_MAX_DEPTH];
+    const uint64_t *p = *cursor;
+    int top = lua_gettop(L);
+    int depth = 0;
     for (;;) {
-        switch (luahier_jsonnext(r)) {
-        case LUAHIER_JSON_BEGIN_OBJECT: case LUAHIER_JSON_BEGIN_ARRAY: case LUAHIER_JSON_KEY:
+        uint64_t word = *p;
+        switch (LUAHIER_TAPE_TAG(word)) {
+        case LUAHIER_TAPE_OBJECT:
+        case LUAHIER_TAPE_ARRAY:
+            /* Each open container holds its table and a key on the stack. */
+            if (!lua_checkstack(L, 3)) {
+                /* Out of stack (only past any depth a reader follows): where the reader was
+                 * after the container's bracket. */
+                static const char message[] = "nesting too deep for the Lua stack";
+                refusal->message = message;
+                refusal->length = sizeof message - 1;
+                refusal->column = (size_t)p[1] + 1;
+                lua_settop(L, top);
+                return 0;
+            }
+            levels[depth].is_object = LUAHIER_TAPE_TAG(word) == LUAHIER_TAPE_OBJECT;
+            levels[depth].items = 0;
+            if (levels[depth].is_object) lua_createtable(L, 0, luahier_presize(word));
+            else lua_createtable(L, luahier_presize(word), 0);
+            depth++;
+            p += 2;
             continue;
-        case LUAHIER_JSON_NULL: case LUAHIER_JSON_TRUE: case LUAHIER_JSON_FALSE: case LUAHIER_JSON_INTEGER:
-        case LUAHIER_JSON_DOUBLE: case LUAHIER_JSON_STRING: case LUAHIER_JSON_END_OBJECT: case LUAHIER_JSON_END_ARRAY:
-            if (r->depth == 0) return 1;
+        case LUAHIER_TAPE_KEY_AT:
+            lua_pushlstring(L, line + p[1], LUAHIER_TAPE_SIZE(word));
+            p += 2;
             continue;
+        case LUAHIER_TAPE_KEY_HERE:
+            lua_pushlstring(L, (const char *)(p + 1), LUAHIER_TAPE_SIZE(word));
+            p += 1 + LUAHIER_TAPE_WORDS(LUAHIER_TAPE_SIZE(word));
+            continue;
+        case LUAHIER_TAPE_STRING_AT:
+            lua_pushlstring(L, line + p[1], LUAHIER_TAPE_SIZE(word));
+            p += 2;
+            break;
+        case LUAHIER_TAPE_STRING_HERE:
+            lua_pushlstring(L, (const char *)(p + 1), LUAHIER_TAPE_SIZE(word));
+            p += 1 + LUAHIER_TAPE_WORDS(LUAHIER_TAPE_SIZE(word));
+            break;
+        case LUAHIER_TAPE_INTEGER:
+            lua_pushinteger(L, (lua_Integer)(int64_t)p[1]);
+            p += 2;
+            break;
+        case LUAHIER_TAPE_DOUBLE: {
+            double number;
+            memcpy(&number, p + 1, sizeof number);
+            lua_pushnumber(L, (lua_Number)number);
+            p += 2;
+            break;
+        }
+        case LUAHIER_TAPE_NULL: lua_pushnil(L); p++; break;
+        case LUAHIER_TAPE_TRUE: lua_pushboolean(L, 1); p++; break;
+        case LUAHIER_TAPE_FALSE: lua_pushboolean(L, 0); p++; break;
+        case LUAHIER_TAPE_END: depth--; p++; break;
         default:
+            luahier_taperefusal(p, refusal);
+            lua_settop(L, top);
             return 0;
         }
+        /* A value is complete: it goes into its container, or it is the one read. A null member
+         * stores nil, which leaves the field absent. */
+        if (depth == 0) {
+            *cursor = p;
+            return 1;
+        }
+        if (levels[depth - 1].is_object) lua_rawset(L, -3);
+        else lua_rawseti(L, -2, ++levels[depth - 1].items);
     }
+}
+
+int luahier_pushtapevalue(lua_State *L, const uint64_t *tape, const char *bytes, const char **message,
+                          size_t *message_length, size_t *column) {
+    const uint64_t *p = tape + 1;
+    luahier_TapeRefusal refusal;
+    if (luahier_pushtape(L, &p, bytes, &refusal)) {
+        if (LUAHIER_TAPE_TAG(*p) == LUAHIER_TAPE_VALUE_END) return 1;
+        lua_pop(L, 1);
+        luahier_taperefusal(p, &refusal);
+    }
+    *message = refusal.message;
+    *message_length = refusal.length;
+    *column = refusal.column;
+    return 0;
 }
 
 /* [-0, +(0|1), m] The plan of the node at the path at `path`: kept by path while the plans are
@@ -124,16 +203,35 @@ static int luahier_fitscap(lua_State *L) {
     return g->used <= g->limit;
 }
 
-/* Ends a request's reading with `refusal`: the reader's message at `top + 4` when it failed. */
-static int luahier_refuse(lua_State *L, luahier_JSONReader *reader, int top, luahier_Request *request, int refusal) {
+/* Ends a request's reading with `refusal`: for LUAHIER_REFUSE_JSON, the reader's message (in
+ * `why`) at `top + 4`. */
+static int luahier_refuse(lua_State *L, const luahier_TapeRefusal *why, int top, luahier_Request *request, int refusal) {
     if (refusal == LUAHIER_REFUSE_JSON) {
-        lua_pushstring(L, reader->message ? reader->message : "invalid JSON");
+        lua_pushlstring(L, why->message, why->length);
         lua_replace(L, top + 4);
-        request->column = (long)reader->column;
+        request->column = (long)why->column;
     }
-    luahier_jsonfree(reader);
     request->refusal = refusal;
     return LUAHIER_REQUEST_REFUSED;
+}
+
+/* Refuses a request whose tape says at `p` why it is not JSON. */
+static int luahier_refusejson(lua_State *L, const uint64_t *p, int top, luahier_Request *request) {
+    luahier_TapeRefusal why;
+    luahier_taperefusal(p, &why);
+    return luahier_refuse(L, &why, top, request, LUAHIER_REFUSE_JSON);
+}
+
+/* A string on the tape at `p` (as a member's key): its bytes and length; returns the word
+ * after it. */
+static const uint64_t *luahier_tapestring(const uint64_t *p, const char *line, const char **bytes, size_t *length) {
+    *length = LUAHIER_TAPE_SIZE(p[0]);
+    if (LUAHIER_TAPE_TAG(p[0]) == LUAHIER_TAPE_STRING_AT) {
+        *bytes = line + p[1];
+        return p + 2;
+    }
+    *bytes = (const char *)(p + 1);
+    return p + 1 + LUAHIER_TAPE_WORDS(*length);
 }
 
 /* [-0, +1, m] `INPUT:N`, the place an error read from line N of INPUT names: what
@@ -157,60 +255,53 @@ static void luahier_pushinputline(lua_State *L, const char *input, long number) 
     lua_pushlstring(L, text, length);
 }
 
-int luahier_readrequest(lua_State *L, luahier_Engine *e, const char *bytes, size_t length, int depth_limit,
+int luahier_readrequest(lua_State *L, luahier_Engine *e, const char *bytes, const uint64_t *tape,
                         const char *input, long number, luahier_Request *request) {
     int top = lua_gettop(L);
     memset(request, 0, sizeof *request);
-    /* The 4 slots, a container being read (luahier_pushjson checks its own), a plan looked up
-     * (2), the value rules (3). */
-    if (!lua_checkstack(L, 12)) {
+    /* The 4 slots, a container being read (luahier_pushtape checks its own), a plan looked up
+     * (2), the value rules (3). No tape (memory ran out making it): refused as a request past
+     * the cap. */
+    if (tape == NULL || !lua_checkstack(L, 12)) {
         lua_settop(L, top + 4);
         request->refusal = LUAHIER_REFUSE_MEMORY;
         return LUAHIER_REQUEST_REFUSED;
     }
-    luahier_JSONReader reader;
-    luahier_jsoninit(&reader, bytes, length, depth_limit, 1);
+    const uint64_t *p = tape + 1;   /* past the depth limit it was read with */
     /* [id, at (then the plan), value (then its type), the first unknown key or the reader's
      * message] */
     lua_settop(L, top + 4);
     int seen_at = 0, unknown = 0, is_error = 0;
-    if (luahier_jsonmember(&reader) != LUAHIER_JSON_BEGIN_OBJECT) {
-        /* Not an object: still read through, so a text that is not JSON says so first. */
-        if (!luahier_skipjson(&reader) || !luahier_jsonexpectend(&reader))
-            return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_JSON);
-        return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_NOT_OBJECT);
-    }
+    if (LUAHIER_TAPE_TAG(*p) == LUAHIER_TAPE_NOT_OBJECT) return luahier_refuse(L, NULL, top, request, LUAHIER_REFUSE_NOT_OBJECT);
     for (;;) {
-        int token = luahier_jsonmember(&reader);
-        if (token == LUAHIER_JSON_END_OBJECT) break;
-        if (token != LUAHIER_JSON_KEY) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_JSON);
+        uint64_t word = *p;
+        if (LUAHIER_TAPE_TAG(word) == LUAHIER_TAPE_REQUEST_END) break;
+        if (LUAHIER_TAPE_TAG(word) != LUAHIER_TAPE_MEMBER) return luahier_refusejson(L, p, top, request);
+        size_t start = (size_t)p[1], end = (size_t)p[2];
+        const char *key;
+        size_t key_length;
+        p = luahier_tapestring(p + 3, bytes, &key, &key_length);
         int member_is_error = 0;
-        int slot = luahier_requestslot(reader.string, reader.string_length, &member_is_error);
+        int slot = luahier_requestslot(key, key_length, &member_is_error);
         if (slot == 0) {
             /* Read through (its JSON must be good too); the first one is named. */
             if (!unknown++) {
-                lua_pushlstring(L, reader.string, reader.string_length);
+                lua_pushlstring(L, key, key_length);
                 lua_replace(L, top + 4);
             }
-            if (!luahier_skipjson(&reader)) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_JSON);
+            if (LUAHIER_TAPE_TAG(*p) != LUAHIER_TAPE_SKIPPED) return luahier_refusejson(L, p, top, request);
+            p++;
             continue;
         }
-        luahier_jsonskipspace(&reader);
-        size_t start = reader.index;
-        if (slot == 1 && start < length && (bytes[start] == '[' || bytes[start] == '{')) {
+        if (LUAHIER_TAPE_TAG(*p) == LUAHIER_TAPE_SKIPPED) {
             /* An id is echoed as it came, nulls and all; a table cannot say whether it came as
              * [] or {}, nor its members' order: the host reads it from its text. */
-            reader.nulls_as_nil = 0;
-            int read = luahier_skipjson(&reader);
-            reader.nulls_as_nil = 1;
-            if (!read) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_JSON);
+            p++;
             lua_pushnil(L);
             request->id_is_text = 1;
         } else {
-            if (slot == 1) reader.nulls_as_nil = 0;
-            int read = luahier_pushjson(L, &reader, 1, &e->json_memory);
-            reader.nulls_as_nil = 1;
-            if (!read) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_JSON);
+            luahier_TapeRefusal why;
+            if (!luahier_pushtape(L, &p, bytes, &why)) return luahier_refuse(L, &why, top, request, LUAHIER_REFUSE_JSON);
             if (slot == 1) {
                 /* A long string id is the host's to echo too: the memory cap counts what the
                  * request's payload takes, not its id (dropped here, it is garbage). */
@@ -235,38 +326,37 @@ int luahier_readrequest(lua_State *L, luahier_Engine *e, const char *bytes, size
         if (slot == 1) {
             request->has_id = 1;
             request->id_start = (long)start;
-            request->id_length = (long)(reader.index - start);
+            request->id_length = (long)(end - start);
         } else if (slot == 2) {
             seen_at = 1;
             request->at_start = (long)start;
-            request->at_length = (long)(reader.index - start);
+            request->at_length = (long)(end - start);
         }
     }
-    if (!luahier_jsonexpectend(&reader)) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_JSON);
     request->is_error = is_error;
     /* The rest in the order a reader meets the fields (docs/line-protocol.md). */
-    if (unknown) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_UNKNOWN_FIELD);
-    if (!seen_at) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_NO_AT);
-    if (lua_type(L, top + 2) != LUA_TSTRING) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_AT_NOT_PATH);
+    if (unknown) return luahier_refuse(L, NULL, top, request, LUAHIER_REFUSE_UNKNOWN_FIELD);
+    if (!seen_at) return luahier_refuse(L, NULL, top, request, LUAHIER_REFUSE_NO_AT);
+    if (lua_type(L, top + 2) != LUA_TSTRING) return luahier_refuse(L, NULL, top, request, LUAHIER_REFUSE_AT_NOT_PATH);
     /* Read as the host's (no refusal halfway through a value): a request past the memory cap
      * is refused before any rule runs, and its node's plan is not made. */
     int fits = luahier_fitscap(L);
     switch (luahier_pushplanat(L, e, top + 2, fits)) {
     case LUAHIER_PLAN_FOUND: break;
-    case LUAHIER_PLAN_NOT_A_PATH: return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_NOT_A_PATH);
-    default: return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_NO_NODE);
+    case LUAHIER_PLAN_NOT_A_PATH: return luahier_refuse(L, NULL, top, request, LUAHIER_REFUSE_NOT_A_PATH);
+    default: return luahier_refuse(L, NULL, top, request, LUAHIER_REFUSE_NO_NODE);
     }
     if (fits) lua_replace(L, top + 2);
-    if (request->payloads == 0) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_NO_PAYLOAD);
-    if (request->payloads > 1) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_PAYLOADS);
+    if (request->payloads == 0) return luahier_refuse(L, NULL, top, request, LUAHIER_REFUSE_NO_PAYLOAD);
+    if (request->payloads > 1) return luahier_refuse(L, NULL, top, request, LUAHIER_REFUSE_PAYLOADS);
     lua_settop(L, top + 3);
     if (!luahier_asvalue(L, e, top + 3, is_error)) {
         lua_settop(L, top + 4);
-        return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_NOT_A_MESSAGE);
+        return luahier_refuse(L, NULL, top, request, LUAHIER_REFUSE_NOT_A_MESSAGE);
     }
     if (!fits) {
         lua_settop(L, top + 4);
-        return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_MEMORY);
+        return luahier_refuse(L, NULL, top, request, LUAHIER_REFUSE_MEMORY);
     }
     if (is_error) {
         /* [id, plan, value, type] An error names its input line unless it names a place. */
@@ -274,7 +364,6 @@ int luahier_readrequest(lua_State *L, luahier_Engine *e, const char *bytes, size
         luahier_setifabsent(L, e, top + 3, LUAHIER_WORD_WHERE, -1);
         lua_settop(L, top + 4);
     }
-    luahier_jsonfree(&reader);
     return LUAHIER_REQUEST_READY;
 }
 
@@ -446,6 +535,16 @@ static void luahier_nameresponder(lua_State *L, luahier_LineRun *run, const luah
     lua_pop(L, 3);
 }
 
+/* The tape of `line` (at `bytes`): the one the run was handed, read ahead, or else made now in
+ * the engine's own. NULL when memory ran out making it. */
+static const uint64_t *luahier_linetape(luahier_Engine *e, const luahier_LineRun *run, const luahier_Line *line,
+                                        const char *bytes) {
+    if (run->tape != NULL && line->tape >= 0 && run->tape[line->tape] == (uint64_t)run->depth_limit) return run->tape + line->tape;
+    luahier_tapeclear(&e->tape);
+    long at = luahier_tapeline(&e->tape, bytes, (size_t)line->count, run->depth_limit);
+    return at < 0 ? NULL : e->tape.words + at;
+}
+
 int luahier_answerrun(lua_State *L, luahier_Engine *e, luahier_LineRun *run) {
     luahier_Guard *g = luahier_guard(L);
     luahier_JSONOut *out = e->json_out;
@@ -461,8 +560,9 @@ int luahier_answerrun(lua_State *L, luahier_Engine *e, luahier_LineRun *run) {
         /* The line's budget starts before its request is read: reading it and making its
          * node's plan are host work the line's limits bound (a plan trips them as it goes). */
         luahier_beginentry(L, run->instructions, run->seconds, run->scope);
-        if (luahier_readrequest(L, e, run->chunk + line->start, (size_t)line->count, run->depth_limit, run->input,
-                                line->number, request) != LUAHIER_REQUEST_READY) {
+        const char *bytes = run->chunk + line->start;
+        if (luahier_readrequest(L, e, bytes, luahier_linetape(e, run, line, bytes), run->input, line->number, request)
+            != LUAHIER_REQUEST_READY) {
             luahier_endentry(L);
             return LUAHIER_RUN_REFUSED;
         }

@@ -115,7 +115,10 @@ final class LuaEngine: DispatchEngine {
         dispatcher.root.tree.responderRemoved = { [unowned self] responder in removedDuringDispatch(responder) }
     }
 
-    deinit { state.deallocate() }
+    deinit {
+        luahier_tapefree(&state.pointee.tape)
+        state.deallocate()
+    }
 
     private static func from(_ pointer: UnsafeMutableRawPointer?) -> LuaEngine {
         Unmanaged<LuaEngine>.fromOpaque(pointer!).takeUnretainedValue()

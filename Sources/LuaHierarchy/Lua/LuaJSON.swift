@@ -121,8 +121,28 @@ extension LuaHost {
         defer { lua_settop(thread, top) }
         let parser = JSONParser(bytes.bindMemory(to: UInt8.self), depthLimit: depthLimit, nulls: .asLuaNil)
         luahier_jsonskipspace(parser.reader)
-        guard luahier_pushjson(thread, parser.reader, 1, nil) != 0 else { throw parser.error }
+        guard luahier_pushjson(thread, parser.reader, 1) != 0 else { throw parser.error }
         try parser.expectEnd()
+        return try value(at: -1, strict: false)
+    }
+
+    /// What the JSON text `bytes` reads as in Lua through a tape (luahier_tape.h), as request
+    /// lines are read: for tests that hold it to `readJSONThroughLua`.
+    func readJSONThroughTape(_ bytes: UnsafeRawBufferPointer, depthLimit: Int = JSON.defaultDepthLimit) throws -> Value {
+        let top = lua_gettop(thread)
+        defer { lua_settop(thread, top) }
+        var tape = luahier_Tape()
+        defer { luahier_tapefree(&tape) }
+        let text = bytes.baseAddress?.assumingMemoryBound(to: CChar.self)
+        let start = luahier_tapevalue(&tape, text, bytes.count, Int32(depthLimit))
+        guard start >= 0 else { throw JSONError("out of memory", column: 0) }
+        var message: UnsafePointer<CChar>?
+        var length = 0
+        var column = 0
+        guard luahier_pushtapevalue(thread, tape.words + start, text, &message, &length, &column) != 0 else {
+            let words = UnsafeRawBufferPointer(start: message, count: length)
+            throw JSONError(String(decoding: words, as: UTF8.self), column: column)
+        }
         return try value(at: -1, strict: false)
     }
 }
