@@ -10,7 +10,22 @@
 
 #include <string.h>
 
-int luahier_pushjson(lua_State *L, luahier_JSONReader *r, int depth) {
+/* The size a table at the reader's depth is made with: the size the last one there had. */
+static int luahier_sizehint(const luahier_JSONMemory *memory, const luahier_JSONReader *r, int kind) {
+    int at = r->depth - 1;
+    if (memory == NULL || at >= LUAHIER_JSON_SHAPE_DEPTH) return 4;
+    return kind == LUAHIER_JSON_IN_OBJECT ? memory->members[at] : memory->items[at];
+}
+
+/* Learns the size of the container just closed at the reader's depth. */
+static void luahier_learnsize(luahier_JSONMemory *memory, const luahier_JSONReader *r, int kind) {
+    if (memory == NULL || r->depth >= LUAHIER_JSON_SHAPE_DEPTH) return;
+    uint32_t size = r->counts[r->depth];
+    unsigned char *sizes = kind == LUAHIER_JSON_IN_OBJECT ? memory->members : memory->items;
+    sizes[r->depth] = (unsigned char)(size < 64 ? size : 64);
+}
+
+int luahier_pushjson(lua_State *L, luahier_JSONReader *r, int depth, luahier_JSONMemory *memory) {
     int top = lua_gettop(L);
     luahier_jsonbegin(r, depth);
     for (;;) {
@@ -18,11 +33,11 @@ int luahier_pushjson(lua_State *L, luahier_JSONReader *r, int depth) {
         case LUAHIER_JSON_BEGIN_OBJECT:
             /* Each open container holds its table and a key on the stack. */
             if (!lua_checkstack(L, 3)) break;
-            lua_createtable(L, 0, 4);
+            lua_createtable(L, 0, luahier_sizehint(memory, r, LUAHIER_JSON_IN_OBJECT));
             continue;
         case LUAHIER_JSON_BEGIN_ARRAY:
             if (!lua_checkstack(L, 3)) break;
-            lua_createtable(L, 4, 0);
+            lua_createtable(L, luahier_sizehint(memory, r, LUAHIER_JSON_IN_ARRAY), 0);
             continue;
         case LUAHIER_JSON_KEY:
             lua_pushlstring(L, r->string, r->string_length);
@@ -33,7 +48,8 @@ int luahier_pushjson(lua_State *L, luahier_JSONReader *r, int depth) {
         case LUAHIER_JSON_INTEGER: lua_pushinteger(L, (lua_Integer)r->integer); goto store;
         case LUAHIER_JSON_DOUBLE: lua_pushnumber(L, (lua_Number)r->number); goto store;
         case LUAHIER_JSON_STRING: lua_pushlstring(L, r->string, r->string_length); goto store;
-        case LUAHIER_JSON_END_OBJECT: case LUAHIER_JSON_END_ARRAY: goto store;
+        case LUAHIER_JSON_END_OBJECT: luahier_learnsize(memory, r, LUAHIER_JSON_IN_OBJECT); goto store;
+        case LUAHIER_JSON_END_ARRAY: luahier_learnsize(memory, r, LUAHIER_JSON_IN_ARRAY); goto store;
         default:
             lua_settop(L, top);
             return 0;
@@ -215,11 +231,17 @@ static int luahier_refuse(lua_State *L, const luahier_TapeRefusal *why, int top,
     return LUAHIER_REQUEST_REFUSED;
 }
 
-/* Refuses a request whose tape says at `p` why it is not JSON. */
+/* As luahier_refuse, returning the refusal: how the member readers end. */
+static int luahier_refusedas(lua_State *L, const luahier_TapeRefusal *why, int top, luahier_Request *request, int refusal) {
+    luahier_refuse(L, why, top, request, refusal);
+    return refusal;
+}
+
+/* Refuses a request whose tape says at `p` why it is not JSON: LUAHIER_REFUSE_JSON. */
 static int luahier_refusejson(lua_State *L, const uint64_t *p, int top, luahier_Request *request) {
     luahier_TapeRefusal why;
     luahier_taperefusal(p, &why);
-    return luahier_refuse(L, &why, top, request, LUAHIER_REFUSE_JSON);
+    return luahier_refusedas(L, &why, top, request, LUAHIER_REFUSE_JSON);
 }
 
 /* A string on the tape at `p` (as a member's key): its bytes and length; returns the word
@@ -255,27 +277,62 @@ static void luahier_pushinputline(lua_State *L, const char *input, long number) 
     lua_pushlstring(L, text, length);
 }
 
-int luahier_readrequest(lua_State *L, luahier_Engine *e, const char *bytes, const uint64_t *tape,
-                        const char *input, long number, luahier_Request *request) {
-    int top = lua_gettop(L);
-    memset(request, 0, sizeof *request);
-    /* The 4 slots, a container being read (luahier_pushtape checks its own), a plan looked up
-     * (2), the value rules (3). No tape (memory ran out making it): refused as a request past
-     * the cap. */
-    if (tape == NULL || !lua_checkstack(L, 12)) {
-        lua_settop(L, top + 4);
-        request->refusal = LUAHIER_REFUSE_MEMORY;
-        return LUAHIER_REQUEST_REFUSED;
+/* What reading a request's members leaves for the checks after them. */
+typedef struct luahier_Members {
+    int seen_at, unknown, is_error;
+} luahier_Members;
+
+/* [-0, +0, m] Names the first unknown member, `key`, at `top + 4`. */
+static void luahier_noteunknown(lua_State *L, luahier_Members *m, int top, const char *key, size_t length) {
+    if (m->unknown++) return;
+    lua_pushlstring(L, key, length);
+    lua_replace(L, top + 4);
+}
+
+/* [-1, +0, -] Keeps the value of member `slot` pushed (nil for an id read from its text), its
+ * JSON text from `start` to `end` in the line: the last of a member given twice counts, a
+ * null payload is an absent one, a long string id is the host's to echo. */
+static void luahier_keepmember(lua_State *L, luahier_Request *request, luahier_Members *m, int top, int slot,
+                               int member_is_error, size_t start, size_t end) {
+    if (slot == 1 && !request->id_is_text) {
+        /* The memory cap counts what the request's payload takes, not its id (dropped here,
+         * it is garbage). */
+        request->id_is_text = lua_type(L, -1) == LUA_TSTRING && lua_rawlen(L, -1) > LUAHIER_ID_KEPT;
+        if (request->id_is_text) {
+            lua_pop(L, 1);
+            lua_pushnil(L);
+        }
     }
+    if (slot == 3) {
+        if (lua_isnil(L, -1)) {
+            lua_pop(L, 1);
+            return;
+        }
+        request->payloads++;
+        request->payload_kinds |= member_is_error ? 2 : 1;
+        m->is_error = member_is_error;
+    }
+    lua_replace(L, top + slot);
+    if (slot == 1) {
+        request->has_id = 1;
+        request->id_start = (long)start;
+        request->id_length = (long)(end - start);
+    } else if (slot == 2) {
+        m->seen_at = 1;
+        request->at_start = (long)start;
+        request->at_length = (long)(end - start);
+    }
+}
+
+/* [-0, +0, m] A request's members read from its tape into their slots: LUAHIER_REFUSE_NONE, or
+ * the refusal it ends with (_JSON with the reader's message at `top + 4`, or _NOT_OBJECT). */
+static int luahier_tapemembers(lua_State *L, const char *bytes, const uint64_t *tape, int top, luahier_Request *request,
+                               luahier_Members *m) {
     const uint64_t *p = tape + 1;   /* past the depth limit it was read with */
-    /* [id, at (then the plan), value (then its type), the first unknown key or the reader's
-     * message] */
-    lua_settop(L, top + 4);
-    int seen_at = 0, unknown = 0, is_error = 0;
-    if (LUAHIER_TAPE_TAG(*p) == LUAHIER_TAPE_NOT_OBJECT) return luahier_refuse(L, NULL, top, request, LUAHIER_REFUSE_NOT_OBJECT);
+    if (LUAHIER_TAPE_TAG(*p) == LUAHIER_TAPE_NOT_OBJECT) return luahier_refusedas(L, NULL, top, request, LUAHIER_REFUSE_NOT_OBJECT);
     for (;;) {
         uint64_t word = *p;
-        if (LUAHIER_TAPE_TAG(word) == LUAHIER_TAPE_REQUEST_END) break;
+        if (LUAHIER_TAPE_TAG(word) == LUAHIER_TAPE_REQUEST_END) return LUAHIER_REFUSE_NONE;
         if (LUAHIER_TAPE_TAG(word) != LUAHIER_TAPE_MEMBER) return luahier_refusejson(L, p, top, request);
         size_t start = (size_t)p[1], end = (size_t)p[2];
         const char *key;
@@ -284,11 +341,8 @@ int luahier_readrequest(lua_State *L, luahier_Engine *e, const char *bytes, cons
         int member_is_error = 0;
         int slot = luahier_requestslot(key, key_length, &member_is_error);
         if (slot == 0) {
-            /* Read through (its JSON must be good too); the first one is named. */
-            if (!unknown++) {
-                lua_pushlstring(L, key, key_length);
-                lua_replace(L, top + 4);
-            }
+            /* Read through (its JSON must be good too). */
+            luahier_noteunknown(L, m, top, key, key_length);
             if (LUAHIER_TAPE_TAG(*p) != LUAHIER_TAPE_SKIPPED) return luahier_refusejson(L, p, top, request);
             p++;
             continue;
@@ -300,39 +354,109 @@ int luahier_readrequest(lua_State *L, luahier_Engine *e, const char *bytes, cons
             lua_pushnil(L);
             request->id_is_text = 1;
         } else {
+            if (slot == 1) request->id_is_text = 0;
             luahier_TapeRefusal why;
-            if (!luahier_pushtape(L, &p, bytes, &why)) return luahier_refuse(L, &why, top, request, LUAHIER_REFUSE_JSON);
-            if (slot == 1) {
-                /* A long string id is the host's to echo too: the memory cap counts what the
-                 * request's payload takes, not its id (dropped here, it is garbage). */
-                request->id_is_text = lua_type(L, -1) == LUA_TSTRING && lua_rawlen(L, -1) > LUAHIER_ID_KEPT;
-                if (request->id_is_text) {
-                    lua_pop(L, 1);
-                    lua_pushnil(L);
-                }
-            }
+            if (!luahier_pushtape(L, &p, bytes, &why)) return luahier_refusedas(L, &why, top, request, LUAHIER_REFUSE_JSON);
         }
-        /* The last of a member given twice counts (a null payload is an absent one). */
-        if (slot == 3) {
-            if (lua_isnil(L, -1)) {
-                lua_pop(L, 1);
-                continue;
-            }
-            request->payloads++;
-            request->payload_kinds |= member_is_error ? 2 : 1;
-            is_error = member_is_error;
-        }
-        lua_replace(L, top + slot);
-        if (slot == 1) {
-            request->has_id = 1;
-            request->id_start = (long)start;
-            request->id_length = (long)(end - start);
-        } else if (slot == 2) {
-            seen_at = 1;
-            request->at_start = (long)start;
-            request->at_length = (long)(end - start);
+        luahier_keepmember(L, request, m, top, slot, member_is_error, start, end);
+    }
+}
+
+/* Reads past the value at the reader's place, building nothing. 1, or 0 with the reader
+ * saying why. */
+static int luahier_skipjson(luahier_JSONReader *r) {
+    luahier_jsonbegin(r, 1);
+    for (;;) {
+        switch (luahier_jsonnext(r)) {
+        case LUAHIER_JSON_BEGIN_OBJECT: case LUAHIER_JSON_BEGIN_ARRAY: case LUAHIER_JSON_KEY:
+            continue;
+        case LUAHIER_JSON_NULL: case LUAHIER_JSON_TRUE: case LUAHIER_JSON_FALSE: case LUAHIER_JSON_INTEGER:
+        case LUAHIER_JSON_DOUBLE: case LUAHIER_JSON_STRING: case LUAHIER_JSON_END_OBJECT: case LUAHIER_JSON_END_ARRAY:
+            if (r->depth == 0) return 1;
+            continue;
+        default:
+            return 0;
         }
     }
+}
+
+/* Refuses a request the reader found not JSON: its message at `top + 4`. */
+static int luahier_refusereader(lua_State *L, const luahier_JSONReader *r, int top, luahier_Request *request) {
+    luahier_TapeRefusal why;
+    why.message = r->message ? r->message : "invalid JSON";
+    why.length = strlen(why.message);
+    why.column = r->column;
+    return luahier_refusedas(L, &why, top, request, LUAHIER_REFUSE_JSON);
+}
+
+/* [-0, +0, m] A request's members read straight from its bytes, the same way the tape was made
+ * (tape.c): as luahier_tapemembers. */
+static int luahier_directmembers(lua_State *L, luahier_Engine *e, luahier_JSONReader *reader, int top,
+                                 luahier_Request *request, luahier_Members *m) {
+    if (luahier_jsonmember(reader) != LUAHIER_JSON_BEGIN_OBJECT) {
+        /* Not an object: still read through, so a text that is not JSON says so first. */
+        if (!luahier_skipjson(reader) || !luahier_jsonexpectend(reader)) return luahier_refusereader(L, reader, top, request);
+        return luahier_refusedas(L, NULL, top, request, LUAHIER_REFUSE_NOT_OBJECT);
+    }
+    for (;;) {
+        int token = luahier_jsonmember(reader);
+        if (token == LUAHIER_JSON_END_OBJECT) break;
+        if (token != LUAHIER_JSON_KEY) return luahier_refusereader(L, reader, top, request);
+        int member_is_error = 0;
+        int slot = luahier_requestslot(reader->string, reader->string_length, &member_is_error);
+        if (slot == 0) {
+            luahier_noteunknown(L, m, top, reader->string, reader->string_length);
+            if (!luahier_skipjson(reader)) return luahier_refusereader(L, reader, top, request);
+            continue;
+        }
+        luahier_jsonskipspace(reader);
+        size_t start = reader->index;
+        if (slot == 1 && start < reader->length && (reader->bytes[start] == '[' || reader->bytes[start] == '{')) {
+            reader->nulls_as_nil = 0;
+            int read = luahier_skipjson(reader);
+            reader->nulls_as_nil = 1;
+            if (!read) return luahier_refusereader(L, reader, top, request);
+            lua_pushnil(L);
+            request->id_is_text = 1;
+        } else {
+            if (slot == 1) reader->nulls_as_nil = 0;
+            int read = luahier_pushjson(L, reader, 1, &e->json_memory);
+            reader->nulls_as_nil = 1;
+            if (!read) return luahier_refusereader(L, reader, top, request);
+            if (slot == 1) request->id_is_text = 0;
+        }
+        luahier_keepmember(L, request, m, top, slot, member_is_error, start, reader->index);
+    }
+    if (!luahier_jsonexpectend(reader)) return luahier_refusereader(L, reader, top, request);
+    return LUAHIER_REFUSE_NONE;
+}
+
+int luahier_readrequest(lua_State *L, luahier_Engine *e, const char *bytes, size_t length, const uint64_t *tape,
+                        int depth_limit, const char *input, long number, luahier_Request *request) {
+    int top = lua_gettop(L);
+    memset(request, 0, sizeof *request);
+    /* The 4 slots, a container being read (the readers check their own), a plan looked up
+     * (2), the value rules (3). */
+    if (!lua_checkstack(L, 12)) {
+        lua_settop(L, top + 4);
+        request->refusal = LUAHIER_REFUSE_MEMORY;
+        return LUAHIER_REQUEST_REFUSED;
+    }
+    /* [id, at (then the plan), value (then its type), the first unknown key or the reader's
+     * message] */
+    lua_settop(L, top + 4);
+    luahier_Members members = { 0, 0, 0 };
+    int refused;
+    if (tape != NULL) {
+        refused = luahier_tapemembers(L, bytes, tape, top, request, &members);
+    } else {
+        luahier_JSONReader reader;
+        luahier_jsoninit(&reader, bytes, length, depth_limit, 1);
+        refused = luahier_directmembers(L, e, &reader, top, request, &members);
+        luahier_jsonfree(&reader);
+    }
+    if (refused != LUAHIER_REFUSE_NONE) return LUAHIER_REQUEST_REFUSED;
+    int seen_at = members.seen_at, unknown = members.unknown, is_error = members.is_error;
     request->is_error = is_error;
     /* The rest in the order a reader meets the fields (docs/line-protocol.md). */
     if (unknown) return luahier_refuse(L, NULL, top, request, LUAHIER_REFUSE_UNKNOWN_FIELD);
@@ -535,14 +659,11 @@ static void luahier_nameresponder(lua_State *L, luahier_LineRun *run, const luah
     lua_pop(L, 3);
 }
 
-/* The tape of `line` (at `bytes`): the one the run was handed, read ahead, or else made now in
- * the engine's own. NULL when memory ran out making it. */
-static const uint64_t *luahier_linetape(luahier_Engine *e, const luahier_LineRun *run, const luahier_Line *line,
-                                        const char *bytes) {
+/* The tape of `line` the run was handed, read ahead with the run's depth limit; NULL when it
+ * has none (too long to tape, or never taped): it is read straight from its bytes. */
+static const uint64_t *luahier_linetape(const luahier_LineRun *run, const luahier_Line *line) {
     if (run->tape != NULL && line->tape >= 0 && run->tape[line->tape] == (uint64_t)run->depth_limit) return run->tape + line->tape;
-    luahier_tapeclear(&e->tape);
-    long at = luahier_tapeline(&e->tape, bytes, (size_t)line->count, run->depth_limit);
-    return at < 0 ? NULL : e->tape.words + at;
+    return NULL;
 }
 
 int luahier_answerrun(lua_State *L, luahier_Engine *e, luahier_LineRun *run) {
@@ -561,8 +682,8 @@ int luahier_answerrun(lua_State *L, luahier_Engine *e, luahier_LineRun *run) {
          * node's plan are host work the line's limits bound (a plan trips them as it goes). */
         luahier_beginentry(L, run->instructions, run->seconds, run->scope);
         const char *bytes = run->chunk + line->start;
-        if (luahier_readrequest(L, e, bytes, luahier_linetape(e, run, line, bytes), run->input, line->number, request)
-            != LUAHIER_REQUEST_READY) {
+        if (luahier_readrequest(L, e, bytes, (size_t)line->count, luahier_linetape(run, line), run->depth_limit,
+                                run->input, line->number, request) != LUAHIER_REQUEST_READY) {
             luahier_endentry(L);
             return LUAHIER_RUN_REFUSED;
         }

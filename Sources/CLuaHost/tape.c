@@ -7,20 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Room for `more` words; 0 (and `out_of_memory` set) when it could not be made. */
+/* Room for `more` words in the line's share; 0 (and `full` set) when they would pass it. */
 static int tape_room(luahier_Tape *t, size_t more) {
-    if (t->out_of_memory) return 0;
-    if (t->count + more <= t->capacity) return 1;
-    size_t capacity = t->capacity ? t->capacity : 256;
-    while (capacity < t->count + more) capacity *= 2;
-    uint64_t *grown = (uint64_t *)realloc(t->words, capacity * sizeof *grown);
-    if (grown == NULL) {
-        t->out_of_memory = 1;
-        return 0;
-    }
-    t->words = grown;
-    t->capacity = capacity;
-    return 1;
+    if (t->full) return 0;
+    if (more <= t->line_end - t->count) return 1;
+    t->full = 1;
+    return 0;
 }
 
 static void put1(luahier_Tape *t, uint64_t a) {
@@ -67,11 +59,13 @@ static void put_failed(luahier_Tape *t, const luahier_JSONReader *r) {
 }
 
 /* The tokens of the value at the reader's place, at depth 1, as luahier_pushjson meets them:
- * 1, or 0 with the refusal put. A container's size is put in its first word once it closed. */
+ * 1, or 0 with the refusal put (or the tape `full`: taping stops there). A container's size
+ * is put in its first word once it closed. */
 static int tape_value(luahier_Tape *t, luahier_JSONReader *r) {
     size_t opened[LUAHIER_JSON_MAX_DEPTH];
     luahier_jsonbegin(r, 1);
     for (;;) {
+        if (t->full) return 0;
         switch (luahier_jsonnext(r)) {
         case LUAHIER_JSON_BEGIN_OBJECT:
             opened[r->depth - 1] = t->count;
@@ -99,7 +93,7 @@ static int tape_value(luahier_Tape *t, luahier_JSONReader *r) {
             break;
         case LUAHIER_JSON_END_OBJECT:
         case LUAHIER_JSON_END_ARRAY:
-            if (!t->out_of_memory) t->words[opened[r->depth]] |= (uint64_t)r->counts[r->depth] << 8;
+            if (!t->full) t->words[opened[r->depth]] |= (uint64_t)r->counts[r->depth] << 8;
             put1(t, LUAHIER_TAPE_END);
             break;
         default:
@@ -135,20 +129,35 @@ int luahier_requestslot(const char *key, size_t length, int *is_error) {
     return 0;
 }
 
-/* Ends a line's tape: where it starts, or -1 (and nothing kept) when memory ran out. */
+/* Ends a line's tape: where it starts, or -1 (and nothing kept) when it did not fit. */
 static long finish(luahier_Tape *t, luahier_JSONReader *r, size_t start) {
     luahier_jsonfree(r);
-    if (t->out_of_memory) {
+    t->line_end = t->count;
+    if (t->full) {
         t->count = start;
-        t->out_of_memory = 0;
+        t->full = 0;
+        t->lines_dropped++;
         return -1;
     }
+    if (t->count - start > t->largest_line) t->largest_line = t->count - start;
     return (long)start;
+}
+
+/* Begins a line's tape: its share of the room, `words` at most. */
+static void begin(luahier_Tape *t, size_t words) {
+    size_t left = t->capacity - t->count;
+    t->line_end = t->count + (words < left ? words : left);
+    t->full = 0;
 }
 
 long luahier_tapeline(luahier_Tape *t, const char *bytes, size_t length, int depth_limit) {
     size_t start_count = t->count;
-    t->out_of_memory = 0;
+    if (length > LUAHIER_TAPE_LINE_BUDGET) {
+        /* Not even scanned here: the reader's scratch stays within the budget too. */
+        t->lines_dropped++;
+        return -1;
+    }
+    begin(t, LUAHIER_TAPE_LINE_BUDGET / sizeof(uint64_t));
     luahier_JSONReader reader;
     luahier_jsoninit(&reader, bytes, length, depth_limit, 1);
     put1(t, (uint64_t)depth_limit);
@@ -178,6 +187,7 @@ long luahier_tapeline(luahier_Tape *t, const char *bytes, size_t length, int dep
                 return finish(t, &reader, start_count);
             }
             put1(t, LUAHIER_TAPE_SKIPPED);
+            if (t->full) return finish(t, &reader, start_count);
             continue;
         }
         luahier_jsonskipspace(&reader);
@@ -198,10 +208,9 @@ long luahier_tapeline(luahier_Tape *t, const char *bytes, size_t length, int dep
             reader.nulls_as_nil = 1;
             if (!read) return finish(t, &reader, start_count);
         }
-        if (!t->out_of_memory) {
-            t->words[member + 1] = (uint64_t)start;
-            t->words[member + 2] = (uint64_t)reader.index;
-        }
+        if (t->full) return finish(t, &reader, start_count);
+        t->words[member + 1] = (uint64_t)start;
+        t->words[member + 2] = (uint64_t)reader.index;
     }
     if (!luahier_jsonexpectend(&reader)) put_failed(t, &reader);
     else put1(t, LUAHIER_TAPE_REQUEST_END);
@@ -210,7 +219,7 @@ long luahier_tapeline(luahier_Tape *t, const char *bytes, size_t length, int dep
 
 long luahier_tapevalue(luahier_Tape *t, const char *bytes, size_t length, int depth_limit) {
     size_t start_count = t->count;
-    t->out_of_memory = 0;
+    begin(t, t->capacity);
     luahier_JSONReader reader;
     luahier_jsoninit(&reader, bytes, length, depth_limit, 1);
     put1(t, (uint64_t)depth_limit);
@@ -222,16 +231,22 @@ long luahier_tapevalue(luahier_Tape *t, const char *bytes, size_t length, int de
     return finish(t, &reader, start_count);
 }
 
+int luahier_tapemake(luahier_Tape *t, size_t bytes) {
+    memset(t, 0, sizeof *t);
+    size_t words = bytes / sizeof(uint64_t);
+    if (words == 0) return 1;
+    t->words = (uint64_t *)malloc(words * sizeof(uint64_t));
+    if (t->words == NULL) return 0;
+    t->capacity = words;
+    return 1;
+}
+
 void luahier_tapeclear(luahier_Tape *t) {
-    t->count = 0;
-    t->out_of_memory = 0;
-    /* A long line's tape is not kept for the short ones after it. */
-    if (t->capacity > (1 << 17)) luahier_tapefree(t);
+    t->count = t->line_end = 0;
+    t->full = 0;
 }
 
 void luahier_tapefree(luahier_Tape *t) {
     free(t->words);
-    t->words = NULL;
-    t->count = t->capacity = 0;
-    t->out_of_memory = 0;
+    memset(t, 0, sizeof *t);
 }

@@ -21,8 +21,6 @@
 
 #include <lua.h>
 
-#include "luahier_tape.h"
-
 /* A plan: a table, all in its array part. It holds what its dispatches need and nothing
  * that keeps a node alive (paths are strings). The plans kept are current while the tree's
  * chain-change count equals luahier_Engine.plans_epoch; once it moves, they all go. */
@@ -145,6 +143,16 @@ enum {
 /* The most dispatches nested at once (the depth limit is at most 180, Dispatcher.depthLimits). */
 #define LUAHIER_MAX_DEPTH 200
 
+/* What lines.c's builder remembers from one read to the next, kept in luahier_Engine (the
+ * lines of a stream look alike): the sizes of the tables last read at each depth (up to
+ * LUAHIER_JSON_SHAPE_DEPTH), so the next ones are made that size and fill without a rehash. (A cache of the short strings made last was
+ * measured too: Lua's own interning costs no more than looking one up.) */
+#define LUAHIER_JSON_SHAPE_DEPTH 8
+typedef struct luahier_JSONMemory {
+    unsigned char members[LUAHIER_JSON_SHAPE_DEPTH];
+    unsigned char items[LUAHIER_JSON_SHAPE_DEPTH];
+} luahier_JSONMemory;
+
 struct luahier_Engine;
 
 /* How a dispatch ended, for whoever started it. The stack indices stay valid until the caller
@@ -208,9 +216,8 @@ typedef struct luahier_Engine {
     void (*push_failure)(void *host, lua_State *L, int failure);
     /* Where the C writer writes one outcome line (the host's buffer, LuaJSON.swift). */
     struct luahier_JSONOut *json_out;
-    /* The tape of a request line read here (lines.c: a line of a run not read ahead), freed
-     * with the engine. */
-    luahier_Tape tape;
+    /* What reading request lines into Lua remembers from line to line (luahier_readrequest). */
+    luahier_JSONMemory json_memory;
     /* Counters, for tests: dispatches run, and plans made. */
     long long dispatches, plans_made;
 } luahier_Engine;

@@ -6,24 +6,29 @@
  * it was read through, and where the reading stopped: the end, or the reader's refusal (its
  * message and column), at the token where the reader refused.
  *
- * Size: at most LUAHIER_TAPE_BOUND(n) bytes for a line of n bytes. Each token takes at most
- * 16 bytes for each byte of the line it consumes (a container's 16 for its bracket, a number's
- * 16 for at least one digit, a member's 40 for its key's quotes and colon, a decoded string
- * at most its raw length and 15), and a refusal's message holds at most the line's text and
- * 160 bytes more. */
+ * Size: a tape's memory is fixed when it is made (luahier_tapemake) and never grows: a line is
+ * taped only when the line is at most LUAHIER_TAPE_LINE_BUDGET bytes and its tape fits in
+ * LUAHIER_TAPE_LINE_BUDGET bytes and in the room the tape has left. Taping stops as soon as
+ * either would be passed, and the line is left to the direct reading (lines.c), on the
+ * state's thread, under the memory cap. So the reader's own scratch (escaped strings, long
+ * numbers, a refusal's message) stays within about twice the budget too. */
 #ifndef LUAHIER_TAPE_H
 #define LUAHIER_TAPE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define LUAHIER_TAPE_BOUND(n) (17 * (size_t)(n) + 256)
+/* The most bytes of a line taped, and of its tape. */
+#define LUAHIER_TAPE_LINE_BUDGET (64 * 1024)
 
-/* The tapes of a run of lines, one after the other: words[count], grown as needed. */
+/* The tapes of a run of lines, one after the other: words[count] of `capacity`, fixed. */
 typedef struct luahier_Tape {
     uint64_t *words;
     size_t count, capacity;
-    int out_of_memory;          /* a word could not be added: the line being taped is dropped */
+    size_t line_end;            /* while a line is taped: the word its tape may not reach */
+    int full;                   /* the line being taped does not fit: it is dropped */
+    size_t largest_line;        /* the most words one line's tape took: for tests of the budget */
+    long lines_dropped;         /* lines left to the direct reading: for tests */
 } luahier_Tape;
 
 /* What a tape word holds in its low byte (the rest: a size, where it is said). */
@@ -54,14 +59,19 @@ enum {
 #define LUAHIER_TAPE_TAG(word) ((int)((word) & 0xFF))
 #define LUAHIER_TAPE_SIZE(word) ((size_t)((word) >> 8))
 
+/* Makes an empty tape of `bytes` bytes (rounded down to words), its whole memory taken now:
+ * 1, or 0 when it could not be had (a tape of no room, which tapes no line). */
+int luahier_tapemake(luahier_Tape *tape, size_t bytes);
+
 /* Appends the tape of request line `bytes` (`length` bytes, read with nesting up to
  * `depth_limit`), its first word the depth limit it was read with. Returns where it starts
- * (in words), or -1 when memory ran out (nothing kept). */
+ * (in words), or -1 when it does not fit (the line's bytes or its tape past
+ * LUAHIER_TAPE_LINE_BUDGET, or past the tape's room): nothing kept. */
 long luahier_tapeline(luahier_Tape *tape, const char *bytes, size_t length, int depth_limit);
 
 /* Appends the tape of a document that is one value (nulls as Lua's nil: a null item is
- * refused), ending LUAHIER_TAPE_VALUE_END or _FAILED: for tests that hold the tape to the
- * direct reader. Returns where it starts, or -1. */
+ * refused), ending LUAHIER_TAPE_VALUE_END or _FAILED, within the tape's room alone (no line
+ * budget): for tests that hold the tape to the direct reader. Returns where it starts, or -1. */
 long luahier_tapevalue(luahier_Tape *tape, const char *bytes, size_t length, int depth_limit);
 
 /* Forgets the tapes held (the memory is kept), or frees it. */

@@ -115,10 +115,7 @@ final class LuaEngine: DispatchEngine {
         dispatcher.root.tree.responderRemoved = { [unowned self] responder in removedDuringDispatch(responder) }
     }
 
-    deinit {
-        luahier_tapefree(&state.pointee.tape)
-        state.deallocate()
-    }
+    deinit { state.deallocate() }
 
     private static func from(_ pointer: UnsafeMutableRawPointer?) -> LuaEngine {
         Unmanaged<LuaEngine>.fromOpaque(pointer!).takeUnretainedValue()

@@ -148,7 +148,8 @@ final class Batch {
     let sequence: Int
     let chunk: [UInt8]
     let lines: [Line]
-    /// The lines' tapes, read ahead by the reader (nil: each is taped when answered).
+    /// The lines' tapes, read ahead by the reader (nil, or a line without one: it is read
+    /// straight when answered).
     let tapes: LineTapes?
     /// The worker's: how many answers it handed over.
     // Unchecked: the worker alone touches these (`answered` under `answers`); a dynamic
@@ -174,9 +175,6 @@ final class Batch {
         self.lines = lines
         self.tapes = tapes
     }
-
-    /// The bytes its lines' tapes hold.
-    var tapeBytes: Int { tapes?.byteCount ?? 0 }
 }
 
 /// The state the pool's workers, the reader and the writer share, under one monitor (the
@@ -197,11 +195,6 @@ final class Pipeline: @unchecked Sendable {
     private var inFlight = 0
     private var inFlightBytes = 0
     static let maxInFlightBytes = 2 << 20
-    /// And the bytes their lines' tapes hold, bounded apart: a tape takes 2-3 times its line's
-    /// bytes (at most 17 times and 256 bytes, docs/limits.md), so one bound for both would
-    /// halve the batches in flight and stall the pipeline.
-    private var inFlightTapeBytes = 0
-    static let maxInFlightTapeBytes = 16 << 20
     /// Lines handed to the workers.
     private var submittedLines = 0
 
@@ -272,10 +265,7 @@ final class Pipeline: @unchecked Sendable {
     /// has stopped (strict, or output failed).
     func submit(_ batch: Batch) -> Bool {
         queue.locked {
-            while (inFlight >= maxInFlight
-                || (inFlight > 0
-                    && (inFlightBytes + batch.chunk.count > Self.maxInFlightBytes
-                        || inFlightTapeBytes + batch.tapeBytes > Self.maxInFlightTapeBytes)))
+            while (inFlight >= maxInFlight || (inFlight > 0 && inFlightBytes + batch.chunk.count > Self.maxInFlightBytes))
                 && !halted
             {
                 queue.wait()
@@ -283,7 +273,6 @@ final class Pipeline: @unchecked Sendable {
             if halted { return false }
             inFlight += 1
             inFlightBytes += batch.chunk.count
-            inFlightTapeBytes += batch.tapeBytes
             submittedLines += batch.lines.count
             pending += 1
             return true
@@ -296,7 +285,6 @@ final class Pipeline: @unchecked Sendable {
             pending -= 1
             inFlight -= 1
             inFlightBytes -= batch.chunk.count
-            inFlightTapeBytes -= batch.tapeBytes
             submittedLines -= batch.lines.count
             stopped = true
             queue.broadcast()
@@ -543,7 +531,6 @@ final class Pipeline: @unchecked Sendable {
             queue.locked {
                 inFlight -= ready.count
                 inFlightBytes -= ready.reduce(0) { $0 + $1.chunk.count }
-                inFlightTapeBytes -= ready.reduce(0) { $0 + $1.tapeBytes }
                 if stopNow { stopped = true }
                 queue.broadcast()
             }

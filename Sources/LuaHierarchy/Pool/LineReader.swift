@@ -20,8 +20,8 @@ struct LineReader {
     static let batchLimit = 512
     static let readSize = 1 << 18
 
-    /// The memory of the tapes of batches written, for the next ones.
-    private let tapeSpares = TapeSpares()
+    /// The fixed buffers batches are taped into, given back as each is written.
+    private let tapeSlots = TapeSlots()
     private var carry: [UInt8] = []
     /// Inside a line already known to be too long: its length so far.
     private var skipping: Int?
@@ -115,9 +115,10 @@ struct LineReader {
         while start < lines.count {
             let end = min(lines.count, start + share)
             // Each line's JSON is read here, ahead, into its tape: the state's thread, the
-            // pipeline's serial stage, only makes tables from it.
+            // pipeline's serial stage, only makes tables from it (a line that does not fit
+            // is read there straight).
             var batchLines = Array(lines[start..<end])
-            let tapes = LineTapes(chunk: chunk, lines: &batchLines, spares: tapeSpares)
+            let tapes = LineTapes(chunk: chunk, lines: &batchLines, slots: tapeSlots)
             let batch = Batch(sequence: sequence, chunk: chunk, lines: batchLines, tapes: tapes)
             sequence += 1
             guard pipeline.submit(batch) else { return false }
