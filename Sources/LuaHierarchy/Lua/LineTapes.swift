@@ -73,7 +73,7 @@ final class TapeSlots: @unchecked Sendable {
     private let state = Mutex(State())
     let count: Int
     let bytesEach: Int
-    static let defaultCount = 8
+    static let defaultCount = 12
     static let defaultBytesEach = 1 << 20
 
     init(count: Int = TapeSlots.defaultCount, bytesEach: Int = TapeSlots.defaultBytesEach) {
