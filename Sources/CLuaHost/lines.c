@@ -6,6 +6,7 @@
 #include "luahier_limits.h"
 #include "luahier_walk.h"
 #include "luahier_watchdog.h"
+#include "luahier_tape.h"
 
 #include <string.h>
 
@@ -66,31 +67,125 @@ int luahier_pushjson(lua_State *L, luahier_JSONReader *r, int depth, luahier_JSO
     }
 }
 
-/* The member `key` names: its slot after `top` (id, at, payload), or 0 for any other. */
-static int luahier_requestslot(const char *key, size_t length, int *is_error) {
-    if (length == 2 && key[0] == 'i' && key[1] == 'd') return 1;
-    if (length == 2 && key[0] == 'a' && key[1] == 't') return 2;
-    if (length == 5 && memcmp(key, "event", 5) == 0) { *is_error = 0; return 3; }
-    if (length == 5 && memcmp(key, "error", 5) == 0) { *is_error = 1; return 3; }
-    return 0;
+/* Where a container's item or member goes as a tape is walked. */
+typedef struct luahier_TapeLevel {
+    int is_object;
+    lua_Integer items;
+} luahier_TapeLevel;
+
+/* Why a tape's reading was refused: its message and column. */
+typedef struct luahier_TapeRefusal {
+    const char *message;
+    size_t length;
+    size_t column;
+} luahier_TapeRefusal;
+
+/* The refusal whose word is at `p` (LUAHIER_TAPE_FAILED). */
+static void luahier_taperefusal(const uint64_t *p, luahier_TapeRefusal *refusal) {
+    refusal->length = LUAHIER_TAPE_SIZE(p[0]);
+    refusal->column = (size_t)p[1];
+    refusal->message = (const char *)(p + 2);
 }
 
-/* Reads past the value at the reader's place, building nothing. 1, or 0 with the reader
- * saying why. */
-static int luahier_skipjson(luahier_JSONReader *r) {
-    luahier_jsonbegin(r, 1);
+/* A table is made at its final size, up to this many slots (past it, it grows as it fills). */
+#define LUAHIER_TAPE_PRESIZE (1 << 24)
+static int luahier_presize(uint64_t word) {
+    size_t size = LUAHIER_TAPE_SIZE(word);
+    return size < LUAHIER_TAPE_PRESIZE ? (int)size : LUAHIER_TAPE_PRESIZE;
+}
+
+/* [-0, +(0|1), m] The value whose tokens start at `*cursor`, on the tape of `line`, made as
+ * luahier_pushjson makes it from the reader (each table at its final size): 1 with `*cursor`
+ * past it, or 0 with nothing pushed and `refusal` saying why (the tape's, or the Lua stack
+ * out of room). */
+static int luahier_pushtape(lua_State *L, const uint64_t **cursor, const char *line, luahier_TapeRefusal *refusal) {
+    luahier_TapeLevel levels[LUAHIER_JSON_MAX_DEPTH];
+    const uint64_t *p = *cursor;
+    int top = lua_gettop(L);
+    int depth = 0;
     for (;;) {
-        switch (luahier_jsonnext(r)) {
-        case LUAHIER_JSON_BEGIN_OBJECT: case LUAHIER_JSON_BEGIN_ARRAY: case LUAHIER_JSON_KEY:
+        uint64_t word = *p;
+        switch (LUAHIER_TAPE_TAG(word)) {
+        case LUAHIER_TAPE_OBJECT:
+        case LUAHIER_TAPE_ARRAY:
+            /* Each open container holds its table and a key on the stack. */
+            if (!lua_checkstack(L, 3)) {
+                /* Out of stack (only past any depth a reader follows): where the reader was
+                 * after the container's bracket. */
+                static const char message[] = "nesting too deep for the Lua stack";
+                refusal->message = message;
+                refusal->length = sizeof message - 1;
+                refusal->column = (size_t)p[1] + 1;
+                lua_settop(L, top);
+                return 0;
+            }
+            levels[depth].is_object = LUAHIER_TAPE_TAG(word) == LUAHIER_TAPE_OBJECT;
+            levels[depth].items = 0;
+            if (levels[depth].is_object) lua_createtable(L, 0, luahier_presize(word));
+            else lua_createtable(L, luahier_presize(word), 0);
+            depth++;
+            p += 2;
             continue;
-        case LUAHIER_JSON_NULL: case LUAHIER_JSON_TRUE: case LUAHIER_JSON_FALSE: case LUAHIER_JSON_INTEGER:
-        case LUAHIER_JSON_DOUBLE: case LUAHIER_JSON_STRING: case LUAHIER_JSON_END_OBJECT: case LUAHIER_JSON_END_ARRAY:
-            if (r->depth == 0) return 1;
+        case LUAHIER_TAPE_KEY_AT:
+            lua_pushlstring(L, line + p[1], LUAHIER_TAPE_SIZE(word));
+            p += 2;
             continue;
+        case LUAHIER_TAPE_KEY_HERE:
+            lua_pushlstring(L, (const char *)(p + 1), LUAHIER_TAPE_SIZE(word));
+            p += 1 + LUAHIER_TAPE_WORDS(LUAHIER_TAPE_SIZE(word));
+            continue;
+        case LUAHIER_TAPE_STRING_AT:
+            lua_pushlstring(L, line + p[1], LUAHIER_TAPE_SIZE(word));
+            p += 2;
+            break;
+        case LUAHIER_TAPE_STRING_HERE:
+            lua_pushlstring(L, (const char *)(p + 1), LUAHIER_TAPE_SIZE(word));
+            p += 1 + LUAHIER_TAPE_WORDS(LUAHIER_TAPE_SIZE(word));
+            break;
+        case LUAHIER_TAPE_INTEGER:
+            lua_pushinteger(L, (lua_Integer)(int64_t)p[1]);
+            p += 2;
+            break;
+        case LUAHIER_TAPE_DOUBLE: {
+            double number;
+            memcpy(&number, p + 1, sizeof number);
+            lua_pushnumber(L, (lua_Number)number);
+            p += 2;
+            break;
+        }
+        case LUAHIER_TAPE_NULL: lua_pushnil(L); p++; break;
+        case LUAHIER_TAPE_TRUE: lua_pushboolean(L, 1); p++; break;
+        case LUAHIER_TAPE_FALSE: lua_pushboolean(L, 0); p++; break;
+        case LUAHIER_TAPE_END: depth--; p++; break;
         default:
+            luahier_taperefusal(p, refusal);
+            lua_settop(L, top);
             return 0;
         }
+        /* A value is complete: it goes into its container, or it is the one read. A null member
+         * stores nil, which leaves the field absent. */
+        if (depth == 0) {
+            *cursor = p;
+            return 1;
+        }
+        if (levels[depth - 1].is_object) lua_rawset(L, -3);
+        else lua_rawseti(L, -2, ++levels[depth - 1].items);
     }
+}
+
+int luahier_pushtapevalue(lua_State *L, const uint64_t *tape, const char *bytes, const char **message,
+                          size_t *message_length, size_t *column) {
+    const uint64_t *p = tape + 1;
+    luahier_TapeRefusal refusal;
+    if (luahier_pushtape(L, &p, bytes, &refusal)) {
+        if (LUAHIER_TAPE_TAG(*p) == LUAHIER_TAPE_VALUE_END) return 1;
+        lua_pop(L, 1);
+        luahier_taperefusal(p, &refusal);
+    }
+    *message = refusal.message;
+    *message_length = refusal.length;
+    *column = refusal.column;
+    return 0;
 }
 
 /* [-0, +(0|1), m] The plan of the node at the path at `path`: kept by path while the plans are
@@ -124,16 +219,41 @@ static int luahier_fitscap(lua_State *L) {
     return g->used <= g->limit;
 }
 
-/* Ends a request's reading with `refusal`: the reader's message at `top + 4` when it failed. */
-static int luahier_refuse(lua_State *L, luahier_JSONReader *reader, int top, luahier_Request *request, int refusal) {
+/* Ends a request's reading with `refusal`: for LUAHIER_REFUSE_JSON, the reader's message (in
+ * `why`) at `top + 4`. */
+static int luahier_refuse(lua_State *L, const luahier_TapeRefusal *why, int top, luahier_Request *request, int refusal) {
     if (refusal == LUAHIER_REFUSE_JSON) {
-        lua_pushstring(L, reader->message ? reader->message : "invalid JSON");
+        lua_pushlstring(L, why->message, why->length);
         lua_replace(L, top + 4);
-        request->column = (long)reader->column;
+        request->column = (long)why->column;
     }
-    luahier_jsonfree(reader);
     request->refusal = refusal;
     return LUAHIER_REQUEST_REFUSED;
+}
+
+/* As luahier_refuse, returning the refusal: how the member readers end. */
+static int luahier_refusedas(lua_State *L, const luahier_TapeRefusal *why, int top, luahier_Request *request, int refusal) {
+    luahier_refuse(L, why, top, request, refusal);
+    return refusal;
+}
+
+/* Refuses a request whose tape says at `p` why it is not JSON: LUAHIER_REFUSE_JSON. */
+static int luahier_refusejson(lua_State *L, const uint64_t *p, int top, luahier_Request *request) {
+    luahier_TapeRefusal why;
+    luahier_taperefusal(p, &why);
+    return luahier_refusedas(L, &why, top, request, LUAHIER_REFUSE_JSON);
+}
+
+/* A string on the tape at `p` (as a member's key): its bytes and length; returns the word
+ * after it. */
+static const uint64_t *luahier_tapestring(const uint64_t *p, const char *line, const char **bytes, size_t *length) {
+    *length = LUAHIER_TAPE_SIZE(p[0]);
+    if (LUAHIER_TAPE_TAG(p[0]) == LUAHIER_TAPE_STRING_AT) {
+        *bytes = line + p[1];
+        return p + 2;
+    }
+    *bytes = (const char *)(p + 1);
+    return p + 1 + LUAHIER_TAPE_WORDS(*length);
 }
 
 /* [-0, +1, m] `INPUT:N`, the place an error read from line N of INPUT names: what
@@ -157,116 +277,210 @@ static void luahier_pushinputline(lua_State *L, const char *input, long number) 
     lua_pushlstring(L, text, length);
 }
 
-int luahier_readrequest(lua_State *L, luahier_Engine *e, const char *bytes, size_t length, int depth_limit,
-                        const char *input, long number, luahier_Request *request) {
+/* What reading a request's members leaves for the checks after them. */
+typedef struct luahier_Members {
+    int seen_at, unknown, is_error;
+} luahier_Members;
+
+/* [-0, +0, m] Names the first unknown member, `key`, at `top + 4`. */
+static void luahier_noteunknown(lua_State *L, luahier_Members *m, int top, const char *key, size_t length) {
+    if (m->unknown++) return;
+    lua_pushlstring(L, key, length);
+    lua_replace(L, top + 4);
+}
+
+/* [-1, +0, -] Keeps the value of member `slot` pushed (nil for an id read from its text), its
+ * JSON text from `start` to `end` in the line: the last of a member given twice counts, a
+ * null payload is an absent one, a long string id is the host's to echo. */
+static void luahier_keepmember(lua_State *L, luahier_Request *request, luahier_Members *m, int top, int slot,
+                               int member_is_error, size_t start, size_t end) {
+    if (slot == 1 && !request->id_is_text) {
+        /* The memory cap counts what the request's payload takes, not its id (dropped here,
+         * it is garbage). */
+        request->id_is_text = lua_type(L, -1) == LUA_TSTRING && lua_rawlen(L, -1) > LUAHIER_ID_KEPT;
+        if (request->id_is_text) {
+            lua_pop(L, 1);
+            lua_pushnil(L);
+        }
+    }
+    if (slot == 3) {
+        if (lua_isnil(L, -1)) {
+            lua_pop(L, 1);
+            return;
+        }
+        request->payloads++;
+        request->payload_kinds |= member_is_error ? 2 : 1;
+        m->is_error = member_is_error;
+    }
+    lua_replace(L, top + slot);
+    if (slot == 1) {
+        request->has_id = 1;
+        request->id_start = (long)start;
+        request->id_length = (long)(end - start);
+    } else if (slot == 2) {
+        m->seen_at = 1;
+        request->at_start = (long)start;
+        request->at_length = (long)(end - start);
+    }
+}
+
+/* [-0, +0, m] A request's members read from its tape into their slots: LUAHIER_REFUSE_NONE, or
+ * the refusal it ends with (_JSON with the reader's message at `top + 4`, or _NOT_OBJECT). */
+static int luahier_tapemembers(lua_State *L, const char *bytes, const uint64_t *tape, int top, luahier_Request *request,
+                               luahier_Members *m) {
+    const uint64_t *p = tape + 1;   /* past the depth limit it was read with */
+    if (LUAHIER_TAPE_TAG(*p) == LUAHIER_TAPE_NOT_OBJECT) return luahier_refusedas(L, NULL, top, request, LUAHIER_REFUSE_NOT_OBJECT);
+    for (;;) {
+        uint64_t word = *p;
+        if (LUAHIER_TAPE_TAG(word) == LUAHIER_TAPE_REQUEST_END) return LUAHIER_REFUSE_NONE;
+        if (LUAHIER_TAPE_TAG(word) != LUAHIER_TAPE_MEMBER) return luahier_refusejson(L, p, top, request);
+        size_t start = (size_t)p[1], end = (size_t)p[2];
+        const char *key;
+        size_t key_length;
+        p = luahier_tapestring(p + 3, bytes, &key, &key_length);
+        int member_is_error = 0;
+        int slot = luahier_requestslot(key, key_length, &member_is_error);
+        if (slot == 0) {
+            /* Read through (its JSON must be good too). */
+            luahier_noteunknown(L, m, top, key, key_length);
+            if (LUAHIER_TAPE_TAG(*p) != LUAHIER_TAPE_SKIPPED) return luahier_refusejson(L, p, top, request);
+            p++;
+            continue;
+        }
+        if (LUAHIER_TAPE_TAG(*p) == LUAHIER_TAPE_SKIPPED) {
+            /* An id is echoed as it came, nulls and all; a table cannot say whether it came as
+             * [] or {}, nor its members' order: the host reads it from its text. */
+            p++;
+            lua_pushnil(L);
+            request->id_is_text = 1;
+        } else {
+            if (slot == 1) request->id_is_text = 0;
+            luahier_TapeRefusal why;
+            if (!luahier_pushtape(L, &p, bytes, &why)) return luahier_refusedas(L, &why, top, request, LUAHIER_REFUSE_JSON);
+        }
+        luahier_keepmember(L, request, m, top, slot, member_is_error, start, end);
+    }
+}
+
+/* Reads past the value at the reader's place, building nothing. 1, or 0 with the reader
+ * saying why. */
+static int luahier_skipjson(luahier_JSONReader *r) {
+    luahier_jsonbegin(r, 1);
+    for (;;) {
+        switch (luahier_jsonnext(r)) {
+        case LUAHIER_JSON_BEGIN_OBJECT: case LUAHIER_JSON_BEGIN_ARRAY: case LUAHIER_JSON_KEY:
+            continue;
+        case LUAHIER_JSON_NULL: case LUAHIER_JSON_TRUE: case LUAHIER_JSON_FALSE: case LUAHIER_JSON_INTEGER:
+        case LUAHIER_JSON_DOUBLE: case LUAHIER_JSON_STRING: case LUAHIER_JSON_END_OBJECT: case LUAHIER_JSON_END_ARRAY:
+            if (r->depth == 0) return 1;
+            continue;
+        default:
+            return 0;
+        }
+    }
+}
+
+/* Refuses a request the reader found not JSON: its message at `top + 4`. */
+static int luahier_refusereader(lua_State *L, const luahier_JSONReader *r, int top, luahier_Request *request) {
+    luahier_TapeRefusal why;
+    why.message = r->message ? r->message : "invalid JSON";
+    why.length = strlen(why.message);
+    why.column = r->column;
+    return luahier_refusedas(L, &why, top, request, LUAHIER_REFUSE_JSON);
+}
+
+/* [-0, +0, m] A request's members read straight from its bytes, the same way the tape was made
+ * (tape.c): as luahier_tapemembers. */
+static int luahier_directmembers(lua_State *L, luahier_Engine *e, luahier_JSONReader *reader, int top,
+                                 luahier_Request *request, luahier_Members *m) {
+    if (luahier_jsonmember(reader) != LUAHIER_JSON_BEGIN_OBJECT) {
+        /* Not an object: still read through, so a text that is not JSON says so first. */
+        if (!luahier_skipjson(reader) || !luahier_jsonexpectend(reader)) return luahier_refusereader(L, reader, top, request);
+        return luahier_refusedas(L, NULL, top, request, LUAHIER_REFUSE_NOT_OBJECT);
+    }
+    for (;;) {
+        int token = luahier_jsonmember(reader);
+        if (token == LUAHIER_JSON_END_OBJECT) break;
+        if (token != LUAHIER_JSON_KEY) return luahier_refusereader(L, reader, top, request);
+        int member_is_error = 0;
+        int slot = luahier_requestslot(reader->string, reader->string_length, &member_is_error);
+        if (slot == 0) {
+            luahier_noteunknown(L, m, top, reader->string, reader->string_length);
+            if (!luahier_skipjson(reader)) return luahier_refusereader(L, reader, top, request);
+            continue;
+        }
+        luahier_jsonskipspace(reader);
+        size_t start = reader->index;
+        if (slot == 1 && start < reader->length && (reader->bytes[start] == '[' || reader->bytes[start] == '{')) {
+            reader->nulls_as_nil = 0;
+            int read = luahier_skipjson(reader);
+            reader->nulls_as_nil = 1;
+            if (!read) return luahier_refusereader(L, reader, top, request);
+            lua_pushnil(L);
+            request->id_is_text = 1;
+        } else {
+            if (slot == 1) reader->nulls_as_nil = 0;
+            int read = luahier_pushjson(L, reader, 1, &e->json_memory);
+            reader->nulls_as_nil = 1;
+            if (!read) return luahier_refusereader(L, reader, top, request);
+            if (slot == 1) request->id_is_text = 0;
+        }
+        luahier_keepmember(L, request, m, top, slot, member_is_error, start, reader->index);
+    }
+    if (!luahier_jsonexpectend(reader)) return luahier_refusereader(L, reader, top, request);
+    return LUAHIER_REFUSE_NONE;
+}
+
+int luahier_readrequest(lua_State *L, luahier_Engine *e, const char *bytes, size_t length, const uint64_t *tape,
+                        int depth_limit, const char *input, long number, luahier_Request *request) {
     int top = lua_gettop(L);
     memset(request, 0, sizeof *request);
-    /* The 4 slots, a container being read (luahier_pushjson checks its own), a plan looked up
+    /* The 4 slots, a container being read (the readers check their own), a plan looked up
      * (2), the value rules (3). */
     if (!lua_checkstack(L, 12)) {
         lua_settop(L, top + 4);
         request->refusal = LUAHIER_REFUSE_MEMORY;
         return LUAHIER_REQUEST_REFUSED;
     }
-    luahier_JSONReader reader;
-    luahier_jsoninit(&reader, bytes, length, depth_limit, 1);
     /* [id, at (then the plan), value (then its type), the first unknown key or the reader's
      * message] */
     lua_settop(L, top + 4);
-    int seen_at = 0, unknown = 0, is_error = 0;
-    if (luahier_jsonmember(&reader) != LUAHIER_JSON_BEGIN_OBJECT) {
-        /* Not an object: still read through, so a text that is not JSON says so first. */
-        if (!luahier_skipjson(&reader) || !luahier_jsonexpectend(&reader))
-            return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_JSON);
-        return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_NOT_OBJECT);
+    luahier_Members members = { 0, 0, 0 };
+    int refused;
+    if (tape != NULL) {
+        refused = luahier_tapemembers(L, bytes, tape, top, request, &members);
+    } else {
+        luahier_JSONReader reader;
+        luahier_jsoninit(&reader, bytes, length, depth_limit, 1);
+        refused = luahier_directmembers(L, e, &reader, top, request, &members);
+        luahier_jsonfree(&reader);
     }
-    for (;;) {
-        int token = luahier_jsonmember(&reader);
-        if (token == LUAHIER_JSON_END_OBJECT) break;
-        if (token != LUAHIER_JSON_KEY) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_JSON);
-        int member_is_error = 0;
-        int slot = luahier_requestslot(reader.string, reader.string_length, &member_is_error);
-        if (slot == 0) {
-            /* Read through (its JSON must be good too); the first one is named. */
-            if (!unknown++) {
-                lua_pushlstring(L, reader.string, reader.string_length);
-                lua_replace(L, top + 4);
-            }
-            if (!luahier_skipjson(&reader)) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_JSON);
-            continue;
-        }
-        luahier_jsonskipspace(&reader);
-        size_t start = reader.index;
-        if (slot == 1 && start < length && (bytes[start] == '[' || bytes[start] == '{')) {
-            /* An id is echoed as it came, nulls and all; a table cannot say whether it came as
-             * [] or {}, nor its members' order: the host reads it from its text. */
-            reader.nulls_as_nil = 0;
-            int read = luahier_skipjson(&reader);
-            reader.nulls_as_nil = 1;
-            if (!read) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_JSON);
-            lua_pushnil(L);
-            request->id_is_text = 1;
-        } else {
-            if (slot == 1) reader.nulls_as_nil = 0;
-            int read = luahier_pushjson(L, &reader, 1, &e->json_memory);
-            reader.nulls_as_nil = 1;
-            if (!read) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_JSON);
-            if (slot == 1) {
-                /* A long string id is the host's to echo too: the memory cap counts what the
-                 * request's payload takes, not its id (dropped here, it is garbage). */
-                request->id_is_text = lua_type(L, -1) == LUA_TSTRING && lua_rawlen(L, -1) > LUAHIER_ID_KEPT;
-                if (request->id_is_text) {
-                    lua_pop(L, 1);
-                    lua_pushnil(L);
-                }
-            }
-        }
-        /* The last of a member given twice counts (a null payload is an absent one). */
-        if (slot == 3) {
-            if (lua_isnil(L, -1)) {
-                lua_pop(L, 1);
-                continue;
-            }
-            request->payloads++;
-            request->payload_kinds |= member_is_error ? 2 : 1;
-            is_error = member_is_error;
-        }
-        lua_replace(L, top + slot);
-        if (slot == 1) {
-            request->has_id = 1;
-            request->id_start = (long)start;
-            request->id_length = (long)(reader.index - start);
-        } else if (slot == 2) {
-            seen_at = 1;
-            request->at_start = (long)start;
-            request->at_length = (long)(reader.index - start);
-        }
-    }
-    if (!luahier_jsonexpectend(&reader)) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_JSON);
+    if (refused != LUAHIER_REFUSE_NONE) return LUAHIER_REQUEST_REFUSED;
+    int seen_at = members.seen_at, unknown = members.unknown, is_error = members.is_error;
     request->is_error = is_error;
     /* The rest in the order a reader meets the fields (docs/line-protocol.md). */
-    if (unknown) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_UNKNOWN_FIELD);
-    if (!seen_at) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_NO_AT);
-    if (lua_type(L, top + 2) != LUA_TSTRING) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_AT_NOT_PATH);
+    if (unknown) return luahier_refuse(L, NULL, top, request, LUAHIER_REFUSE_UNKNOWN_FIELD);
+    if (!seen_at) return luahier_refuse(L, NULL, top, request, LUAHIER_REFUSE_NO_AT);
+    if (lua_type(L, top + 2) != LUA_TSTRING) return luahier_refuse(L, NULL, top, request, LUAHIER_REFUSE_AT_NOT_PATH);
     /* Read as the host's (no refusal halfway through a value): a request past the memory cap
      * is refused before any rule runs, and its node's plan is not made. */
     int fits = luahier_fitscap(L);
     switch (luahier_pushplanat(L, e, top + 2, fits)) {
     case LUAHIER_PLAN_FOUND: break;
-    case LUAHIER_PLAN_NOT_A_PATH: return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_NOT_A_PATH);
-    default: return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_NO_NODE);
+    case LUAHIER_PLAN_NOT_A_PATH: return luahier_refuse(L, NULL, top, request, LUAHIER_REFUSE_NOT_A_PATH);
+    default: return luahier_refuse(L, NULL, top, request, LUAHIER_REFUSE_NO_NODE);
     }
     if (fits) lua_replace(L, top + 2);
-    if (request->payloads == 0) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_NO_PAYLOAD);
-    if (request->payloads > 1) return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_PAYLOADS);
+    if (request->payloads == 0) return luahier_refuse(L, NULL, top, request, LUAHIER_REFUSE_NO_PAYLOAD);
+    if (request->payloads > 1) return luahier_refuse(L, NULL, top, request, LUAHIER_REFUSE_PAYLOADS);
     lua_settop(L, top + 3);
     if (!luahier_asvalue(L, e, top + 3, is_error)) {
         lua_settop(L, top + 4);
-        return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_NOT_A_MESSAGE);
+        return luahier_refuse(L, NULL, top, request, LUAHIER_REFUSE_NOT_A_MESSAGE);
     }
     if (!fits) {
         lua_settop(L, top + 4);
-        return luahier_refuse(L, &reader, top, request, LUAHIER_REFUSE_MEMORY);
+        return luahier_refuse(L, NULL, top, request, LUAHIER_REFUSE_MEMORY);
     }
     if (is_error) {
         /* [id, plan, value, type] An error names its input line unless it names a place. */
@@ -274,7 +488,6 @@ int luahier_readrequest(lua_State *L, luahier_Engine *e, const char *bytes, size
         luahier_setifabsent(L, e, top + 3, LUAHIER_WORD_WHERE, -1);
         lua_settop(L, top + 4);
     }
-    luahier_jsonfree(&reader);
     return LUAHIER_REQUEST_READY;
 }
 
@@ -446,6 +659,13 @@ static void luahier_nameresponder(lua_State *L, luahier_LineRun *run, const luah
     lua_pop(L, 3);
 }
 
+/* The tape of `line` the run was handed, read ahead with the run's depth limit; NULL when it
+ * has none (too long to tape, or never taped): it is read straight from its bytes. */
+static const uint64_t *luahier_linetape(const luahier_LineRun *run, const luahier_Line *line) {
+    if (run->tape != NULL && line->tape >= 0 && run->tape[line->tape] == (uint64_t)run->depth_limit) return run->tape + line->tape;
+    return NULL;
+}
+
 int luahier_answerrun(lua_State *L, luahier_Engine *e, luahier_LineRun *run) {
     luahier_Guard *g = luahier_guard(L);
     luahier_JSONOut *out = e->json_out;
@@ -461,8 +681,9 @@ int luahier_answerrun(lua_State *L, luahier_Engine *e, luahier_LineRun *run) {
         /* The line's budget starts before its request is read: reading it and making its
          * node's plan are host work the line's limits bound (a plan trips them as it goes). */
         luahier_beginentry(L, run->instructions, run->seconds, run->scope);
-        if (luahier_readrequest(L, e, run->chunk + line->start, (size_t)line->count, run->depth_limit, run->input,
-                                line->number, request) != LUAHIER_REQUEST_READY) {
+        const char *bytes = run->chunk + line->start;
+        if (luahier_readrequest(L, e, bytes, (size_t)line->count, luahier_linetape(run, line), run->depth_limit,
+                                run->input, line->number, request) != LUAHIER_REQUEST_READY) {
             luahier_endentry(L);
             return LUAHIER_RUN_REFUSED;
         }

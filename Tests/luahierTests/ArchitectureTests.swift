@@ -201,6 +201,16 @@ struct ArchitectureTests {
         }
     }
 
+    /// A request line's tape is made on the reader's thread, which never touches the state:
+    /// its unit includes no Lua, and takes no lua_State.
+    @Test func theTapeIsMadeWithoutLua() throws {
+        let host = Luahier.packageRoot.appendingPathComponent("Sources/CLuaHost")
+        for file in ["tape.c", "include/luahier_tape.h"] {
+            let text = try String(contentsOf: host.appendingPathComponent(file), encoding: .utf8)
+            #expect(!text.contains("lua.h") && !text.contains("lua_State") && !text.contains("luahier_guard"), "\(file)")
+        }
+    }
+
     /// The `#include "..."` lines of a C file.
     static func includes(of text: String) -> [String] {
         text.split(separator: "\n").compactMap { line in
@@ -215,7 +225,7 @@ struct ArchitectureTests {
     /// units use each other.
     @Test func theHostsCUnitsDependOneWay() throws {
         let order = ["jsonread", "signals", "guard", "errors", "host", "limits", "watchdog", "sandbox", "pattern",
-                     "jsonwrite", "enginetypes", "walk", "engine", "lines"]
+                     "jsonwrite", "tape", "enginetypes", "walk", "engine", "lines"]
         func unit(_ file: String) -> String {
             var name = (file as NSString).lastPathComponent
             for affix in ["luahier_", ".c", ".h", "_internal"] { name = name.replacingOccurrences(of: affix, with: "") }

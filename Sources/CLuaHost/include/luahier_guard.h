@@ -6,7 +6,7 @@
  * The host's C units, each with its own header, in dependency order (a unit includes only
  * headers of units before it; CJSONReader and CSignals are targets of their own, below all):
  *   guard -> errors -> host -> limits -> watchdog (+ CSignals) -> sandbox -> pattern
- *   -> jsonwrite (+ CJSONReader) -> walk -> engine -> lines
+ *   -> jsonwrite (+ CJSONReader) -> tape (no Lua) -> walk -> engine -> lines
  * Stack notes `[-o, +p, x]` follow the Lua manual: pops, pushes, and whether it can raise
  * (`-` never, `m` only on memory errors, `e` any error, `v` raises on purpose). */
 #ifndef LUAHIER_GUARD_H

@@ -1,6 +1,7 @@
 /* JSON into Lua, and `luahier dispatch`'s lines answered in C (lines.c): a request read from
- * JSON straight into Lua values by the one JSON reader (luahier_jsonread.h), the engine's
- * dispatch, and the outcome written as JSON, with nothing built in Swift on the way. Every rule
+ * JSON into Lua values by the one JSON reader (luahier_jsonread.h), straight or through the
+ * tape the dispatch reader made of it (luahier_tape.h), the engine's dispatch, and the outcome
+ * written as JSON, with nothing built in Swift on the way. Every rule
  * of the line protocol is here, once: whether a request is valid (luahier_readrequest, which
  * says why not with a code the host words), and how an outcome line is laid out
  * (luahier_writeoutcome, which the host calls too for the lines it finishes: a trace, errors
@@ -15,6 +16,7 @@
 
 #include "luahier_enginetypes.h"
 #include "luahier_jsonread.h"
+#include "luahier_tape.h"
 
 struct luahier_Engine;
 struct luahier_JSONOut;
@@ -24,7 +26,8 @@ struct luahier_Result;
  * value (JSON's nulls as Lua's nil: a null member is absent, a null item refused): objects
  * become tables of their members, arrays sequences, integers integers, other numbers floats.
  * With `memory` (NULL: none), tables are made the sizes it remembers, and it learns from this
- * read. Returns 1, or 0 with nothing pushed and the reader saying why. */
+ * read. Returns 1, or 0 with nothing pushed and the reader saying why. The direct reading,
+ * which the tapes of request lines (luahier_readrequest) are held to. */
 int luahier_pushjson(lua_State *L, luahier_JSONReader *reader, int depth, luahier_JSONMemory *memory);
 
 /* What a request line holds, once read. */
@@ -73,12 +76,21 @@ enum {
 /* What the host's plan_at reports (luahier_Engine.plan_at). */
 enum { LUAHIER_PLAN_NO_NODE = 0, LUAHIER_PLAN_FOUND = 1, LUAHIER_PLAN_NOT_A_PATH = 2 };
 
-/* [-0, +4, m] Reads request line `bytes` ({"id": any, "at": "/path", "event": E} or
- * {..., "error": E}) and readies its dispatch: the plan of the node at "at" (asked of the host
- * when not kept), the value made one of its domain (contract §3, luahier_asvalue), an error's
- * `where` its line (`input`:`number`) unless it names one. Returns LUAHIER_REQUEST_*. */
+/* [-0, +4, m] Readies the dispatch of request line `bytes` (`length` bytes; {"id": any, "at":
+ * "/path", "event": E} or {..., "error": E}): read from its tape when it has one
+ * (luahier_tape.h, read with `depth_limit`), else straight from its bytes by the reader, the
+ * same way; its value's tables made, the plan of the node at "at" (asked of the host when not
+ * kept), the value made one of its domain (contract §3, luahier_asvalue), an error's `where`
+ * its line (`input`:`number`) unless it names one. Returns LUAHIER_REQUEST_*. */
 int luahier_readrequest(lua_State *L, struct luahier_Engine *engine, const char *bytes, size_t length,
-                        int depth_limit, const char *input, long number, luahier_Request *request);
+                        const uint64_t *tape, int depth_limit, const char *input, long number,
+                        luahier_Request *request);
+
+/* [-0, +(0|1), m] The value a tape of luahier_tapevalue holds (of the text `bytes`), made in
+ * Lua as luahier_pushjson makes it: 1, or 0 with nothing pushed and the reader's refusal in
+ * `message` (`message_length` bytes, valid while the tape is) and `column`. */
+int luahier_pushtapevalue(lua_State *L, const uint64_t *tape, const char *bytes, const char **message,
+                          size_t *message_length, size_t *column);
 
 /* One field of an outcome line: a Lua value at stack `index` (0: none), or the host's `text`
  * (JSON for the JSON fields, the string itself for the string fields; NULL: none), or
@@ -144,6 +156,7 @@ typedef struct luahier_Line {
     long start;
     long count;
     int oversized;
+    long tape;                  /* where its tape starts in the run's `tape` (-1: none) */
 } luahier_Line;
 
 /* Hands an answered line's outcome (with its newline) to the host, which keeps it for the
@@ -159,6 +172,9 @@ typedef struct luahier_LineRun {
     long next;                  /* in: the first line to answer; out: the one the run stopped at */
     const char *input;
     int depth_limit;
+    /* The lines' tapes read ahead (luahier_tape.h; NULL: none): a line without one, or read
+     * with another depth limit, is read straight from its bytes. */
+    const uint64_t *tape;
     /* Each line's budget, as luahier_beginentry takes it. */
     long long instructions;
     double seconds;

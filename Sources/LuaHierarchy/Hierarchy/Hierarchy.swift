@@ -254,12 +254,18 @@ public final class Hierarchy {
     /// Answers a run of `luahier dispatch` request lines in C (LuaLines.swift).
     func answerRun(
         chunk: UnsafeRawBufferPointer, lines: [LuaEngine.RunLine], from: Int, input: ContiguousArray<CChar>,
-        presented: UnsafePointer<Int>, startBy: Double, keys: ResponderKeyNote? = nil,
+        presented: UnsafePointer<Int>, startBy: Double, keys: ResponderKeyNote? = nil, tape: UnsafePointer<UInt64>? = nil,
         deliver: (UnsafeRawBufferPointer) -> Bool
     ) -> LuaEngine.Run {
         bridge.engine.answerRun(
             chunk: chunk, lines: lines, from: from, input: input, presented: presented, startBy: startBy, keys: keys,
-            deliver: deliver)
+            tape: tape, deliver: deliver)
+    }
+
+    /// What the JSON text `bytes` reads as in this hierarchy's Lua through a tape (the way
+    /// request lines are read), read back: for tests that hold the tape to the direct reader.
+    func readJSONThroughTape(_ bytes: UnsafeRawBufferPointer) throws -> Value {
+        try host.readJSONThroughTape(bytes)
     }
 
     /// What the JSON text `bytes` reads as in this hierarchy's Lua (a payload's reading), read

@@ -143,17 +143,18 @@ struct LineProcessor {
     /// Answers `lines[from...]` of `chunk`: a run of them by C end to end (each outcome handed
     /// to `deliver` as it is written, for the deliverer to hold and charge), then the first line
     /// C leaves to this side, answered its own way into `output`, charged to `held` (contract §7).
-    /// No line begins at or after `startBy` (on `LuaEngine.clock`; 0: no bound).
+    /// No line begins at or after `startBy` (on `LuaEngine.clock`; 0: no bound). `tape`: the
+    /// lines' tapes read ahead, if any.
     func answerRun(
         _ chunk: UnsafeRawBufferPointer, lines: [LuaEngine.RunLine], from: Int, into output: inout JSONWriter,
-        held: MemoryCharge, startBy: Double = 0, deliver: (UnsafeRawBufferPointer) -> Bool
+        held: MemoryCharge, startBy: Double = 0, tape: UnsafePointer<UInt64>? = nil, deliver: (UnsafeRawBufferPointer) -> Bool
     ) -> RunResult {
         // Each run starts with the processor's settings (a line's rules may change them).
         if hierarchy.traceLevel != traceLevel { hierarchy.traceLevel = traceLevel }
         presented.reset()
         let run = hierarchy.answerRun(
             chunk: chunk, lines: lines, from: from, input: inputNameC, presented: presented.count, startBy: startBy,
-            keys: keys, deliver: deliver)
+            keys: keys, tape: tape, deliver: deliver)
         if run.next < lines.count { hierarchy.nameEntries(nil, line: lines[run.next].number) }
         var result = RunResult(counts: run.counts + [0], next: run.next)
         guard run.next < lines.count else { return result }

@@ -125,4 +125,26 @@ extension LuaHost {
         try parser.expectEnd()
         return try value(at: -1, strict: false)
     }
+
+    /// What the JSON text `bytes` reads as in Lua through a tape (luahier_tape.h), as request
+    /// lines are read: for tests that hold it to `readJSONThroughLua`. The tape is given room
+    /// for any text (17 bytes a byte and 256), with no line budget.
+    func readJSONThroughTape(_ bytes: UnsafeRawBufferPointer, depthLimit: Int = JSON.defaultDepthLimit) throws -> Value {
+        let top = lua_gettop(thread)
+        defer { lua_settop(thread, top) }
+        var tape = luahier_Tape()
+        guard luahier_tapemake(&tape, 17 * bytes.count + 256) != 0 else { throw JSONError("out of memory", column: 0) }
+        defer { luahier_tapefree(&tape) }
+        let text = bytes.baseAddress?.assumingMemoryBound(to: CChar.self)
+        let start = luahier_tapevalue(&tape, text, bytes.count, Int32(depthLimit))
+        guard start >= 0 else { throw JSONError("out of memory", column: 0) }
+        var message: UnsafePointer<CChar>?
+        var length = 0
+        var column = 0
+        guard luahier_pushtapevalue(thread, tape.words + start, text, &message, &length, &column) != 0 else {
+            let words = UnsafeRawBufferPointer(start: message, count: length)
+            throw JSONError(String(decoding: words, as: UTF8.self), column: column)
+        }
+        return try value(at: -1, strict: false)
+    }
 }

@@ -44,29 +44,33 @@ extension LuaEngine {
     }
 
     /// A line of a run (of a batch: LineReader.swift): where its bytes are in the chunk, or
-    /// only its length when it was too long to keep.
+    /// only its length when it was too long to keep; where its tape starts in the run's tape,
+    /// when it was read ahead (-1: not).
     struct RunLine {
         var number: Int
         var start: Int
         var count: Int
         var oversized: Bool
+        var tape = -1
     }
 
     /// Answers `lines[from...]` of `chunk` (named `input`, a C string, in messages) until one
     /// needs the host, handing each outcome line to `deliver` as it is written. `presented`
     /// counts the errors the host was handed to present. No line begins at or after `startBy`
     /// (on `clock`; 0: no bound). Top level only (no entry under way). With `keys`, each line's
-    /// responder key (`ResponderKey`) is noted there before its outcome is delivered.
+    /// responder key (`ResponderKey`) is noted there before its outcome is delivered. `tape`:
+    /// the lines' tapes read ahead (`LineTapes`), if any.
     func answerRun(
         chunk: UnsafeRawBufferPointer, lines: [RunLine], from: Int, input: ContiguousArray<CChar>,
-        presented: UnsafePointer<Int>, startBy: Double, keys: ResponderKeyNote? = nil,
+        presented: UnsafePointer<Int>, startBy: Double, keys: ResponderKeyNote? = nil, tape: UnsafePointer<UInt64>? = nil,
         deliver: (UnsafeRawBufferPointer) -> Bool
     ) -> Run {
         let L = host.thread
         let top = lua_gettop(L)
         lineBuffer.removeAll(keepingCapacity: true)
         for line in lines {
-            lineBuffer.append(luahier_Line(number: line.number, start: line.start, count: line.count, oversized: line.oversized ? 1 : 0))
+            lineBuffer.append(
+                luahier_Line(number: line.number, start: line.start, count: line.count, oversized: line.oversized ? 1 : 0, tape: line.tape))
         }
         let budget = host.topLevelBudget(.dispatch)
         var run = luahier_LineRun()
@@ -75,6 +79,7 @@ extension LuaEngine {
         run.count = lines.count
         run.next = from
         run.depth_limit = Int32(JSON.defaultDepthLimit)
+        run.tape = tape
         run.instructions = budget.instructions
         run.seconds = budget.seconds
         run.scope = budget.scope

@@ -148,6 +148,9 @@ final class Batch {
     let sequence: Int
     let chunk: [UInt8]
     let lines: [Line]
+    /// The lines' tapes, read ahead by the reader (nil, or a line without one: it is read
+    /// straight when answered).
+    let tapes: LineTapes?
     /// The worker's: how many answers it handed over.
     // Unchecked: the worker alone touches these (`answered` under `answers`); a dynamic
     // exclusivity check per line was a measurable share of a line's cost.
@@ -166,10 +169,11 @@ final class Batch {
     /// With strict: the invalid line after which nothing more is answered.
     var stopLine: Int?
 
-    init(sequence: Int, chunk: [UInt8], lines: [Line]) {
+    init(sequence: Int, chunk: [UInt8], lines: [Line], tapes: LineTapes? = nil) {
         self.sequence = sequence
         self.chunk = chunk
         self.lines = lines
+        self.tapes = tapes
     }
 }
 
@@ -231,7 +235,7 @@ final class Pipeline: @unchecked Sendable {
             // (its later lines see it); given back as it is written.
             let held = worker.processor.outputCharge()
             let answered = batch.chunk.withUnsafeBytes { bytes in
-                worker.answer(bytes, lines: batch.lines, held: held, strict: options.strict) { answer, charged, _ in
+                worker.answer(bytes, lines: batch.lines, held: held, strict: options.strict, tape: batch.tapes?.words) { answer, charged, _ in
                     handOver(answer, of: batch, held: held, charged: charged)
                     return true
                 }

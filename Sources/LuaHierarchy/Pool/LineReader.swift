@@ -20,6 +20,8 @@ struct LineReader {
     static let batchLimit = 512
     static let readSize = 1 << 18
 
+    /// The fixed buffers batches are taped into, given back as each is written.
+    private let tapeSlots = TapeSlots()
     private var carry: [UInt8] = []
     /// Inside a line already known to be too long: its length so far.
     private var skipping: Int?
@@ -112,7 +114,12 @@ struct LineReader {
         var start = 0
         while start < lines.count {
             let end = min(lines.count, start + share)
-            let batch = Batch(sequence: sequence, chunk: chunk, lines: Array(lines[start..<end]))
+            // Each line's JSON is read here, ahead, into its tape: the state's thread, the
+            // pipeline's serial stage, only makes tables from it (a line that does not fit
+            // is read there straight).
+            var batchLines = Array(lines[start..<end])
+            let tapes = LineTapes(chunk: chunk, lines: &batchLines, slots: tapeSlots)
+            let batch = Batch(sequence: sequence, chunk: chunk, lines: batchLines, tapes: tapes)
             sequence += 1
             guard pipeline.submit(batch) else { return false }
             start = end

@@ -40,13 +40,13 @@ final class PoolWorker {
     /// revision in it when the pool stamps outcomes, and without its `line` member unless
     /// `numbered`; `charged` says the processor charged it to `held` already (the deliverer
     /// charges the others while it holds them, contract §7), and `failures` how its rules
-    /// failed. With a `timeBudget` (seconds), no
-    /// line begins once it has run out: each line left is answered `invalid`
-    /// (`BatchTimeLimitExceeded`) without running, so a batch ends within its budget and one
-    /// line's own.
+    /// failed. With a `timeBudget` (seconds), no line begins once it has run out: each line
+    /// left is answered `invalid` (`BatchTimeLimitExceeded`) without running, so a batch ends
+    /// within its budget and one line's own. `tape`: the lines' tapes read ahead (`LineTapes`), if any.
     func answer(
         _ chunk: UnsafeRawBufferPointer, lines: [LuaEngine.RunLine], held: MemoryCharge, strict: Bool = false,
-        numbered: Bool = true, timeBudget: Double? = nil, deliver: (UnsafeRawBufferPointer, _ charged: Bool, _ failures: RuleFailures) -> Bool
+        numbered: Bool = true, timeBudget: Double? = nil, tape: UnsafePointer<UInt64>? = nil,
+        deliver: (UnsafeRawBufferPointer, _ charged: Bool, _ failures: RuleFailures) -> Bool
     ) -> Answered {
         var answered = Answered()
         let startBy = timeBudget.map { LuaEngine.clock + max($0, 0.001) } ?? 0
@@ -84,7 +84,7 @@ final class PoolWorker {
         while start < lines.count {
             let end = min(lines.count, start + Self.window)
             let part = start == 0 && end == lines.count ? lines : Array(lines[start..<end])
-            answerWindow(chunk, lines: part, held: held, strict: strict, startBy: startBy, into: &answered, hand: hand)
+            answerWindow(chunk, lines: part, held: held, strict: strict, startBy: startBy, tape: tape, into: &answered, hand: hand)
             if let expired = answered.expiredFrom {
                 answered.expiredFrom = start + expired
                 refuseExpired(lines[(start + expired)...], budget: timeBudget ?? 0, into: &answered, hand: hand)
@@ -127,7 +127,7 @@ final class PoolWorker {
 
     private func answerWindow(
         _ chunk: UnsafeRawBufferPointer, lines: [LuaEngine.RunLine], held: MemoryCharge, strict: Bool, startBy: Double,
-        into answered: inout Answered, hand: (UnsafeRawBufferPointer, Bool, RuleFailures) -> Bool
+        tape: UnsafePointer<UInt64>?, into answered: inout Answered, hand: (UnsafeRawBufferPointer, Bool, RuleFailures) -> Bool
     ) {
         var next = 0
         while next < lines.count {
@@ -137,7 +137,7 @@ final class PoolWorker {
             }
             // A run of lines C answers end to end, each handed over as it is written; then the
             // line it left to the processor's own path, if any.
-            let run = processor.answerRun(chunk, lines: lines, from: next, into: &output, held: held, startBy: startBy) { answer in
+            let run = processor.answerRun(chunk, lines: lines, from: next, into: &output, held: held, startBy: startBy, tape: tape) { answer in
                 // Refused: C leaves the line to this side, which stops there.
                 hand(answer, false, self.processor.hierarchy.ruleFailures)
             }
