@@ -338,6 +338,9 @@ public final class RulesServer: Sendable {
                 address: .hostname(options.host, port: options.port), serverName: "luahier",
                 availableConnectionsDelegate: MaximumAvailableConnections(options.maxConnections, logger: logger)),
             onServerRunning: { channel in
+                // The port accepts already; the registry's first look at its types (about
+                // 5M instructions) is made now rather than by the first request.
+                metrics.register()
                 let address = channel.localAddress
                 let host = address?.ipAddress ?? "?"
                 let shown = host.contains(":") ? "[\(host)]" : host

@@ -40,8 +40,10 @@ import Synchronization
 ///   the metrics are asked for: `process_resident_memory_bytes`, `process_virtual_memory_bytes`,
 ///   `process_cpu_seconds_total`, `process_open_fds`, `process_start_time_seconds`.
 ///
-/// Its series are registered at the first call that counts or shows one (`series`), not at
-/// start: `/metrics` shows the same series, the zero ones included, whenever it is first asked.
+/// Its series are registered once the port is bound (`register()`, before the "listening"
+/// line), or at the first call that counts or shows one if that comes first (`series`): the
+/// port accepts without waiting for them, and `/metrics` shows the same series, the zero ones
+/// included, whenever it is first asked.
 final class ServerMetrics: Sendable {
     private let pool: RulesPool
     private let printer: DetachedPrinter?
@@ -51,6 +53,12 @@ final class ServerMetrics: Sendable {
         self.pool = pool
         self.printer = printer
     }
+
+    /// Registers the series now, if they were not yet.
+    func register() { _ = series }
+
+    /// Whether the series are registered (for tests).
+    package var isRegistered: Bool { registered.withLock { $0 != nil } }
 
     /// The series, registered now if they were not yet.
     private var series: MetricSeries {

@@ -186,6 +186,17 @@ struct MetricsExpositionTests {
         }
     }
 
+    /// Registered once the port is bound, before the first request comes: the registry's
+    /// first look at its types is no request's wait, and not part of the start until the port
+    /// accepts either.
+    @Test func theSeriesAreRegisteredOnceThePortIsBound() async throws {
+        let (server, _) = try RouteTests.server()
+        #expect(!server.metrics.isRegistered)
+        try await server.application().test(.live) { _ in
+            #expect(server.metrics.isRegistered)
+        }
+    }
+
     /// Made on first use: the counts of what came before are in the first exposition, and the
     /// zero series beside them.
     @Test func countsBeforeTheFirstExpositionAreKept() async throws {
