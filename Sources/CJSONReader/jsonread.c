@@ -143,6 +143,19 @@ size_t luahier_utf8prefix(const unsigned char *s, size_t length) {
     return length;
 }
 
+size_t luahier_utf8repairedlength(const unsigned char *s, size_t length) {
+    size_t size = 0, i = 0;
+    while (i < length) {
+        size_t valid = luahier_utf8prefix(s + i, length - i);
+        size += valid;
+        i += valid;
+        /* A repair replaces a maximal ill-formed part, one byte or more, by one U+FFFD: each
+         * byte counted as one is an upper bound. */
+        if (i < length) { size += 3; i++; }
+    }
+    return size;
+}
+
 /* ---- Strings ----------------------------------------------------------------------------- */
 
 /* Room for `more` bytes in the scratch; 0 out of memory. */

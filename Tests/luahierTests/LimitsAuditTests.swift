@@ -204,6 +204,35 @@ struct LimitsAuditTests {
         Self.expectWithinTheMemoryBound(run)
     }
 
+    /// An answer holding a string that is not UTF-8, as a value or as a key: the host's copy
+    /// has each bad byte as U+FFFD (three bytes), which the cap's check counted as one, so a
+    /// 32 MB string reached 278 MB under `--max-memory 64M` (an attacker's find). The check
+    /// counts the copy as it will be: the answer is the value too large to copy, in bounds.
+    @Test func anAnswerWhoseStringsAreNotUTF8IsCountedAsItsCopy() throws {
+        let rules = try Luahier.script(#"""
+            hier.root:receiveEvent(function(e)
+              local bad = ("\255"):rep(e.n)
+              if e.key then return {type = "B", [bad] = 1} end
+              return {type = "B", s = bad}
+            end)
+            """#, name: "rules.lua")
+        let input = rules.replacingOccurrences(of: "rules.lua", with: "in.jsonl")
+        try """
+            {"at": "/", "event": {"type": "X", "n": 24000000}}
+            {"at": "/", "event": {"type": "X", "n": 24000000, "key": true}}
+            {"at": "/", "event": {"type": "X", "n": 4}}
+
+            """.write(toFile: input, atomically: true, encoding: .utf8)
+        let run = try Luahier.measure(["dispatch", "--max-memory", "64M", rules, input], timeout: 120)
+        #expect(run.status == 0, "\(run.stderr)")
+        let lines = run.stdout.split(separator: "\n")
+        #expect(lines.count == 3)
+        #expect(lines.prefix(2).allSatisfy { $0.contains(#""…":"<too large>""#) }, "\(run.stdout.prefix(600))")
+        // A small one is repaired as before.
+        #expect(lines.last?.contains("\"s\":\"" + String(repeating: "\u{FFFD}", count: 4) + "\"") == true, "\(run.stdout.suffix(300))")
+        Self.expectWithinTheMemoryBound(run)
+    }
+
     /// `luahier check` on a chain 8,000 deep with a declaration on every node took 12 s for
     /// 5,000: each declared type walked up the chain, and each finding copied its whole path.
     /// Findings now show a path's last 512 bytes, and the walk is one pass.

@@ -112,4 +112,9 @@ int luahier_jsonmember(luahier_JSONReader *r);
  * nothing past U+10FFFF): `length` when all are. */
 size_t luahier_utf8prefix(const unsigned char *s, size_t length);
 
+/* At least the bytes `s` take as text with each byte that is not part of well-formed UTF-8
+ * replaced by U+FFFD (three bytes): `length` for well-formed UTF-8, at most 3 x `length`. A
+ * copy that repairs a string (Swift's String(decoding:as:)) is never larger. */
+size_t luahier_utf8repairedlength(const unsigned char *s, size_t length);
+
 #endif

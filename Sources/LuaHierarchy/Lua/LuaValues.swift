@@ -1,3 +1,4 @@
+import CJSONReader
 import CLua
 import CLuaHost
 
@@ -53,6 +54,15 @@ extension LuaHost {
         }
     }
 
+    /// [-0, +0, -] The bytes a copy of the Lua string at `index` takes at most as Swift text:
+    /// its bytes that are not UTF-8 become U+FFFD, three bytes each. The scan is host work.
+    private func copiedLength(ofStringAt index: Int32, work: inout Int) -> Int {
+        var length = 0
+        guard let bytes = lua_tolstring(thread, index, &length) else { return 0 }
+        work += length
+        return luahier_utf8repairedlength(UnsafeRawPointer(bytes).assumingMemoryBound(to: UInt8.self), length)
+    }
+
     /// [-0, +0, -] Whether a copy of the value at `index` fits in `left` bytes, counted as the
     /// copy counts them (a string its length and 16, an entry 32); `work` adds up the bytes
     /// walked, charged as host work every 64 KiB (a budget that trips: it does not fit).
@@ -60,9 +70,7 @@ extension LuaHost {
         let L = thread
         switch lua_type(L, index) {
         case LUA_TSTRING:
-            var length = 0
-            _ = lua_tolstring(L, index, &length)
-            left -= length + 16
+            left -= copiedLength(ofStringAt: index, work: &work) + 16
             work += 16
         case LUA_TTABLE:
             let identity = lua_topointer(L, index)!
@@ -77,9 +85,7 @@ extension LuaHost {
                 left -= 32
                 work += 32
                 if lua_type(L, -2) == LUA_TSTRING {
-                    var length = 0
-                    _ = lua_tolstring(L, -2, &length)
-                    left -= length
+                    left -= copiedLength(ofStringAt: lua_gettop(L) - 1, work: &work)
                 }
                 guard left >= 0, fits(at: lua_gettop(L), ancestors: &ancestors, left: &left, work: &work) else {
                     luahier_pop(L, 2)
