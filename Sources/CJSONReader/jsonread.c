@@ -53,6 +53,12 @@ void luahier_jsonfree(luahier_JSONReader *r) {
 /* ---- Failures ---------------------------------------------------------------------------- */
 
 /* Refuses the text: the message, and the byte where it was seen (its column is `at` + 1). */
+/* A message quotes at most this many bytes of the input (a key, a number), then "...": the
+ * column says where it is, and a line of one long number would otherwise come back whole. */
+enum { QUOTED_MOST = 40 };
+#define QUOTED(text, length) (int)((length) < QUOTED_MOST ? (length) : QUOTED_MOST), (const char *)(text), \
+                             ((length) > QUOTED_MOST ? "..." : "")
+
 static int fail(luahier_JSONReader *r, size_t at, const char *format, ...) {
     va_list arguments;
     va_start(arguments, format);
@@ -344,8 +350,8 @@ static int expect_colon(luahier_JSONReader *r, size_t key_start) {
     if (peek(r) != ':') {
         char found[16];
         describe_byte(r, r->index, found);
-        return fail(r, r->index, "expected ':' after key %.*s, found %s", (int)(key_end - key_start),
-                    (const char *)r->bytes + key_start, found);
+        return fail(r, r->index, "expected ':' after key %.*s%s, found %s",
+                    QUOTED(r->bytes + key_start, key_end - key_start), found);
     }
     r->index++;
     return 1;
@@ -407,7 +413,7 @@ static int read_number(luahier_JSONReader *r) {
             r->integer = (int64_t)digits;
             return LUAHIER_JSON_INTEGER;
         }
-        return fail(r, start, "integer %.*s is out of range (64-bit)", (int)text_length, text);
+        return fail(r, start, "integer %.*s%s is out of range (64-bit)", QUOTED(text, text_length));
     }
     /* Few digits and no exponent: the digits as an integer and a power of ten are both exact
      * doubles, so one division is correctly rounded (Clinger's fast path), as strtod is. */
@@ -426,7 +432,7 @@ static int read_number(luahier_JSONReader *r) {
     copy[text_length] = 0;
     double number = strtod(copy, NULL);
     if (copy != small) free(copy);
-    if (!(number - number == 0)) return fail(r, start, "number %.*s is out of range", (int)text_length, text);
+    if (!(number - number == 0)) return fail(r, start, "number %.*s%s is out of range", QUOTED(text, text_length));
     r->number = number;
     return LUAHIER_JSON_DOUBLE;
 }

@@ -351,12 +351,17 @@ struct ReferenceJSONParser {
         }
     }
 
+    /// Input quoted in a message: its first 40 bytes, then "..." when there is more.
+    static func quoted(_ text: UnsafeBufferPointer<UInt8>) -> String {
+        String(decoding: text.prefix(40), as: UTF8.self) + (text.count > 40 ? "..." : "")
+    }
+
     /// The ':' after the key whose opening quote is at `keyStart` (named in the message).
     private mutating func expectColon(afterKeyAt keyStart: Int) throws(JSONError) {
         let keyEnd = index
         skipWhitespace()
         guard peek == UInt8(ascii: ":") else {
-            let key = String(decoding: UnsafeBufferPointer(rebasing: bytes[keyStart..<keyEnd]), as: UTF8.self)
+            let key = Self.quoted(UnsafeBufferPointer(rebasing: bytes[keyStart..<keyEnd]))
             throw failure("expected ':' after key \(key), found \(describeByte(at: index))")
         }
         index += 1
@@ -549,11 +554,11 @@ struct ReferenceJSONParser {
         let text = UnsafeBufferPointer(rebasing: bytes[start..<index])
         if isInteger {
             if let integer = Self.integer(text) { sink.int(integer); return }
-            throw failure("integer \(String(decoding: text, as: UTF8.self)) is out of range (64-bit)", at: start)
+            throw failure("integer \(Self.quoted(text)) is out of range (64-bit)", at: start)
         }
         let number = Self.double(text)
         guard number.isFinite else {
-            throw failure("number \(String(decoding: text, as: UTF8.self)) is out of range", at: start)
+            throw failure("number \(Self.quoted(text)) is out of range", at: start)
         }
         sink.double(number)
     }

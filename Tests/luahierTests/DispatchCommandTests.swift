@@ -167,6 +167,11 @@ struct DispatchCommandTests {
         (#"[1, 2]"#, "InvalidRequest", "a request is a JSON object", "stdin:1"),
         (#"{"at": "/app", "event": {"type": "Tap", "n": 12345678901234567890}}"#, "InvalidJSON", "integer 12345678901234567890 is out of range", "stdin:1:46"),
         (#"{"at": "/app", "event": {"type": "Tap", "n": 1e999}}"#, "InvalidJSON", "number 1e999 is out of range", "stdin:1:46"),
+        // A long number is quoted by its first 40 bytes: the column says where it is.
+        (#"{"at": "/app", "event": {"type": "Tap", "n": "# + String(repeating: "1", count: 90000) + "}}",
+         "InvalidJSON", "integer " + String(repeating: "1", count: 40) + "... is out of range (64-bit)", "stdin:1:46"),
+        (#"{"at": "/app", "event": {"type": "Tap", ""# + String(repeating: "k", count: 90000) + #"" 1}}"#,
+         "InvalidJSON", "expected ':' after key \"" + String(repeating: "k", count: 39) + "..., found '1'", "stdin:1:"),
         (#"{"at": "/app", "event": {"type": "Tap", "s": "\ud800"}}"#, "InvalidJSON", "lone surrogate", "stdin:1:47"),
         (#"{"at": "/app", "event": {"type": "Tap", "deep": "# + String(repeating: "[", count: 300) + String(repeating: "]", count: 300) + "}}",
          "InvalidJSON", "nesting deeper than 200", "stdin:1:"),
