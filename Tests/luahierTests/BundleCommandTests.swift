@@ -130,6 +130,20 @@ struct BundleCommandTests {
     /// `run -` tells a bundle on stdin by its first bytes as `run FILE` does: the same run,
     /// the same checks of its signature and its bytes; a script on stdin (shebang and all)
     /// still runs from its first byte, however few bytes it has.
+    /// A key file refused is named as a key, with a key's limit: not as a rules file with the
+    /// memory cap's (an attacker's find).
+    @Test func aRefusedKeyFileIsNamedAsAKey() throws {
+        let folder = try Self.rulesFolder()
+        #expect(try Luahier.run(["bundle", "build", "rules.lua", "-o", "rules.bundle"], in: folder).status == 0)
+        try Data(repeating: 0x41, count: 100_000).write(to: folder.appendingPathComponent("big.pub"))
+        let large = try Luahier.run(["run", "--bundle-key", "big.pub", "rules.bundle"], in: folder)
+        #expect(large.status == 1)
+        #expect(large.stderr == "luahier: cannot read big.pub: 100000 bytes, more than the 4096 a key file may hold\n", "\(large.stderr)")
+        let device = try Luahier.run(["dispatch", "rules.bundle", "--bundle-key", "/dev/null"], stdin: "", in: folder)
+        #expect(device.status == 1)
+        #expect(device.stderr.contains("cannot read /dev/null: not a regular file (a character device); keys are read from regular files only"), "\(device.stderr)")
+    }
+
     @Test func runReadsABundleFromStdinAsFromAFile() throws {
         let folder = try Self.rulesFolder()
         try "print(require('lib.prices').of('ab'))\n".write(to: folder.appendingPathComponent("script.lua"), atomically: true, encoding: .utf8)

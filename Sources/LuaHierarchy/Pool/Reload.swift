@@ -53,8 +53,9 @@ let rulesFileLimitWithoutCap = 256 << 20
 /// one). Only a regular file is read: a FIFO would block the reader, and a device or a file
 /// that grows while it is read would never end. It is opened without blocking and checked
 /// before a byte is read; one that grows past `limit` is refused once it has, having read no
-/// more than `limit` + 64 KiB.
-func readRulesFile(_ path: String, limit: Int?) -> Result<[UInt8], ScriptError> {
+/// more than `limit` + 64 KiB. `kind` names the file in messages, with where its limit comes
+/// from (a rules file's is the memory cap).
+func readRulesFile(_ path: String, limit: Int?, kind: ReadFileKind = .rules) -> Result<[UInt8], ScriptError> {
     let limit = limit ?? rulesFileLimitWithoutCap
     func failure(_ message: String) -> Result<[UInt8], ScriptError> {
         .failure(ScriptError(type: "CannotRead", message: message))
@@ -65,10 +66,10 @@ func readRulesFile(_ path: String, limit: Int?) -> Result<[UInt8], ScriptError> 
     var info = stat()
     guard fstat(descriptor, &info) == 0 else { return failure("cannot read \(path): \(String(cString: strerror(errno)))") }
     guard info.st_mode & S_IFMT == S_IFREG else {
-        return failure("cannot read \(path): not a regular file (\(fileKind(info.st_mode))); rules are read from regular files only")
+        return failure("cannot read \(path): not a regular file (\(fileKind(info.st_mode))); \(kind.plural) are read from regular files only")
     }
     guard Int(info.st_size) <= limit else {
-        return failure("cannot read \(path): \(info.st_size) bytes, more than the \(limit) a rules file may hold (the memory cap)")
+        return failure("cannot read \(path): \(info.st_size) bytes, more than the \(limit) \(kind.mayHold)")
     }
     var bytes: [UInt8] = []
     bytes.reserveCapacity(Int(info.st_size))
@@ -82,7 +83,29 @@ func readRulesFile(_ path: String, limit: Int?) -> Result<[UInt8], ScriptError> 
         if count == 0 { return .success(bytes) }
         bytes.append(contentsOf: buffer[..<count])
         if bytes.count > limit {
-            return failure("cannot read \(path): it grew past the \(limit) bytes a rules file may hold (the memory cap)")
+            return failure("cannot read \(path): it grew past the \(limit) bytes \(kind.mayHold)")
+        }
+    }
+}
+
+/// What `readRulesFile` reads, as its messages name it.
+enum ReadFileKind {
+    case rules, bundle, key
+
+    var plural: String {
+        switch self {
+        case .rules: "rules"
+        case .bundle: "bundles"
+        case .key: "keys"
+        }
+    }
+
+    /// The limit's phrase: "a rules file may hold (the memory cap)".
+    var mayHold: String {
+        switch self {
+        case .rules: "a rules file may hold (the memory cap)"
+        case .bundle: "a bundle may hold"
+        case .key: "a key file may hold"
         }
     }
 }

@@ -55,7 +55,7 @@ extension RuleBundle {
         if stat(path, &status) == 0, Int(status.st_size) > maxBytes {
             throw Refusal.oversized(what: "the bundle", size: Int(status.st_size), limit: maxBytes)
         }
-        let bytes = try readRulesFile(path, limit: maxBytes).get()
+        let bytes = try readRulesFile(path, limit: maxBytes, kind: .bundle).get()
         try self.init(bytes: bytes, publicKey: publicKey, maxBytes: maxBytes)
     }
 
@@ -86,6 +86,6 @@ extension RuleBundle {
 
     /// A small text file (a key), read whole: at most `limit` bytes.
     package static func readSmallFile(_ path: String, limit: Int = 4096) -> Result<[UInt8], ScriptError> {
-        readRulesFile(path, limit: limit)
+        readRulesFile(path, limit: limit, kind: .key)
     }
 }
