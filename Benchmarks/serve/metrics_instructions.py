@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Instructions (callgrind, --toggle-collect) of the metrics' registration (MetricSeries' init,
-made once the port is bound) and of N scrapes of /metrics (MetricSeries.text), in a fresh
-`luahier serve RULES --workers 1`, each in a run of its own.
+"""Instructions (callgrind, inclusive) of the metrics' registration (MetricSeries' init, made
+once the port is bound, or at the first scrape) and of N scrapes of /metrics
+(MetricSeries.text, all N), in a fresh `luahier serve RULES --workers 1`.
 
     Benchmarks/serve/metrics_instructions.py LUAHIER RULES N
 
@@ -19,12 +19,13 @@ def free_port():
         return s.getsockname()[1]
 
 
-def instructions(toggle, scrapes):
+def inclusive(scrapes):
+    """Each function's inclusive instructions in one run: start, `scrapes` scrapes, SIGTERM."""
     port = free_port()
     out = tempfile.mktemp(prefix="callgrind.")
     server = subprocess.Popen(
-        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", f"--toggle-collect={toggle}",
-         binary, "serve", rules, "--workers", "1", "--port", str(port)],
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", binary, "serve", rules, "--workers", "1",
+         "--port", str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     # The "serving ... on" line comes after the registration.
     while True:
@@ -36,11 +37,24 @@ def instructions(toggle, scrapes):
     for _ in range(scrapes):
         urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read()
     server.send_signal(signal.SIGTERM)
-    err = server.communicate()[1]
-    if os.path.exists(out):
-        os.unlink(out)
-    return int(re.search(r"refs:\s*([\d,]+)", err).group(1).replace(",", ""))
+    server.communicate()
+    report = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", out],
+                            capture_output=True, text=True).stdout
+    os.unlink(out)
+    costs = {}
+    for line in report.splitlines():
+        match = re.match(r"\s*([\d,]+)\s.*?(\$s\S+)", line)
+        if match:
+            costs[match.group(2)] = max(costs.get(match.group(2), 0), int(match.group(1).replace(",", "")))
+    return costs
 
 
-print("MetricSeries init", instructions("*12MetricSeriesC4pool7printer*tcfc", 0))
-print(f"{scrapes} scrapes", instructions("*12MetricSeriesC4text5ready9shadowing*", scrapes))
+def largest(costs, part):
+    """The largest inclusive cost among the functions whose mangled name holds `part` (an
+    initializer may be inlined into its allocating entry, or specialized)."""
+    return max((cost for name, cost in costs.items() if part in name), default=0)
+
+
+costs = inclusive(scrapes)
+print("MetricSeries init", largest(costs, "12MetricSeriesC4pool7printer"))
+print(f"{scrapes} scrapes", largest(costs, "12MetricSeriesC4text5ready9shadowing"))
