@@ -83,7 +83,10 @@ final class MetricSeries: Sendable {
         for result in ["loaded", "unchanged", "failed"] { reloads(result).increment(by: Int64(0)) }
         for reason in ["client_gone", "client_stalled"] { batchesStopped(reason).increment(by: Int64(0)) }
         for limit in ["time", "instructions", "memory", "batch_time"] { trips(limit).increment(by: Int64(0)) }
-        for type in ["LuaError", "ResponderContractError"] { ruleErrors(type).increment(by: Int64(0)) }
+        // Every label value of a fixed, documented set starts at 0, so that the first of each
+        // shows as an increase; the error types are the host's one list of them.
+        for type in RuleFailures.errorTypes.map(\.type) { recordRuleFailures(type, count: 0) }
+        for (route, _) in RulesServer.routeMethods { _ = latency(route: route) }
         for code in [200, 400, 413, 503] { requests(code: code, method: "POST", route: "/v1/dispatch").increment(by: Int64(0)) }
     }
 

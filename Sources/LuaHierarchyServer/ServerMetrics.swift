@@ -8,14 +8,15 @@ import Synchronization
 ///   (`handled`, `unhandled`, `detached`, `invalid`), batch lines included;
 /// - `luahier_http_requests_total{code,method,route}`: every answer, of every route (`unmatched`
 ///   when none matched, `unparsed` for bytes the HTTP parser refused);
-/// - `luahier_request_duration_seconds{route}`: their latency, a histogram;
+/// - `luahier_request_duration_seconds{route}`: their latency, a histogram, each route's
+///   (`RulesServer.routeMethods`) shown from the start, `unmatched` from its first answer;
 /// - `luahier_evaluation_seconds{kind}`: the time on a state alone (the rules' work: read, run,
 ///   written; no HTTP, no wait for a state), a histogram, for each `request` and each `batch`;
 /// - `luahier_limit_trips_total{limit}`: request lines a limit ended (`time`, `instructions`,
 ///   `memory`), as the engine's budget tripped (never read off an outcome), and batches whose
 ///   time budget ran out (`batch_time`);
 /// - `luahier_rule_errors_total{type}`: request lines whose rules failed, by the error the host
-///   made of it (`RuleFailures`: `LuaError`, `ResponderContractError`, a limit's, ...), whether
+///   made of it (each of `RuleFailures.errorTypes`, shown from the start), whether
 ///   or not a responder caught it: counted apart from `unhandled`, which a rule's own error
 ///   types and unclaimed events also end as, so a bad deploy shows as such;
 /// - `luahier_batches_stopped_total{reason}`: batches stopped early because the client went

@@ -23,7 +23,8 @@ struct MetricsExpositionTests {
     }
 
     /// What the server showed before its series were registered lazily (the build that
-    /// registered them at start, `serve --workers 1`, its first `GET /metrics`), normalized.
+    /// registered them at start, `serve --workers 1`, its first `GET /metrics`), normalized,
+    /// with the zero series of each rule error type and of each route's latency beside them.
     static let zeroState = #"""
         # HELP luahier_batches_stopped_total Batches stopped before their last line: the client went away, or left the answers unread too long.
         # HELP luahier_build_info The build: its version and Lua's (always 1).
@@ -39,6 +40,7 @@ struct MetricsExpositionTests {
         # HELP luahier_ready 1 while /readyz answers 200: not draining, not overloaded.
         # HELP luahier_reload_failing 1 while the last reload failed (the running revision answers).
         # HELP luahier_reloads_total Reloads, by result.
+        # HELP luahier_request_duration_seconds Time to answer a request, head read to last byte written, by route.
         # HELP luahier_revision The number of the revision answering.
         # HELP luahier_revision_info The running revision's content hash (always 1).
         # HELP luahier_rule_errors_total Request lines whose rules failed, by the error the host made of it.
@@ -67,6 +69,7 @@ struct MetricsExpositionTests {
         # TYPE luahier_ready gauge
         # TYPE luahier_reload_failing gauge
         # TYPE luahier_reloads_total counter
+        # TYPE luahier_request_duration_seconds histogram
         # TYPE luahier_revision gauge
         # TYPE luahier_revision_info gauge
         # TYPE luahier_rule_errors_total counter
@@ -154,10 +157,188 @@ struct MetricsExpositionTests {
         luahier_reloads_total{result="failed"} 0
         luahier_reloads_total{result="loaded"} 0
         luahier_reloads_total{result="unchanged"} 0
+        luahier_request_duration_seconds_bucket{route="/healthz",le="+Inf"} 0
+        luahier_request_duration_seconds_bucket{route="/healthz",le="0.0001"} 0
+        luahier_request_duration_seconds_bucket{route="/healthz",le="0.00025"} 0
+        luahier_request_duration_seconds_bucket{route="/healthz",le="0.0005"} 0
+        luahier_request_duration_seconds_bucket{route="/healthz",le="0.001"} 0
+        luahier_request_duration_seconds_bucket{route="/healthz",le="0.0025"} 0
+        luahier_request_duration_seconds_bucket{route="/healthz",le="0.005"} 0
+        luahier_request_duration_seconds_bucket{route="/healthz",le="0.01"} 0
+        luahier_request_duration_seconds_bucket{route="/healthz",le="0.025"} 0
+        luahier_request_duration_seconds_bucket{route="/healthz",le="0.05"} 0
+        luahier_request_duration_seconds_bucket{route="/healthz",le="0.1"} 0
+        luahier_request_duration_seconds_bucket{route="/healthz",le="0.25"} 0
+        luahier_request_duration_seconds_bucket{route="/healthz",le="0.5"} 0
+        luahier_request_duration_seconds_bucket{route="/healthz",le="1.0"} 0
+        luahier_request_duration_seconds_bucket{route="/healthz",le="10.0"} 0
+        luahier_request_duration_seconds_bucket{route="/healthz",le="2.5"} 0
+        luahier_request_duration_seconds_bucket{route="/healthz",le="5.0"} 0
+        luahier_request_duration_seconds_bucket{route="/livez",le="+Inf"} 0
+        luahier_request_duration_seconds_bucket{route="/livez",le="0.0001"} 0
+        luahier_request_duration_seconds_bucket{route="/livez",le="0.00025"} 0
+        luahier_request_duration_seconds_bucket{route="/livez",le="0.0005"} 0
+        luahier_request_duration_seconds_bucket{route="/livez",le="0.001"} 0
+        luahier_request_duration_seconds_bucket{route="/livez",le="0.0025"} 0
+        luahier_request_duration_seconds_bucket{route="/livez",le="0.005"} 0
+        luahier_request_duration_seconds_bucket{route="/livez",le="0.01"} 0
+        luahier_request_duration_seconds_bucket{route="/livez",le="0.025"} 0
+        luahier_request_duration_seconds_bucket{route="/livez",le="0.05"} 0
+        luahier_request_duration_seconds_bucket{route="/livez",le="0.1"} 0
+        luahier_request_duration_seconds_bucket{route="/livez",le="0.25"} 0
+        luahier_request_duration_seconds_bucket{route="/livez",le="0.5"} 0
+        luahier_request_duration_seconds_bucket{route="/livez",le="1.0"} 0
+        luahier_request_duration_seconds_bucket{route="/livez",le="10.0"} 0
+        luahier_request_duration_seconds_bucket{route="/livez",le="2.5"} 0
+        luahier_request_duration_seconds_bucket{route="/livez",le="5.0"} 0
+        luahier_request_duration_seconds_bucket{route="/metrics",le="+Inf"} 0
+        luahier_request_duration_seconds_bucket{route="/metrics",le="0.0001"} 0
+        luahier_request_duration_seconds_bucket{route="/metrics",le="0.00025"} 0
+        luahier_request_duration_seconds_bucket{route="/metrics",le="0.0005"} 0
+        luahier_request_duration_seconds_bucket{route="/metrics",le="0.001"} 0
+        luahier_request_duration_seconds_bucket{route="/metrics",le="0.0025"} 0
+        luahier_request_duration_seconds_bucket{route="/metrics",le="0.005"} 0
+        luahier_request_duration_seconds_bucket{route="/metrics",le="0.01"} 0
+        luahier_request_duration_seconds_bucket{route="/metrics",le="0.025"} 0
+        luahier_request_duration_seconds_bucket{route="/metrics",le="0.05"} 0
+        luahier_request_duration_seconds_bucket{route="/metrics",le="0.1"} 0
+        luahier_request_duration_seconds_bucket{route="/metrics",le="0.25"} 0
+        luahier_request_duration_seconds_bucket{route="/metrics",le="0.5"} 0
+        luahier_request_duration_seconds_bucket{route="/metrics",le="1.0"} 0
+        luahier_request_duration_seconds_bucket{route="/metrics",le="10.0"} 0
+        luahier_request_duration_seconds_bucket{route="/metrics",le="2.5"} 0
+        luahier_request_duration_seconds_bucket{route="/metrics",le="5.0"} 0
+        luahier_request_duration_seconds_bucket{route="/openapi.json",le="+Inf"} 0
+        luahier_request_duration_seconds_bucket{route="/openapi.json",le="0.0001"} 0
+        luahier_request_duration_seconds_bucket{route="/openapi.json",le="0.00025"} 0
+        luahier_request_duration_seconds_bucket{route="/openapi.json",le="0.0005"} 0
+        luahier_request_duration_seconds_bucket{route="/openapi.json",le="0.001"} 0
+        luahier_request_duration_seconds_bucket{route="/openapi.json",le="0.0025"} 0
+        luahier_request_duration_seconds_bucket{route="/openapi.json",le="0.005"} 0
+        luahier_request_duration_seconds_bucket{route="/openapi.json",le="0.01"} 0
+        luahier_request_duration_seconds_bucket{route="/openapi.json",le="0.025"} 0
+        luahier_request_duration_seconds_bucket{route="/openapi.json",le="0.05"} 0
+        luahier_request_duration_seconds_bucket{route="/openapi.json",le="0.1"} 0
+        luahier_request_duration_seconds_bucket{route="/openapi.json",le="0.25"} 0
+        luahier_request_duration_seconds_bucket{route="/openapi.json",le="0.5"} 0
+        luahier_request_duration_seconds_bucket{route="/openapi.json",le="1.0"} 0
+        luahier_request_duration_seconds_bucket{route="/openapi.json",le="10.0"} 0
+        luahier_request_duration_seconds_bucket{route="/openapi.json",le="2.5"} 0
+        luahier_request_duration_seconds_bucket{route="/openapi.json",le="5.0"} 0
+        luahier_request_duration_seconds_bucket{route="/readyz",le="+Inf"} 0
+        luahier_request_duration_seconds_bucket{route="/readyz",le="0.0001"} 0
+        luahier_request_duration_seconds_bucket{route="/readyz",le="0.00025"} 0
+        luahier_request_duration_seconds_bucket{route="/readyz",le="0.0005"} 0
+        luahier_request_duration_seconds_bucket{route="/readyz",le="0.001"} 0
+        luahier_request_duration_seconds_bucket{route="/readyz",le="0.0025"} 0
+        luahier_request_duration_seconds_bucket{route="/readyz",le="0.005"} 0
+        luahier_request_duration_seconds_bucket{route="/readyz",le="0.01"} 0
+        luahier_request_duration_seconds_bucket{route="/readyz",le="0.025"} 0
+        luahier_request_duration_seconds_bucket{route="/readyz",le="0.05"} 0
+        luahier_request_duration_seconds_bucket{route="/readyz",le="0.1"} 0
+        luahier_request_duration_seconds_bucket{route="/readyz",le="0.25"} 0
+        luahier_request_duration_seconds_bucket{route="/readyz",le="0.5"} 0
+        luahier_request_duration_seconds_bucket{route="/readyz",le="1.0"} 0
+        luahier_request_duration_seconds_bucket{route="/readyz",le="10.0"} 0
+        luahier_request_duration_seconds_bucket{route="/readyz",le="2.5"} 0
+        luahier_request_duration_seconds_bucket{route="/readyz",le="5.0"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/dispatch",le="+Inf"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/dispatch",le="0.0001"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/dispatch",le="0.00025"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/dispatch",le="0.0005"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/dispatch",le="0.001"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/dispatch",le="0.0025"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/dispatch",le="0.005"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/dispatch",le="0.01"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/dispatch",le="0.025"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/dispatch",le="0.05"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/dispatch",le="0.1"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/dispatch",le="0.25"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/dispatch",le="0.5"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/dispatch",le="1.0"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/dispatch",le="10.0"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/dispatch",le="2.5"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/dispatch",le="5.0"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/reload",le="+Inf"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/reload",le="0.0001"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/reload",le="0.00025"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/reload",le="0.0005"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/reload",le="0.001"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/reload",le="0.0025"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/reload",le="0.005"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/reload",le="0.01"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/reload",le="0.025"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/reload",le="0.05"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/reload",le="0.1"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/reload",le="0.25"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/reload",le="0.5"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/reload",le="1.0"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/reload",le="10.0"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/reload",le="2.5"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/reload",le="5.0"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/required-revision",le="+Inf"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/required-revision",le="0.0001"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/required-revision",le="0.00025"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/required-revision",le="0.0005"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/required-revision",le="0.001"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/required-revision",le="0.0025"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/required-revision",le="0.005"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/required-revision",le="0.01"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/required-revision",le="0.025"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/required-revision",le="0.05"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/required-revision",le="0.1"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/required-revision",le="0.25"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/required-revision",le="0.5"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/required-revision",le="1.0"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/required-revision",le="10.0"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/required-revision",le="2.5"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/required-revision",le="5.0"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/shadow",le="+Inf"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/shadow",le="0.0001"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/shadow",le="0.00025"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/shadow",le="0.0005"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/shadow",le="0.001"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/shadow",le="0.0025"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/shadow",le="0.005"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/shadow",le="0.01"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/shadow",le="0.025"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/shadow",le="0.05"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/shadow",le="0.1"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/shadow",le="0.25"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/shadow",le="0.5"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/shadow",le="1.0"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/shadow",le="10.0"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/shadow",le="2.5"} 0
+        luahier_request_duration_seconds_bucket{route="/v1/shadow",le="5.0"} 0
+        luahier_request_duration_seconds_count{route="/healthz"} 0
+        luahier_request_duration_seconds_count{route="/livez"} 0
+        luahier_request_duration_seconds_count{route="/metrics"} 0
+        luahier_request_duration_seconds_count{route="/openapi.json"} 0
+        luahier_request_duration_seconds_count{route="/readyz"} 0
+        luahier_request_duration_seconds_count{route="/v1/dispatch"} 0
+        luahier_request_duration_seconds_count{route="/v1/reload"} 0
+        luahier_request_duration_seconds_count{route="/v1/required-revision"} 0
+        luahier_request_duration_seconds_count{route="/v1/shadow"} 0
+        luahier_request_duration_seconds_sum{route="/healthz"} 0.0
+        luahier_request_duration_seconds_sum{route="/livez"} 0.0
+        luahier_request_duration_seconds_sum{route="/metrics"} 0.0
+        luahier_request_duration_seconds_sum{route="/openapi.json"} 0.0
+        luahier_request_duration_seconds_sum{route="/readyz"} 0.0
+        luahier_request_duration_seconds_sum{route="/v1/dispatch"} 0.0
+        luahier_request_duration_seconds_sum{route="/v1/reload"} 0.0
+        luahier_request_duration_seconds_sum{route="/v1/required-revision"} 0.0
+        luahier_request_duration_seconds_sum{route="/v1/shadow"} 0.0
         luahier_revision 1.0
         luahier_revision_info{hash=HASH} 1.0
+        luahier_rule_errors_total{type="DispatchDepthExceeded"} 0
+        luahier_rule_errors_total{type="HostError"} 0
+        luahier_rule_errors_total{type="InstructionLimitExceeded"} 0
         luahier_rule_errors_total{type="LuaError"} 0
+        luahier_rule_errors_total{type="MemoryError"} 0
+        luahier_rule_errors_total{type="MemoryLimitExceeded"} 0
+        luahier_rule_errors_total{type="PayloadError"} 0
         luahier_rule_errors_total{type="ResponderContractError"} 0
+        luahier_rule_errors_total{type="TimeLimitExceeded"} 0
         luahier_shadow_active 0.0
         luahier_shadow_differences_total{field="by"} 0
         luahier_shadow_differences_total{field="kind"} 0
@@ -183,6 +364,25 @@ struct MetricsExpositionTests {
         try await server.application().test(.router) { client in
             let text = try await RouteTests.metrics(client)
             #expect(Self.normalized(text) == Self.zeroState.split(separator: "\n").map(String.init), "\(text)")
+        }
+    }
+
+    /// A label whose values are a fixed, documented set shows each at 0 before it first
+    /// counts, so that its first increase shows: each of the host's error types, and each
+    /// route's latency.
+    @Test func everyRuleErrorTypeAndEveryRouteShowBeforeTheirFirstCount() async throws {
+        let (server, _) = try RouteTests.server()
+        try await server.application().test(.router) { client in
+            let text = try await RouteTests.metrics(client)
+            for type in RuleFailures.errorTypes.map(\.type) {
+                #expect(text.contains(#"luahier_rule_errors_total{type="\#(type)"} 0"#), "\(type)")
+            }
+            for (route, _) in RulesServer.routeMethods {
+                #expect(text.contains(#"luahier_request_duration_seconds_count{route="\#(route)"} 0"#), "\(route)")
+            }
+            // The scrape itself is counted once it is answered: the next one shows it.
+            let again = try await RouteTests.metrics(client)
+            #expect(again.contains(#"luahier_request_duration_seconds_count{route="/metrics"} 1"#))
         }
     }
 
