@@ -16,6 +16,9 @@ struct BundlePollerTests {
     /// What the bundle server publishes, and what it saw.
     final class Published: Sendable {
         let state = Mutex<(bytes: [UInt8], etag: String, requests: Int, conditional: Int)>(([], "\"0\"", 0, 0))
+        /// A body with nothing published stalls until the test ends the stall: on an event,
+        /// not after a time that a loaded machine's poll timeout might outlast.
+        let stall = AsyncStream<Void>.makeStream()
 
         func publish(_ bytes: [UInt8]) {
             state.withLock { state in
@@ -41,7 +44,7 @@ struct BundlePollerTests {
                 // Nothing published: a body that starts and stalls (past the poller's timeout).
                 return Response(status: .ok, body: .init { writer in
                     try await writer.write(ByteBuffer(string: "LHBUNDLE"))
-                    try? await Task.sleep(for: .seconds(3))
+                    for await _ in published.stall.stream {}
                     try await writer.finish(nil)
                 })
             }
@@ -117,7 +120,9 @@ struct BundlePollerTests {
     @Test func aBodyThatStallsEndsThePollAtTheTimeout() async throws {
         let keys = RuleBundle.makeKeyPair()
         let pool = try RulesPool(options: .init(bundle: try Self.bundle(1, signedWith: keys.privateKey)))
-        try await Self.bundleServer(Published()).test(.live) { client in
+        let published = Published()
+        try await Self.bundleServer(published).test(.live) { client in
+            defer { published.stall.continuation.finish() }
             var source = RulesServer.BundleSource(url: "http://127.0.0.1:\(try #require(client.port))/rules.bundle", publicKey: keys.publicKey)
             source.timeout = 0.3
             let poller = BundlePoller(options: source, pool: pool, logger: Logger(label: "test")) { _, _ in }
