@@ -247,3 +247,145 @@ import Testing
         ])
     }
 }
+
+/// What `ValueDecoder` answers at the edges: keys that read as one, numbers too large for the
+/// type, reading past the end, nesting without end.
+@Suite struct DecoderEdgeTests {
+    /// The keys its keyed container lists, in the order listed.
+    struct ListedKeys: Decodable {
+        let keys: [String]
+        init(from decoder: any Decoder) throws {
+            keys = try decoder.container(keyedBy: ValueCodingKey.self).allKeys.map(\.stringValue)
+        }
+    }
+
+    @Test func keysThatReadAsOneGiveTheSameAnswerOnEveryRun() throws {
+        let spellings: Value = ["1": "a", "01": "b", "+1": "c", "001": "d", "x": "e", "é": "f", "Z": "g"]
+        // Listed by their UTF-8 bytes, whatever the map's order in this process.
+        #expect(try spellings.decoded(as: ListedKeys.self).keys == ["+1", "001", "01", "1", "Z", "x", "é"])
+        #expect(try KeptContainers().decode(ListedKeys.self, from: spellings).keys == ["+1", "001", "01", "1", "Z", "x", "é"])
+        // A dictionary keeps the last of the keys that read as one: the plain spelling.
+        let numbered: Value = ["1": "a", "01": "b", "+1": "c", "001": "d", "2": "e"]
+        #expect(try numbered.decoded(as: [Int: String].self) == [1: "a", 2: "e"])
+        #expect(try Value.map(["m": numbered]).decoded(as: [String: [Int: String]].self) == ["m": [1: "a", 2: "e"]])
+        #expect(try Value.map(["01": "b", "+1": "c"]).decoded(as: [Int: String].self) == [1: "b"])
+    }
+
+    struct Ratio: Decodable, Equatable {
+        let ratio: Float
+        let spare: Float?
+    }
+
+    /// The path and description of a `typeMismatch`, or nil for any other answer.
+    private func mismatch<T: Decodable>(_ type: T.Type, _ value: Value) -> (path: [String], description: String)? {
+        guard case .failure(DecodingError.typeMismatch(_, let context)) = Result(catching: { try value.decoded(as: type) }) else {
+            return nil
+        }
+        return (context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }, context.debugDescription)
+    }
+
+    @Test func aFiniteNumberTooLargeForAFloatIsAMismatch() throws {
+        let tooLarge = mismatch(Ratio.self, ["ratio": 1e300])
+        #expect(tooLarge?.path == ["ratio"] && tooLarge?.description == "1e+300 does not fit in Float")
+        #expect(mismatch(Ratio.self, ["ratio": 1, "spare": -1e39])?.path == ["spare"])
+        #expect(mismatch([Float].self, [1, 1e300])?.path == ["1"])
+        #expect(mismatch(Float.self, 1e300)?.path == [])
+        // What fits reads as before, rounded; infinity and NaN given as such stay what they are.
+        let largest = Double(Float.greatestFiniteMagnitude)
+        #expect(try Value.map(["ratio": .double(largest), "spare": .int(Int64.max)]).decoded(as: Ratio.self)
+            == Ratio(ratio: .greatestFiniteMagnitude, spare: Float(Int64.max)))
+        #expect(try Value.double(-.infinity).decoded(as: Float.self) == -.infinity)
+        #expect(try Value.map(["ratio": .double(.infinity)]).decoded(as: Ratio.self).ratio == .infinity)
+        #expect(try Value.double(.nan).decoded(as: Float.self).isNaN)
+        #expect(try Value.double(1e300).decoded(as: Double.self) == 1e300)
+    }
+
+    /// Reads a `T` more than its array holds.
+    struct PastTheEnd<T: Decodable>: Decodable {
+        init(from decoder: any Decoder) throws {
+            var items = try decoder.unkeyedContainer()
+            while !items.isAtEnd { _ = try items.decode(T.self) }
+            _ = try items.decode(T.self)
+        }
+    }
+
+    @Test func readingPastTheEndNamesTheTypeAskedFor() throws {
+        func missing<T: Decodable>(_ type: T.Type, in value: Value) -> (type: Any.Type, path: Int)? {
+            guard case .failure(DecodingError.valueNotFound(let missing, let context)) = Result(catching: {
+                try value.decoded(as: PastTheEnd<T>.self)
+            }) else { return nil }
+            return (missing, context.codingPath.count)
+        }
+        #expect(missing(Int.self, in: [1, 2])?.type == Int.self)
+        #expect(missing(String.self, in: [])?.type == String.self)
+        #expect(missing(Ratio.self, in: [["ratio": 1]])?.type == Ratio.self)
+        #expect(missing([Int].self, in: [[1]])?.type == [Int].self)
+        #expect(missing(Value.self, in: [1])?.type == Value.self)
+        #expect(missing(Int.self, in: [1])?.path == 0)
+    }
+
+    /// A list of lists, as deep as the value is.
+    struct Nest: Decodable {
+        let depth: Int
+        init(from decoder: any Decoder) throws {
+            var items = try decoder.unkeyedContainer()
+            depth = items.isAtEnd ? 0 : try items.decode(Nest.self).depth + 1
+        }
+    }
+
+    /// A map holding the next, as deep as the value is, with a number at the bottom.
+    final class Chain: Decodable {
+        let next: Chain?
+        let n: Int?
+    }
+
+    /// `tables` maps, each in the one before, the innermost holding `n`.
+    private func chain(_ tables: Int) -> Value {
+        var value: Value = ["n": 1]
+        for _ in 1..<tables { value = ["next": value] }
+        return value
+    }
+
+    /// `innermost` inside `levels` arrays.
+    private func nested(_ levels: Int, around innermost: Value = []) -> Value {
+        var value = innermost
+        for _ in 0..<levels { value = [value] }
+        return value
+    }
+
+    @Test func nestingIsBoundedByThePayloadDepth() throws {
+        let limit = ValueDecoder.depthLimit
+        #expect(limit == LuaHost.maxPayloadDepth)
+        // As deep as the limit reads; one more is refused at the key that goes too deep.
+        #expect(try nested(limit).decoded(as: Nest.self).depth == limit)
+        for value in [nested(limit + 1), nested(30_000)] {
+            #expect {
+                try value.decoded(as: Nest.self)
+            } throws: { error in
+                guard case DecodingError.dataCorrupted(let context) = error else { return false }
+                return context.codingPath.count == limit + 1 && context.codingPath.allSatisfy { $0.intValue == 0 }
+                    && context.debugDescription == "values nested deeper than \(limit)"
+            }
+        }
+        // Maps count as arrays do: the deepest value Lua hands over (200 tables, a number in the
+        // innermost) decodes, in a typed responder's kept container too.
+        var decoded = try KeptContainers().decode(Chain.self, from: chain(limit))
+        var tables = 1
+        while let next = decoded.next {
+            decoded = next
+            tables += 1
+        }
+        #expect(tables == limit && decoded.n == 1)
+        // The limit is on maps and arrays (a number is read in place): the innermost of 201 maps
+        // is 200 keys deep, of 202, 201.
+        #expect(try chain(limit + 1).decoded(as: Chain.self).next != nil)
+        #expect {
+            try chain(limit + 2).decoded(as: Chain.self)
+        } throws: { error in
+            guard case DecodingError.dataCorrupted(let context) = error else { return false }
+            return context.codingPath.count == limit + 1 && context.codingPath.allSatisfy { $0.stringValue == "next" }
+        }
+        // Values themselves are taken as they are, however deep.
+        #expect(try nested(30_000).decoded(as: [Value].self).count == 1)
+    }
+}

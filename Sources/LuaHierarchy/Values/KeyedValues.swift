@@ -18,7 +18,13 @@ class KeyedFields {
 /// without copying its fields, and a kept one is pointed at the next map's fields.
 final class KeyedValues<Key: CodingKey>: KeyedFields, KeyedDecodingContainerProtocol {
     var codingPath: [any CodingKey] { CodingPathLink.path(to: link) }
-    var allKeys: [Key] { fields.keys.compactMap { Key(stringValue: $0) } }
+    /// Sorted by their UTF-8 bytes, not in the map's own order, which differs from process to
+    /// process: keys that read as the same key of the type decoded (`"1"` and `"01"` as an
+    /// `Int`) come in one order on every run. (Sorted only here: a type's own fields are
+    /// looked up by key.)
+    var allKeys: [Key] {
+        fields.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.compactMap { Key(stringValue: $0) }
+    }
 
     func contains(_ key: Key) -> Bool { ValueDecoding.field(key.stringValue, of: fields) != nil }
 
@@ -65,7 +71,7 @@ final class KeyedValues<Key: CodingKey>: KeyedFields, KeyedDecodingContainerProt
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try read(type, key) { $0.boolValue } }
     func decode(_ type: String.Type, forKey key: Key) throws -> String { try read(type, key) { $0.stringValue } }
     func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try read(type, key) { $0.doubleValue } }
-    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { Float(try read(Double.self, key) { $0.doubleValue }) }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try read(type, key) { $0.decodedFloat } }
     func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try read(type, key) { $0.decodedInteger(type) } }
     func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try read(type, key) { $0.decodedInteger(type) } }
     func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try read(type, key) { $0.decodedInteger(type) } }
@@ -84,9 +90,7 @@ final class KeyedValues<Key: CodingKey>: KeyedFields, KeyedDecodingContainerProt
     func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try readIfPresent(type, key) { $0.boolValue } }
     func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try readIfPresent(type, key) { $0.stringValue } }
     func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try readIfPresent(type, key) { $0.doubleValue } }
-    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? {
-        try readIfPresent(Double.self, key) { $0.doubleValue }.map(Float.init)
-    }
+    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? { try readIfPresent(type, key) { $0.decodedFloat } }
     func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try readIfPresent(type, key) { $0.decodedInteger(type) } }
     func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try readIfPresent(type, key) { $0.decodedInteger(type) } }
     func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try readIfPresent(type, key) { $0.decodedInteger(type) } }
@@ -104,8 +108,8 @@ final class KeyedValues<Key: CodingKey>: KeyedFields, KeyedDecodingContainerProt
     }
 
     /// A decoder of the field at `key` (nil when it is missing).
-    private func fieldDecoder(_ key: Key) -> ValueDecoding {
-        ValueDecoding(value: ValueDecoding.field(key.stringValue, of: fields) ?? .null, link: CodingPathLink(link, key))
+    private func fieldDecoder(_ key: Key) throws -> ValueDecoding {
+        ValueDecoding(value: ValueDecoding.field(key.stringValue, of: fields) ?? .null, link: try CodingPathLink.nested(in: link, key))
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
@@ -116,7 +120,7 @@ final class KeyedValues<Key: CodingKey>: KeyedFields, KeyedDecodingContainerProt
 
     func superDecoder() throws -> any Decoder { ValueDecoding(value: .map(fields), link: link) }
 
-    func superDecoder(forKey key: Key) throws -> any Decoder { fieldDecoder(key) }
+    func superDecoder(forKey key: Key) throws -> any Decoder { try fieldDecoder(key) }
 }
 
 /// The keyed containers one dispatch engine's typed responders decode the maps they are

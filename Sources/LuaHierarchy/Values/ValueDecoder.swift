@@ -4,8 +4,25 @@
 ///
 /// Numbers read as Lua's rules read them: an integer field takes `500.0` (a double with an
 /// exact integer value), a floating-point field takes `500`. A missing key is `nil` for an
-/// optional and a `DecodingError.keyNotFound` otherwise; `.null` reads as nil.
+/// optional and a `DecodingError.keyNotFound` otherwise; `.null` reads as nil. A number out of
+/// the range of the type asked for is a `DecodingError.typeMismatch`, a finite double too large
+/// for a `Float` included (infinity and NaN given as such read as themselves).
+///
+/// A map's keys (`allKeys`, which a `Dictionary` and any type that iterates its keys reads)
+/// come sorted by their UTF-8 bytes, so that keys that read as the same key of the type decoded
+/// (`"1"`, `"01"` and `"+1"` as an `Int`) give the same answer on every run: a `Dictionary`
+/// keeps the last, here the plain spelling `"1"` when there is one.
+///
+/// An array or a map (or any value of a type other than the plain ones, which are read in
+/// place) more than `depthLimit` keys inside the one decoded is a `DecodingError.dataCorrupted`
+/// at the key that goes too deep: a recursive type does not overflow the stack.
 public struct ValueDecoder: Sendable {
+    /// How deep a decoding goes: the bound the Lua-to-Swift copy puts on tables
+    /// (`LuaHost.maxPayloadDepth`, which a test holds equal to this: Values uses no other
+    /// folder), so that every value the rules make decodes, while a value an embedder builds
+    /// deeper does not recurse without end.
+    public static let depthLimit = 200
+
     /// A decoder; it has no options.
     public init() {}
 
@@ -40,14 +57,29 @@ struct ValueCodingKey: CodingKey {
 
 /// The keys that lead to the value being decoded, innermost first, as links: a nested value
 /// costs one small link, and the array `codingPath` is made only when something reads it (an
-/// error, a type that asks).
+/// error, a type that asks). Each link knows its depth, which bounds the decoding's recursion.
 final class CodingPathLink {
     let parent: CodingPathLink?
     let key: any CodingKey
+    /// How many keys lead here, this one included.
+    let depth: Int
 
-    init(_ parent: CodingPathLink?, _ key: any CodingKey) {
+    private init(_ parent: CodingPathLink?, _ key: any CodingKey, depth: Int) {
         self.parent = parent
         self.key = key
+        self.depth = depth
+    }
+
+    /// The link of `key` inside `parent`, or the error of a value nested deeper than
+    /// `ValueDecoder.depthLimit`.
+    static func nested(in parent: CodingPathLink?, _ key: any CodingKey) throws -> CodingPathLink {
+        let depth = (parent?.depth ?? 0) + 1
+        guard depth <= ValueDecoder.depthLimit else {
+            throw DecodingError.dataCorrupted(.init(
+                codingPath: path(to: parent) + [key],
+                debugDescription: "values nested deeper than \(ValueDecoder.depthLimit)"))
+        }
+        return CodingPathLink(parent, key, depth: depth)
     }
 
     /// The keys from the outermost to `link`'s.
@@ -129,7 +161,7 @@ struct ValueDecoding: Decoder {
     /// `value`, found at `key`, as a `T` (`key` added to the path).
     static func decode<T: Decodable, Key: CodingKey>(_ type: T.Type, from value: Value, at link: CodingPathLink?, _ key: Key) throws -> T {
         if T.self == Value.self { return unsafeBitCast(value, to: T.self) }
-        return try T(from: ValueDecoding(value: value, link: CodingPathLink(link, key)))
+        return try T(from: ValueDecoding(value: value, link: CodingPathLink.nested(in: link, key)))
     }
 }
 
@@ -141,10 +173,19 @@ extension Value {
         return T(exactly: number)
     }
 
+    /// The number, rounded to a `Float`; nil when a finite number is too large for one.
+    var decodedFloat: Float? {
+        guard let number = doubleValue else { return nil }
+        let rounded = Float(number)
+        return rounded.isInfinite && number.isFinite ? nil : rounded
+    }
+
     func mismatch(_ type: Any.Type, at link: CodingPathLink?, _ key: (any CodingKey)?) -> DecodingError {
         var path = CodingPathLink.path(to: link)
         if let key { path.append(key) }
-        return .typeMismatch(type, .init(codingPath: path, debugDescription: "expected \(type), found \(self)"))
+        let description = type == Float.self && doubleValue != nil
+            ? "\(self) does not fit in Float" : "expected \(type), found \(self)"
+        return .typeMismatch(type, .init(codingPath: path, debugDescription: description))
     }
 }
 
@@ -161,19 +202,23 @@ private struct UnkeyedValues: UnkeyedDecodingContainer {
         self.link = link
     }
 
-    private mutating func next() throws -> ValueDecoding {
-        guard !isAtEnd else {
-            throw DecodingError.valueNotFound(Value.self, .init(codingPath: codingPath, debugDescription: "no item \(currentIndex)"))
-        }
-        defer { currentIndex += 1 }
-        return ValueDecoding(value: items[currentIndex], link: CodingPathLink(link, ValueCodingKey(intValue: currentIndex)))
+    /// A decoder of the next item, read as a `type`.
+    private mutating func next(_ type: Any.Type) throws -> ValueDecoding {
+        guard !isAtEnd else { throw atEnd(type) }
+        let decoder = ValueDecoding(
+            value: items[currentIndex], link: try CodingPathLink.nested(in: link, ValueCodingKey(intValue: currentIndex)))
+        currentIndex += 1
+        return decoder
+    }
+
+    /// The error of reading a `type` past the last item: it names the type asked for.
+    private func atEnd(_ type: Any.Type) -> DecodingError {
+        .valueNotFound(type, .init(codingPath: codingPath, debugDescription: "no item \(currentIndex)"))
     }
 
     /// The next item read as a plain type, or the mismatch (the index stays where it was).
     private mutating func nextRead<T>(_ type: T.Type, _ reading: (Value) -> T?) throws -> T {
-        guard !isAtEnd else {
-            throw DecodingError.valueNotFound(Value.self, .init(codingPath: codingPath, debugDescription: "no item \(currentIndex)"))
-        }
+        guard !isAtEnd else { throw atEnd(type) }
         let item = items[currentIndex]
         guard let read = reading(item) else { throw item.mismatch(type, at: link, ValueCodingKey(intValue: currentIndex)) }
         currentIndex += 1
@@ -197,16 +242,18 @@ private struct UnkeyedValues: UnkeyedDecodingContainer {
             defer { currentIndex += 1 }
             return unsafeBitCast(items[currentIndex], to: T.self)
         }
-        return try T(from: next())
+        return try T(from: next(type))
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
-        try next().container(keyedBy: type)
+        try next(KeyedDecodingContainer<NestedKey>.self).container(keyedBy: type)
     }
 
-    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer { try next().unkeyedContainer() }
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        try next((any UnkeyedDecodingContainer).self).unkeyedContainer()
+    }
 
-    mutating func superDecoder() throws -> any Decoder { try next() }
+    mutating func superDecoder() throws -> any Decoder { try next((any Decoder).self) }
 }
 
 private struct SingleValue: SingleValueDecodingContainer {
@@ -231,7 +278,10 @@ private struct SingleValue: SingleValueDecodingContainer {
         return number
     }
 
-    func decode(_ type: Float.Type) throws -> Float { Float(try decode(Double.self)) }
+    func decode(_ type: Float.Type) throws -> Float {
+        guard let number = value.decodedFloat else { throw mismatch(type) }
+        return number
+    }
 
     func decode(_ type: Int.Type) throws -> Int { try integer(type) }
     func decode(_ type: Int8.Type) throws -> Int8 { try integer(type) }
