@@ -581,6 +581,22 @@ int luahier_jsonexpectend(luahier_JSONReader *r) {
     return 1;
 }
 
+int luahier_jsonskipvalue(luahier_JSONReader *r) {
+    luahier_jsonbegin(r, 1);
+    for (;;) {
+        switch (luahier_jsonnext(r)) {
+        case LUAHIER_JSON_BEGIN_OBJECT: case LUAHIER_JSON_BEGIN_ARRAY: case LUAHIER_JSON_KEY:
+            continue;
+        case LUAHIER_JSON_NULL: case LUAHIER_JSON_TRUE: case LUAHIER_JSON_FALSE: case LUAHIER_JSON_INTEGER:
+        case LUAHIER_JSON_DOUBLE: case LUAHIER_JSON_STRING: case LUAHIER_JSON_END_OBJECT: case LUAHIER_JSON_END_ARRAY:
+            if (r->depth == 0) return 1;
+            continue;
+        default:
+            return 0;
+        }
+    }
+}
+
 int luahier_jsonmember(luahier_JSONReader *r) {
     switch (r->member_state) {
     case MEMBERS_START:

@@ -362,24 +362,6 @@ static int luahier_tapemembers(lua_State *L, const char *bytes, const uint64_t *
     }
 }
 
-/* Reads past the value at the reader's place, building nothing. 1, or 0 with the reader
- * saying why. */
-static int luahier_skipjson(luahier_JSONReader *r) {
-    luahier_jsonbegin(r, 1);
-    for (;;) {
-        switch (luahier_jsonnext(r)) {
-        case LUAHIER_JSON_BEGIN_OBJECT: case LUAHIER_JSON_BEGIN_ARRAY: case LUAHIER_JSON_KEY:
-            continue;
-        case LUAHIER_JSON_NULL: case LUAHIER_JSON_TRUE: case LUAHIER_JSON_FALSE: case LUAHIER_JSON_INTEGER:
-        case LUAHIER_JSON_DOUBLE: case LUAHIER_JSON_STRING: case LUAHIER_JSON_END_OBJECT: case LUAHIER_JSON_END_ARRAY:
-            if (r->depth == 0) return 1;
-            continue;
-        default:
-            return 0;
-        }
-    }
-}
-
 /* Refuses a request the reader found not JSON: its message at `top + 4`. */
 static int luahier_refusereader(lua_State *L, const luahier_JSONReader *r, int top, luahier_Request *request) {
     luahier_TapeRefusal why;
@@ -395,7 +377,7 @@ static int luahier_directmembers(lua_State *L, luahier_Engine *e, luahier_JSONRe
                                  luahier_Request *request, luahier_Members *m) {
     if (luahier_jsonmember(reader) != LUAHIER_JSON_BEGIN_OBJECT) {
         /* Not an object: still read through, so a text that is not JSON says so first. */
-        if (!luahier_skipjson(reader) || !luahier_jsonexpectend(reader)) return luahier_refusereader(L, reader, top, request);
+        if (!luahier_jsonskipvalue(reader) || !luahier_jsonexpectend(reader)) return luahier_refusereader(L, reader, top, request);
         return luahier_refusedas(L, NULL, top, request, LUAHIER_REFUSE_NOT_OBJECT);
     }
     for (;;) {
@@ -406,14 +388,14 @@ static int luahier_directmembers(lua_State *L, luahier_Engine *e, luahier_JSONRe
         int slot = luahier_requestslot(reader->string, reader->string_length, &member_is_error);
         if (slot == 0) {
             luahier_noteunknown(L, m, top, reader->string, reader->string_length);
-            if (!luahier_skipjson(reader)) return luahier_refusereader(L, reader, top, request);
+            if (!luahier_jsonskipvalue(reader)) return luahier_refusereader(L, reader, top, request);
             continue;
         }
         luahier_jsonskipspace(reader);
         size_t start = reader->index;
         if (slot == 1 && start < reader->length && (reader->bytes[start] == '[' || reader->bytes[start] == '{')) {
             reader->nulls_as_nil = 0;
-            int read = luahier_skipjson(reader);
+            int read = luahier_jsonskipvalue(reader);
             reader->nulls_as_nil = 1;
             if (!read) return luahier_refusereader(L, reader, top, request);
             lua_pushnil(L);

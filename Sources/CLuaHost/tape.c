@@ -104,23 +104,6 @@ static int tape_value(luahier_Tape *t, luahier_JSONReader *r) {
     }
 }
 
-/* Reads past the value at the reader's place, taping nothing: 1, or 0 (the reader says why). */
-static int skip_value(luahier_JSONReader *r) {
-    luahier_jsonbegin(r, 1);
-    for (;;) {
-        switch (luahier_jsonnext(r)) {
-        case LUAHIER_JSON_BEGIN_OBJECT: case LUAHIER_JSON_BEGIN_ARRAY: case LUAHIER_JSON_KEY:
-            continue;
-        case LUAHIER_JSON_NULL: case LUAHIER_JSON_TRUE: case LUAHIER_JSON_FALSE: case LUAHIER_JSON_INTEGER:
-        case LUAHIER_JSON_DOUBLE: case LUAHIER_JSON_STRING: case LUAHIER_JSON_END_OBJECT: case LUAHIER_JSON_END_ARRAY:
-            if (r->depth == 0) return 1;
-            continue;
-        default:
-            return 0;
-        }
-    }
-}
-
 int luahier_requestslot(const char *key, size_t length, int *is_error) {
     if (length == 2 && key[0] == 'i' && key[1] == 'd') return 1;
     if (length == 2 && key[0] == 'a' && key[1] == 't') return 2;
@@ -163,7 +146,7 @@ long luahier_tapeline(luahier_Tape *t, const char *bytes, size_t length, int dep
     put1(t, (uint64_t)depth_limit);
     if (luahier_jsonmember(&reader) != LUAHIER_JSON_BEGIN_OBJECT) {
         /* Not an object: still read through, so a text that is not JSON says so first. */
-        if (!skip_value(&reader) || !luahier_jsonexpectend(&reader)) put_failed(t, &reader);
+        if (!luahier_jsonskipvalue(&reader) || !luahier_jsonexpectend(&reader)) put_failed(t, &reader);
         else put1(t, LUAHIER_TAPE_NOT_OBJECT);
         return finish(t, &reader, start_count);
     }
@@ -182,7 +165,7 @@ long luahier_tapeline(luahier_Tape *t, const char *bytes, size_t length, int dep
         put_string(t, &reader, LUAHIER_TAPE_STRING_AT, LUAHIER_TAPE_STRING_HERE);
         if (slot == 0) {
             /* Read through (its JSON must be good too). */
-            if (!skip_value(&reader)) {
+            if (!luahier_jsonskipvalue(&reader)) {
                 put_failed(t, &reader);
                 return finish(t, &reader, start_count);
             }
@@ -195,7 +178,7 @@ long luahier_tapeline(luahier_Tape *t, const char *bytes, size_t length, int dep
         if (slot == 1 && start < length && (bytes[start] == '[' || bytes[start] == '{')) {
             /* An id given as an array or an object is echoed from its text, nulls and all. */
             reader.nulls_as_nil = 0;
-            int read = skip_value(&reader);
+            int read = luahier_jsonskipvalue(&reader);
             reader.nulls_as_nil = 1;
             if (!read) {
                 put_failed(t, &reader);

@@ -93,6 +93,10 @@ void luahier_jsonbegin(luahier_JSONReader *r, int depth);
  * is `counts[depth - 1]`; after an END, the container's size is `counts[depth]`. */
 int luahier_jsonnext(luahier_JSONReader *r);
 
+/* Reads past the value at the reader's place, building nothing: 1, or 0 with the reader saying
+ * why (a request's member read through, as the direct reading and the tape both do). */
+int luahier_jsonskipvalue(luahier_JSONReader *r);
+
 /* Refuses the text at the reader's place for a reason of its user's (a builder out of room):
  * returns LUAHIER_JSON_FAILED, `message` set. */
 int luahier_jsonfail(luahier_JSONReader *r, const char *message);
