@@ -325,7 +325,7 @@ public final class RulesServer: Sendable {
         let bodyTimeout = TimeAmount.milliseconds(Int64(options.idleTimeout * 1000))
         let metrics = self.metrics
         let http1 = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [ConnectionGuard(bodyTimeout: bodyTimeout) { metrics.recordUnparsed() }, ConnectAnswer()],
+            additionalChannelHandlers: [ConnectionGuard(bodyTimeout: bodyTimeout) { metrics.recordUnparsed() }],
             idleTimeout: .milliseconds(Int64(options.idleTimeout * 1000) + 1000))
         // TLS wraps the same HTTP/1 channel: ConnectionGuard's limits hold for HTTPS too.
         let plain = HTTPServerBuilder.http1(configuration: http1)
