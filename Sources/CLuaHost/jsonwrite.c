@@ -54,8 +54,15 @@ void luahier_jsonshrink(luahier_JSONOut *out, size_t keep) {
     out->size = out->capacity = 0;
 }
 
+/* Room for `length` more bytes: luahier_jsonreserve, its common answer without a call. */
+static inline int luahier_jsonroom(luahier_JSONOut *out, size_t length) {
+    size_t end = out->size + length;
+    if (end <= out->capacity && end <= out->limit && end <= out->progress_at) return 1;
+    return luahier_jsonreserve(out, length);
+}
+
 int luahier_jsonappend(luahier_JSONOut *out, const void *bytes, size_t length) {
-    if (!luahier_jsonreserve(out, length)) return 0;
+    if (!luahier_jsonroom(out, length)) return 0;
     memcpy(out->bytes + out->size, bytes, length);
     out->size += length;
     return 1;
@@ -81,34 +88,69 @@ static uint64_t luahier_specialbytes(uint64_t word) {
             word) & LUAHIER_HIGHS;
 }
 
+/* 1 for the bytes a JSON string holds as they are: printable ASCII but `"` and `\`. */
+static const unsigned char luahier_plainbytes[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    /* 0x80-0xFF: 0, a multi-byte sequence to check */
+};
+
 /* Bytes `s` as a JSON string, in one pass: `"` and `\` escaped, control characters as \n, \r,
  * \t, \b, \f or \u00XX (JSONWriter.writeEscaped's rules), the rest as it is, provided it is
  * well-formed UTF-8 (the JSON reader's test, luahier_utf8prefix). LUAHIER_JSON_WRITTEN, or
- * _CAREFUL (not UTF-8) / _LIMIT with nothing appended. */
+ * _CAREFUL (not UTF-8) / _LIMIT with nothing appended. Plain bytes are copied as they are
+ * checked, a word at a time, then byte by byte: most strings are short, and a call to memcpy
+ * per run would cost more than the copy. */
 static int luahier_jsonstring(luahier_JSONOut *out, const char *text, size_t length) {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *s = (const unsigned char *)text;
     size_t mark = out->size;
     /* Room for the bytes and the quotes; an escape asks for more as it comes. */
-    if (!luahier_jsonreserve(out, length + 2)) return LUAHIER_JSON_LIMIT;
-    out->bytes[out->size++] = '"';
+    if (!luahier_jsonroom(out, length + 2)) return LUAHIER_JSON_LIMIT;
+    char *o = out->bytes + out->size;
+    *o++ = '"';
     size_t i = 0;
-    while (i < length) {
-        /* A plain run, eight bytes at a time. */
-        size_t run = i;
+    for (;;) {
         while (i + 8 <= length) {
             uint64_t word;
             memcpy(&word, s + i, sizeof word);
-            uint64_t special = luahier_specialbytes(word);
-            if (special) {
-                i += (size_t)__builtin_ctzll(special) >> 3;
-                break;
-            }
+            if (luahier_specialbytes(word)) break;
+            memcpy(o, &word, sizeof word);
+            o += 8;
             i += 8;
         }
-        while (i < length && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\') i++;
-        memcpy(out->bytes + out->size, s + run, i - run);
-        out->size += i - run;
+        size_t rest = length - i;
+        if (rest > 0 && rest < 8) {
+            /* The last bytes in one check when they are plain: the last eight of the string
+             * (those before `i` in it are plain too, so already copied as they are), or for
+             * a string of four to seven, its first and last four. */
+            uint64_t word;
+            if (length >= 8) {
+                memcpy(&word, s + length - 8, sizeof word);
+                if (!luahier_specialbytes(word)) {
+                    memcpy(o + rest - 8, &word, sizeof word);
+                    o += rest;
+                    break;
+                }
+            } else if (rest >= 4) {
+                uint32_t head, tail;
+                memcpy(&head, s + i, sizeof head);
+                memcpy(&tail, s + length - 4, sizeof tail);
+                if (!luahier_specialbytes((uint64_t)head | (uint64_t)tail << 32)) {
+                    memcpy(o, &head, sizeof head);
+                    memcpy(o + rest - 4, &tail, sizeof tail);
+                    o += rest;
+                    break;
+                }
+            }
+        }
+        while (i < length && luahier_plainbytes[s[i]]) *o++ = (char)s[i++];
         if (i == length) break;
         unsigned char c = s[i];
         if (c >= 0x80) {
@@ -117,43 +159,58 @@ static int luahier_jsonstring(luahier_JSONOut *out, const char *text, size_t len
             size_t valid = luahier_utf8prefix(s + i, end - i);
             size_t width = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
             if (valid < width) { out->size = mark; return LUAHIER_JSON_CAREFUL; }
-            memcpy(out->bytes + out->size, s + i, width);
-            out->size += width;
+            for (size_t k = 0; k < width; k++) *o++ = (char)s[i + k];
             i += width;
             continue;
         }
         /* An escape: up to six bytes for one. */
+        out->size = (size_t)(o - out->bytes);
         if (!luahier_jsonreserve(out, (length - i) + 6)) { out->size = mark; return LUAHIER_JSON_LIMIT; }
-        char *p = out->bytes + out->size;
-        *p++ = '\\';
+        o = out->bytes + out->size;
+        *o++ = '\\';
         switch (c) {
-        case '"': *p++ = '"'; break;
-        case '\\': *p++ = '\\'; break;
-        case '\n': *p++ = 'n'; break;
-        case '\r': *p++ = 'r'; break;
-        case '\t': *p++ = 't'; break;
-        case '\b': *p++ = 'b'; break;
-        case '\f': *p++ = 'f'; break;
+        case '"': *o++ = '"'; break;
+        case '\\': *o++ = '\\'; break;
+        case '\n': *o++ = 'n'; break;
+        case '\r': *o++ = 'r'; break;
+        case '\t': *o++ = 't'; break;
+        case '\b': *o++ = 'b'; break;
+        case '\f': *o++ = 'f'; break;
         default:
-            *p++ = 'u'; *p++ = '0'; *p++ = '0';
-            *p++ = hex[c >> 4];
-            *p++ = hex[c & 0xF];
+            *o++ = 'u'; *o++ = '0'; *o++ = '0';
+            *o++ = hex[c >> 4];
+            *o++ = hex[c & 0xF];
         }
-        out->size = (size_t)(p - out->bytes);
         i++;
     }
-    out->bytes[out->size++] = '"';
+    *o++ = '"';
+    out->size = (size_t)(o - out->bytes);
     return LUAHIER_JSON_WRITTEN;
 }
 
 static int luahier_jsonvalue(lua_State *L, int index, luahier_JSONOut *out, int depth);
 
-/* A string key of the table being written, and the stack slot of its pair. */
-typedef struct { const char *bytes; size_t length; int slot; } luahier_JSONKey;
+/* A string key of the table being written, the stack slot of its pair, and its first eight
+ * bytes as a big-endian number (zeros past its end), which orders most pairs of keys alone. */
+typedef struct { const char *bytes; size_t length; int slot; uint64_t head; } luahier_JSONKey;
 
-/* Orders keys by their bytes, a prefix first (JSONWriter's order of a map's keys). */
+static uint64_t luahier_keyhead(const char *bytes, size_t length) {
+    uint64_t head = 0;
+    if (length >= 8) {
+        memcpy(&head, bytes, sizeof head);
+        return __builtin_bswap64(head);
+    }
+    for (size_t k = 0; k < 8; k++) head = head << 8 | (k < length ? (unsigned char)bytes[k] : 0);
+    return head;
+}
+
+/* Orders keys by their bytes, a prefix first (JSONWriter's order of a map's keys). Heads that
+ * differ order their keys as the bytes do: where they first differ, both keys have bytes, or
+ * the shorter one ended (a zero) and the longer has a byte above zero there, so the shorter is
+ * its prefix. */
 static int luahier_comparekeys(const void *a, const void *b) {
     const luahier_JSONKey *x = (const luahier_JSONKey *)a, *y = (const luahier_JSONKey *)b;
+    if (x->head != y->head) return x->head < y->head ? -1 : 1;
     size_t common = x->length < y->length ? x->length : y->length;
     int order = memcmp(x->bytes, y->bytes, common);
     if (order != 0) return order;
@@ -236,6 +293,7 @@ static int luahier_jsontable(lua_State *L, int table, luahier_JSONOut *out, int 
     for (int i = 0; i < count; i++) {
         keys[i].slot = base + 1 + 2 * i;
         keys[i].bytes = lua_tolstring(L, keys[i].slot, &keys[i].length);
+        keys[i].head = luahier_keyhead(keys[i].bytes, keys[i].length);
     }
     luahier_sortkeys(keys, count);
     if (!luahier_jsonbyte(out, '{')) result = LUAHIER_JSON_LIMIT;
@@ -250,6 +308,35 @@ static int luahier_jsontable(lua_State *L, int table, luahier_JSONOut *out, int 
     if (keys != small) free(keys);
     lua_settop(L, base);
     return result;
+}
+
+/* `x` written as JSONWriter writes a double (Swift's shortest digits that read back as `x`; in
+ * decimal notation from 0.0001 to past 10^15) when it is a decimal of at most six places
+ * between 0.001 and 2^32 in magnitude: its length, else 0 (the host writes it). The fewest
+ * places that read back give the fewest digits; below 2^32 a double's neighbours are nearer
+ * than 10^-6, so no other decimal of as many places reads back as `x`, and Swift has no
+ * closer one to pick. */
+static size_t luahier_shortdecimal(double x, char *text) {
+    static const double powers[] = { 1, 10, 100, 1e3, 1e4, 1e5, 1e6 };
+    double magnitude = x < 0 ? -x : x;
+    if (!(magnitude >= 0.001 && magnitude < 4294967296.0)) return 0;
+    for (int places = 0; places <= 6; places++) {
+        /* Below 2^32 * 10^6 < 2^53: the digits are exact in a double. */
+        uint64_t digits = (uint64_t)(magnitude * powers[places] + 0.5);
+        if ((double)digits / powers[places] != magnitude) continue;
+        char reversed[24];
+        int count = 0;
+        do { reversed[count++] = (char)('0' + digits % 10); digits /= 10; } while (digits);
+        char *p = text;
+        if (x < 0) *p++ = '-';
+        if (count <= places) *p++ = '0';
+        for (int k = count - 1; k >= places; k--) *p++ = reversed[k];
+        *p++ = '.';
+        if (places == 0) *p++ = '0';
+        for (int k = places - 1; k >= 0; k--) *p++ = k < count ? reversed[k] : '0';
+        return (size_t)(p - text);
+    }
+    return 0;
 }
 
 static int luahier_jsonvalue(lua_State *L, int index, luahier_JSONOut *out, int depth) {
@@ -270,7 +357,13 @@ static int luahier_jsonvalue(lua_State *L, int index, luahier_JSONOut *out, int 
             if (n < 0) *--p = '-';
             return luahier_jsonappend(out, p, (size_t)(end - p)) ? LUAHIER_JSON_WRITTEN : LUAHIER_JSON_LIMIT;
         }
-        return out->writedouble(out, lua_tonumberx(L, index, NULL)) ? LUAHIER_JSON_WRITTEN : LUAHIER_JSON_LIMIT;
+        {
+            double number = lua_tonumberx(L, index, NULL);
+            char text[32];
+            size_t length = luahier_shortdecimal(number, text);
+            int appended = length ? luahier_jsonappend(out, text, length) : out->writedouble(out, number);
+            return appended ? LUAHIER_JSON_WRITTEN : LUAHIER_JSON_LIMIT;
+        }
     case LUA_TSTRING: {
         size_t length;
         const char *s = lua_tolstring(L, index, &length);

@@ -71,6 +71,51 @@ struct JSONWriterTests {
         #expect(f.hierarchy.luaStackTop == 0)
     }
 
+    /// Doubles the C writer formats itself (decimals of up to six places between 0.001 and
+    /// 2^32) and those it leaves to Swift, around every bound: the same text as JSONWriter.
+    @Test func doublesAreWrittenAsJSONWriterWritesThem() throws {
+        let f = try Fixture()
+        var random = SplitMix64(state: 41)
+        var numbers: [Double] = [0.001, 0.000999, 0.0015, 0.1 + 0.2, 2.675, 1.0 / 3.0, 9.999999, 0.5, 3.0, 12.34, 1e-4,
+                                 4294967295.0, 4294967295.5, 4294967295.999999, 4294967296.0, 4294967296.5, 65536.25,
+                                 123456.789012, 0.0000001, 1e15, 1e16, Double.ulpOfOne, 1 + Double.ulpOfOne]
+        let powers: [Double] = [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8]
+        for _ in 0..<4000 {
+            let places = Int.random(in: 0..<powers.count, using: &random)
+            let digits = Double(Int64.random(in: 0...(Bool.random(using: &random) ? 999 : 99_999_999_999), using: &random))
+            numbers.append(digits / powers[places])
+            numbers.append(Double.random(in: 0.001..<4294967296.0, using: &random))
+            numbers.append(Double(bitPattern: UInt64.random(in: 0...UInt64.max, using: &random)))
+        }
+        for number in numbers + numbers.map({ -$0 }) {
+            let texts = try f.hierarchy.jsonTexts(of: .array([.double(number)]))
+            #expect(texts.fast == texts.reading, "\(number)")
+            if texts.fast != texts.reading { break }
+        }
+        #expect(f.hierarchy.luaStackTop == 0)
+    }
+
+    /// Strings of every length to 40 with one byte to escape, or a multi-byte character, at each
+    /// place (the word at a time, the last bytes at once, the byte at a time): the same text as
+    /// JSONWriter.
+    @Test func stringsOfEveryLengthWithAByteToEscapeAnywhere() throws {
+        let f = try Fixture()
+        for length in 0...40 {
+            for place in -1..<length {
+                for special in ["\"", "\\", "\n", "\u{1}", "é", "😀"] {
+                    var text = String(repeating: "k", count: length)
+                    if place >= 0 {
+                        let index = text.index(text.startIndex, offsetBy: place)
+                        text.replaceSubrange(index...index, with: special)
+                    }
+                    let texts = try f.hierarchy.jsonTexts(of: .map([text: .string(text)]))
+                    #expect(texts.fast == texts.reading, "\(length) \(place) \(special)")
+                    if texts.fast != texts.reading { return }
+                }
+            }
+        }
+    }
+
     /// Maps past the insertion sort's 16 keys take qsort: the same bytes as JSONWriter, keys
     /// that share long prefixes and differ in length included. (How long a huge map takes:
     /// DispatchCommandTests.anOutcomeWithAHugeMapIsWrittenPromptly.)
