@@ -397,6 +397,19 @@ struct MetricsExpositionTests {
         }
     }
 
+    /// Each outcome status counts under its own label (the counters are kept by the status's
+    /// place among `LineStatus.allCases`).
+    @Test func eachOutcomeStatusCountsUnderItsOwnLabel() async throws {
+        let (server, _) = try RouteTests.server()
+        for (count, status) in LineStatus.allCases.enumerated() { server.metrics.record(status, count: count + 1) }
+        try await server.application().test(.router) { client in
+            let text = try await RouteTests.metrics(client)
+            for (count, status) in LineStatus.allCases.enumerated() {
+                #expect(text.contains(#"luahier_outcomes_total{status="\#(status.rawValue)"} \#(count + 1)"#), "\(status) in \(text)")
+            }
+        }
+    }
+
     /// Made on first use: the counts of what came before are in the first exposition, and the
     /// zero series beside them.
     @Test func countsBeforeTheFirstExpositionAreKept() async throws {
