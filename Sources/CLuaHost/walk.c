@@ -386,10 +386,12 @@ static int luahier_copy(lua_State *L) {
 }
 
 /* Room a trace record is made with: for a run of receives that passed the value by and the step
- * that ends the dispatch (most dispatches record no more; a record grows past it as any table).
- * Its slots start empty: filling them first (in C, or by a table constructor in the walk) costs
- * more than the walk's stores into empty slots save. */
-enum { LUAHIER_RECORD_ROOM = LUAHIER_TRACE_STEPS - 1 + 2 * LUAHIER_STEP_STRIDE };
+ * that ends the dispatch or replaces the value, without full tracing's copies of the value (its
+ * last slots: most dispatches record no more, and a record grows past it as any table). Room
+ * for the copies too makes every record larger, which a traced dispatch pays for in collection
+ * work. Its slots start empty: filling them first (in C, or by a table constructor in the walk)
+ * costs more than the walk's stores into empty slots save. */
+enum { LUAHIER_RECORD_ROOM = LUAHIER_TRACE_STEPS - 1 + LUAHIER_STEP_STRIDE + LUAHIER_STEP_BEFORE };
 
 /* lua_CFunction newrecord(plan) -> a trace record of a dispatch along `plan`
  * (luahier_enginetypes.h): its plan and itself first, so that it is the pair a traced outcome

@@ -61,6 +61,25 @@ struct TraceRecordTests {
             + ["/ #1 transformEvent (test.lua:3): Tap -> event Done"])
     }
 
+    /// A record is made with room for a run of receives and one step after it (walk.c): one
+    /// that records more grows, and reads the same, in both tracing modes.
+    @Test(arguments: ["path", "full"])
+    func aRecordOfMoreStepsThanItsRoomKeepsThemAll(mode: String) throws {
+        let f = try Fixture(steps)
+        #expect(try f.output("""
+            hier.tracing = "\(mode)"
+            local a = hier.root:child("a")
+            for i = 1, 2 do a:receiveEvent(function() return "notHandled" end) end
+            a:transformEvent(function() return "Spun" end)
+            for i = 1, 2 do hier.root:receiveEvent(function() return "notHandled" end) end
+            hier.root:transformEvent(function() return "Done" end)
+            hier.root:handleEvent(function() end)
+            for round = 1, 2 do print(steps(a:triggerEvent("Tap"))) end
+            """) == Array(repeating: "handled: /a#1 Tap -> notHandled, /a#2 Tap -> notHandled, /a#3 Tap -> event Spun, "
+                + "/#1 Spun -> notHandled, /#2 Spun -> notHandled, /#3 Spun -> event Done, /#4 Done -> handled",
+                count: 2))
+    }
+
     /// The steps before the limit are kept, and the responder the limit stopped has its own
     /// step: it raised the limit's error (line-protocol.md: a failing responder's step is in
     /// the trace), inside a run of receives and alone, in both tracing modes.
