@@ -64,12 +64,15 @@ let package = Package(
         // one (the watchdog's interrupts), and a service's reload and shutdown flags, which
         // ServiceSignals wraps for the pool's watcher, `luahier serve` and the server.
         .target(name: "CSignals"),
+        // Process-wide settings without Lua (Sources/CProcess/include/luahier_process.h) that an
+        // executable makes at its start: malloc's, which ProcessMemory wraps for the CLI.
+        .target(name: "CProcess"),
         // The package's Lua (Lua/*.lua: the walk, the preludes, the sandbox) is embedded at
         // build time by the EmbedLua plugin as `LuaSources`: no file is read at run time.
         .target(
             name: "LuaHierarchy",
             dependencies: [
-                "CLua", "CLuaHost", "CJSONReader", "CSignals", .product(name: "Logging", package: "swift-log"),
+                "CLua", "CLuaHost", "CJSONReader", "CSignals", "CProcess", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             // A member is found only in a module the file imports: a dependency's `import

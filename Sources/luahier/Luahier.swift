@@ -32,6 +32,8 @@ struct Luahier: ParsableCommand {
     /// Parses and runs on a large-stack thread, mapping every failure to a documented exit
     /// code: argument errors are 2 (swift-argument-parser would say 64).
     static func main() {
+        // Before any thread: freed memory stays for the next lines (ProcessMemory).
+        ProcessMemory.keepFreedMemory()
         // The main thread only waits: SIGINT and SIGTERM go to the thread that runs the
         // command, where they cut a read of stdin short.
         Interruption.blockSignalsOnThisThread()

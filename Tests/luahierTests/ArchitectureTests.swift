@@ -88,7 +88,8 @@ struct ArchitectureTests {
     }
 
     /// The layers: only the Lua bridge imports Lua and the host's C; the JSON reader is read by
-    /// the JSON code and the bridge; the signal handlers by the service's wrapper only.
+    /// the JSON code and the bridge; the signal handlers and the process settings by the service's
+    /// wrappers only.
     @Test func eachCModuleIsImportedByItsLayerOnly() throws {
         let layers: [(module: String, folders: [String])] = [
             // Lua/, and the bridge's `hier` API over the hierarchy, which sits above it.
@@ -96,6 +97,7 @@ struct ArchitectureTests {
             ("CLuaHost", ["Sources/LuaHierarchy/Lua/", "Sources/LuaHierarchy/Hierarchy/LuaBridge.swift"]),
             ("CJSONReader", ["Sources/LuaHierarchy/JSON/", "Sources/LuaHierarchy/Lua/"]),
             ("CSignals", ["Sources/LuaHierarchy/Service/"]),
+            ("CProcess", ["Sources/LuaHierarchy/Service/"]),
         ]
         for (module, folders) in layers {
             let importers = try Self.importers(of: module)
@@ -110,7 +112,7 @@ struct ArchitectureTests {
             #expect(!files.isEmpty)
             for file in files {
                 #expect(!file.text.contains("@testable"), "\(file.path)")
-                let cModules = Self.imports(of: file.text).intersection(["CLua", "CLuaHost", "CJSONReader", "CSignals"])
+                let cModules = Self.imports(of: file.text).intersection(["CLua", "CLuaHost", "CJSONReader", "CSignals", "CProcess"])
                 #expect(cModules.isEmpty, "\(file.path) imports \(cModules)")
             }
         }
@@ -181,12 +183,13 @@ struct ArchitectureTests {
         }
     }
 
-    /// The one JSON reader and the signal handlers are C without Lua and without the host:
-    /// Swift's `Value`s are read with the reader outside the Lua bridge, and CLuaHost uses the
-    /// handlers, never the other way round. Each holds its own files and includes only them.
+    /// The one JSON reader, the signal handlers and the process settings are C without Lua and
+    /// without the host: Swift's `Value`s are read with the reader outside the Lua bridge, and
+    /// CLuaHost uses the handlers, never the other way round. Each holds its own files and includes only them.
     @Test(arguments: [
         ("Sources/CJSONReader", ["jsonread.c", "include/luahier_jsonread.h"]),
         ("Sources/CSignals", ["signals.c", "include/luahier_signals.h"]),
+        ("Sources/CProcess", ["process.c", "include/luahier_process.h"]),
     ])
     func cTargetsWithoutLua(_ folder: String, _ expected: [String]) throws {
         let root = Luahier.packageRoot.appendingPathComponent(folder)
