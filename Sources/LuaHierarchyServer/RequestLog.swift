@@ -18,7 +18,11 @@ struct RequestLog: RouterMiddleware {
         _ request: Request, context: ServerContext, next: (Request, ServerContext) async throws -> Response
     ) async throws -> Response {
         let started = ContinuousClock.now
-        if request.method == .connect { await ConnectAnswer.install(on: context.channel) }
+        if request.method == .connect {
+            await ConnectAnswer.install(on: context.channel)
+        } else if UpgradeAnswer.applies(to: request.head) {
+            await UpgradeAnswer.install(on: context.channel)
+        }
         var context = context
         context.identity = RequestIdentity(request.headers)
         var response: Response

@@ -109,6 +109,35 @@ struct WireTests {
         #expect(text.contains(#"luahier_http_requests_total{code="405",method="CONNECT",route="/livez"} 2"#), "\(text)")
     }
 
+    /// A request asking to switch protocols (`Upgrade`, as `curl --http2` sends on plain HTTP)
+    /// is answered as any other, with `Connection: close`, and the connection closed: the
+    /// parser reads no request after it, so one sent next would wait for the idle timer.
+    @Test func anUpgradeRequestIsAnsweredAndTheConnectionClosed() async throws {
+        let server = try Self.server()
+        try await server.application().test(.live) { client in
+            let port = try #require(client.port)
+            for upgrade in ["websocket", "h2c"] {
+                let (text, closed) = await Self.exchange(
+                    "GET /livez HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: \(upgrade)\r\n\r\n"
+                        + "GET /livez HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+                #expect(closed, "\(upgrade): \(text)")
+                #expect(text.hasPrefix("HTTP/1.1 200 "), "\(upgrade): \(text)")
+                #expect(text.contains("\r\nConnection: close\r\n"), "\(upgrade): \(text)")
+                #expect(text.components(separatedBy: "HTTP/1.1 ").count == 2, "one answer: \(text)")
+            }
+            // A dispatch asking to upgrade gets its whole answer before the close.
+            let line = #"{"id":"u1","at":"/app","event":"Ask"}"#
+            let (answer, answerClosed) = await Self.exchange(
+                "POST /v1/dispatch HTTP/1.1\r\nHost: x\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: \(line.utf8.count)\r\n\r\n\(line)", port: port)
+            #expect(answerClosed, "\(answer)")
+            #expect(answer.hasPrefix("HTTP/1.1 200 "), "\(answer)")
+            let body = Self.body(answer)
+            #expect(answer.contains("\r\nContent-Length: \(body.utf8.count)\r\n"), "\(answer)")
+            #expect(body.contains(#""id":"u1""#), "\(answer)")
+        }
+    }
+
     /// A method the parser knows but no route takes (`QUERY`, `PROPFIND`) finds no route: 404 in
     /// the error shape. One it does not know (`get`: methods are case-sensitive; `FOO`; RTSP's
     /// `DESCRIBE`) never reaches a route: the parser's body-less 400, and the close.
