@@ -52,4 +52,20 @@ struct ExplainDifferentialTests {
         #expect(steps.map(\.verdict) == [.notOffered, .notOffered, .offered, .maybe])
         #expect(steps.map(\.reason) == ["domain", "filter", "handles", "raised"])
     }
+
+    private struct Payment: Decodable { var amount: Int }
+
+    /// A typed Swift handle passes a value that does not decode as its type untouched, so it
+    /// does not make the responders after it unreachable.
+    @Test func aTypedSwiftHandleMayLetTheValuePass() throws {
+        let f = try Fixture()
+        let node = try f.hierarchy.makeNode(at: "/a")
+        node.handleEvent(Payment.self) { _ in }
+        try f.lua("hier.node('/a'):handleEvent(function(e) end)")
+        let steps = f.hierarchy.explain(.event, type: "Tap", at: node).steps
+        #expect(steps.map(\.verdict) == [.maybe, .offered])
+        #expect(steps.first?.detail == "it handles the event Tap: the dispatch ends here, if the value decodes as its Swift type")
+        let run = try f.hierarchy.drawDispatch(.event("Tap"), as: .event, at: node)
+        #expect(run.outcome.responder?.index == 2)
+    }
 }

@@ -274,6 +274,10 @@ private struct ExplainWalk {
                 ifStill = ", if the value is still \(type!) (\(replacers))"
             }
         }
+        if ifStill.isEmpty, responder.declinesWhatDoesNotDecode {
+            step.verdict = .maybe
+            ifStill = ", if the value decodes as its Swift type"
+        }
         switch kind {
         case .handleEvent, .handleError:
             step.reason = "handles"
@@ -379,4 +383,8 @@ extension Responder {
     /// Whether calling it runs code that may raise or break its contract: every Lua function
     /// and Swift closure; only the host's own alert body (`handleAlertErrors()`) cannot.
     fileprivate var mayRaise: Bool { !(body is HostChoiceBody) }
+
+    /// Whether a value its filter lets through may still pass it untouched: a typed Swift
+    /// responder is offered only values that decode as its type.
+    fileprivate var declinesWhatDoesNotDecode: Bool { (body as? SwiftResponderBody)?.isTyped == true }
 }
