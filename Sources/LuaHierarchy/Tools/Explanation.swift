@@ -130,10 +130,25 @@ private struct ExplainWalk {
     /// Responders before whose code may raise or break its contract: the error that makes
     /// goes on from the next responder whatever is known of the value above, so from the
     /// first of them on, every error responder may be offered an error of any type.
-    var raisers: [String] = []
+    var raisers = Responders()
     /// `catchError`s before that may turn an error the walk does not follow (a raised one,
     /// or one a responder before may have replaced) into an event of any type.
-    var catchers: [String] = []
+    var catchers = Responders()
+
+    /// Responders named in a detail: how many, the first and the nearest, not all of them (a
+    /// chain may be as long as the tree is deep).
+    struct Responders {
+        var count = 0
+        var first: String?
+        var last: String?
+        var isEmpty: Bool { count == 0 }
+
+        mutating func append(_ name: String) {
+            count += 1
+            if first == nil { first = name }
+            last = name
+        }
+    }
 
     init(domain: Domain, type: String, safety: SafetyLevel, detachedPolicy: DetachedPolicy, plan: ChainPlan) {
         self.domain = domain
@@ -150,7 +165,7 @@ private struct ExplainWalk {
     }
 
     /// How many of `names` there are, and the nearest.
-    private static func nearest(_ names: [String], _ what: String) -> String {
+    private static func nearest(_ names: Responders, _ what: String) -> String {
         "\(names.count == 1 ? "one \(what)" : "\(names.count) \(what)s") before may, the nearest \(names.last!)"
     }
 
