@@ -11,7 +11,7 @@ struct Explain: ParsableCommand {
             Without --run nothing is dispatched: the rules script runs to build the tree, then \
             the chain from PATH to the root is read as a dispatch would take it, each \
             responder marked offered, maybe (it depends on what a responder before it \
-            returns) or not offered (filter, domain, unreachable after a handle, cut chain), \
+            returns or raises) or not offered (filter, domain, unreachable after a handle, cut chain), \
             with the safety checks the value would meet at hier.safety. PATH may be a relative \
             path (tab-2/editor) for a node in a subtree the rules removed and still hold. \
             With --run the dispatch runs on this throwaway state and its full trace is drawn \

@@ -232,17 +232,62 @@ struct RuleToolsTests {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         #expect(object["type"] as? String == "BulkOrder")
         let chain = try #require(object["chain"] as? [[String: Any]])
+        // After the handle, only what its code may raise (or a catch may make of that) goes on.
         #expect(chain.map { $0["verdict"] as? String ?? "" }
-            == ["notOffered", "notOffered", "notOffered", "offered", "notOffered", "notOffered", "notOffered", "notOffered"])
+            == ["notOffered", "notOffered", "notOffered", "offered", "maybe", "maybe", "maybe", "maybe"])
         #expect(chain[1]["reason"] as? String == "filter")
-        #expect(chain[4]["reason"] as? String == "unreachable")
-        #expect(chain[5]["reason"] as? String == "unreachable")
+        #expect(chain.dropFirst(4).map { $0["reason"] as? String ?? "" } == ["raised", "caught", "raised", "caught"])
         let run = try Luahier.run(
             ["explain", "Tests/luahierTests/Fixtures/ruletests/routing.lua", "--at", "/shop/checkout", "--event", "Pay", "--run", "--format", "json"])
         let drawing = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
         let steps = try #require(drawing["steps"] as? [[String: Any]])
         let nested = try #require(steps.first?["nested"] as? [[String: Any]])
         #expect(nested.first?["title"] as? String == "error PaymentDeclined at /shop/checkout")
+    }
+
+    /// The static verdicts of `rules` for a value sent `at`, by `#index` on each node, its
+    /// `ends:`, and who handled it in the run.
+    static func staticAndRun(_ rules: String, at: String, _ value: [String]) throws -> (verdicts: [String: String], ends: String, handledBy: String) {
+        let path = "Tests/luahierTests/Fixtures/explain/\(rules)"
+        let explained = try Luahier.run(["explain", path, "--at", at] + value + ["--format", "json"])
+        #expect(explained.status == 0, "\(explained.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(explained.stdout.utf8)) as? [String: Any])
+        var verdicts: [String: String] = [:]
+        for step in try #require(object["chain"] as? [[String: Any]]) {
+            let name = "\(step["node"] as? String ?? "?") #\(step["index"] as? Int ?? 0)"
+            verdicts[name] = "\(step["verdict"] as? String ?? "?") \(step["reason"] as? String ?? "?")"
+        }
+        let run = try Luahier.run(["explain", path, "--at", at] + value + ["--run"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let last = run.stdout.split(separator: "\n").last.map(String.init) ?? ""
+        return (verdicts, object["ends"] as? String ?? "", last)
+    }
+
+    @Test func anErrorRaisedByAnEventResponderMayReachTheErrorResponders() throws {
+        let (verdicts, ends, handledBy) = try Self.staticAndRun("raise_after_event.lua", at: "/app/cell", ["--event", "Tap"])
+        #expect(handledBy.hasPrefix("└─ handled by /app #3 handleError (Tests/luahierTests/Fixtures/explain/raise_after_event.lua:8): error LuaError"), "\(handledBy)")
+        #expect(verdicts == [
+            "/app/cell #1": "offered decides",
+            "/app #1": "maybe raised",
+            "/app #2": "maybe filter",
+            "/app #3": "maybe raised",
+        ])
+        #expect(ends.hasPrefix("if no responder handles it: unhandled at /; if a responder from /app/cell #1 receiveEvent"))
+        #expect(ends.hasSuffix("raises an error or breaks its contract, that error goes on from the next responder, and if no responder handles it: unhandled at /, and the error reaches the presenter"))
+        let text = try Luahier.run(["explain", "Tests/luahierTests/Fixtures/explain/raise_after_event.lua", "--at", "/app/cell", "--event", "Tap"])
+        #expect(text.stdout.contains(
+            "  #3 handleError LuaError  Tests/luahierTests/Fixtures/explain/raise_after_event.lua:8\n      maybe: it takes errors; the value is an event here, but it is offered if a responder before raises an error of one of those types ("),
+            "\(text.stdout)")
+        #expect(!text.stdout.contains("not offered"))
+    }
+
+    @Test func anErrorRaisedByAHandleMayReachTheRespondersAfterIt() throws {
+        let (verdicts, ends, handledBy) = try Self.staticAndRun("raise_in_handle.lua", at: "/a", ["--event", "X"])
+        #expect(handledBy.hasPrefix("└─ handled by /a #2 handleError (Tests/luahierTests/Fixtures/explain/raise_in_handle.lua:5): error LuaError"), "\(handledBy)")
+        #expect(verdicts == ["/a #1": "offered handles", "/a #2": "maybe raised"])
+        #expect(ends == "handled by /a #1 handleEvent (Tests/luahierTests/Fixtures/explain/raise_in_handle.lua:4), unless a responder before it ends the dispatch; "
+            + "if a responder from /a #1 handleEvent (Tests/luahierTests/Fixtures/explain/raise_in_handle.lua:4) on raises an error or breaks its contract, "
+            + "that error goes on from the next responder, and if no responder handles it: unhandled at /, and the error reaches the presenter")
     }
 
     @Test func explainRefusesWhatItCannotExplain() throws {

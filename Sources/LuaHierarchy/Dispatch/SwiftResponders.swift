@@ -48,6 +48,9 @@ final class SwiftResponderBody: ResponderBody {
 
     /// The closure's own answer, for a dispatch engine that reads answers itself; nil when
     /// the value was not for it. `decodings`: what typed responders decoded in this dispatch.
+    /// Whether it is offered only values that decode as its type (the rest pass it untouched).
+    var isTyped: Bool { typedClosure != nil }
+
     @inline(__always)
     func receive(_ value: Value, decodings: TypedDecodings) throws -> ReceiveResult? {
         if let typedClosure { return try typedClosure(value, decodings) }

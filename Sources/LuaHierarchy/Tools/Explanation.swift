@@ -4,7 +4,9 @@
 /// place the chain's order and the safety check's arrivals are decided) and follows it the
 /// way the walk does, knowing only the value's type. What a responder's code decides is
 /// said, not guessed: a `receive` may answer either way, a `transform` returns what it
-/// returns.
+/// returns, and any responder's code may raise or break its contract, which sends an error
+/// of any type on from the next responder (contract §4). So `not offered` is given only
+/// where no run can offer the value.
 public struct Explanation: Sendable {
     /// Whether a responder would be offered the value.
     public enum Verdict: String, Sendable {
@@ -33,8 +35,10 @@ public struct Explanation: Sendable {
         /// Whether it would be offered the value.
         public var verdict: Verdict
         /// One word: `filter`, `domain`, `unreachable`, `cut chain` (not offered); `decides`,
-        /// `handles`, `replaces`, `catches`, `alert` (offered); `passes`, `warns`, `refuses`,
-        /// `unchecked` (a safety check).
+        /// `handles`, `replaces`, `catches`, `alert` (offered); `raised` (maybe: only an error
+        /// a responder before raises reaches it), `caught` (maybe: only an event a
+        /// `catchError` before makes of such an error reaches it); `passes`, `warns`,
+        /// `refuses`, `unchecked` (a safety check).
         public var reason: String
         /// Why, in a sentence for a person.
         public var detail: String
@@ -121,8 +125,30 @@ private struct ExplainWalk {
     var steps: [Explanation.Step] = []
     /// Responders before, in this domain, that may have replaced the value.
     var mayReplace: [String] = []
-    /// The responder that ends the dispatch for sure, once one does.
+    /// The responder that ends the dispatch for sure, once one does (unless it raises).
     var handledBy: Explanation.Step?
+    /// Responders before whose code may raise or break its contract: the error that makes
+    /// goes on from the next responder whatever is known of the value above, so from the
+    /// first of them on, every error responder may be offered an error of any type.
+    var raisers = Responders()
+    /// `catchError`s before that may turn an error the walk does not follow (a raised one,
+    /// or one a responder before may have replaced) into an event of any type.
+    var catchers = Responders()
+
+    /// Responders named in a detail: how many, the first and the nearest, not all of them (a
+    /// chain may be as long as the tree is deep).
+    struct Responders {
+        var count = 0
+        var first: String?
+        var last: String?
+        var isEmpty: Bool { count == 0 }
+
+        mutating func append(_ name: String) {
+            count += 1
+            if first == nil { first = name }
+            last = name
+        }
+    }
 
     init(domain: Domain, type: String, safety: SafetyLevel, detachedPolicy: DetachedPolicy, plan: ChainPlan) {
         self.domain = domain
@@ -136,6 +162,11 @@ private struct ExplainWalk {
     private var replacers: String {
         let count = mayReplace.count
         return "\(count == 1 ? "one responder" : "\(count) responders") before may replace it, the nearest \(mayReplace.last!)"
+    }
+
+    /// How many of `names` there are, and the nearest.
+    private static func nearest(_ names: Responders, _ what: String) -> String {
+        "\(names.count == 1 ? "one \(what)" : "\(names.count) \(what)s") before may, the nearest \(names.last!)"
     }
 
     private var valueText: String { "the \(domain.rawValue) \(type ?? "(made by a responder)")" }
@@ -187,7 +218,37 @@ private struct ExplainWalk {
         var step = Explanation.Step(
             node: plan.shownPath(of: entry.node), index: Int(entry.offset) + 1, kind: responder.kind.rawValue,
             filter: responder.filter.typeNames, location: responder.location, verdict: .offered, reason: "", detail: "")
-        defer { steps.append(step) }
+        let name = "\(step.node) #\(step.index!) \(responder.kind.rawValue) (\(responder.location))"
+        judge(responder, name: name, &step)
+        if step.verdict == .notOffered { considerDetours(responder.kind, &step) }
+        if step.verdict != .notOffered {
+            if responder.kind == .catchError, step.verdict == .maybe { catchers.append(name) }
+            if responder.mayRaise { raisers.append(name) }
+        }
+        steps.append(step)
+    }
+
+    /// A `not offered` the followed value gives, turned into `maybe` where a value the walk
+    /// does not follow (a raised error, or an event a catch made of one) can still come.
+    private func considerDetours(_ kind: ResponderKind, _ step: inout Explanation.Step) {
+        let takes = step.filter.isEmpty ? "an \(kind.domain.rawValue)" : "an \(kind.domain.rawValue) of one of those types"
+        switch kind.domain {
+        case .error where !raisers.isEmpty:
+            step.verdict = .maybe
+            step.reason = "raised"
+            let raises = step.filter.isEmpty ? "raises an error or breaks its contract" : "raises \(takes)"
+            step.detail += ", but it is offered if a responder before \(raises) (\(Self.nearest(raisers, "responder")))"
+        case .event where !catchers.isEmpty:
+            step.verdict = .maybe
+            step.reason = "caught"
+            step.detail += ", but it is offered if a catchError before turns an error into \(takes) (\(Self.nearest(catchers, "catchError")))"
+        default:
+            break
+        }
+    }
+
+    /// The verdict the followed value gives, and what offering it changes of that value.
+    private mutating func judge(_ responder: Responder, name: String, _ step: inout Explanation.Step) {
         if let handledBy {
             step.verdict = .notOffered
             step.reason = "unreachable"
@@ -228,7 +289,10 @@ private struct ExplainWalk {
                 ifStill = ", if the value is still \(type!) (\(replacers))"
             }
         }
-        let name = "\(plan.shownPath(of: entry.node)) #\(step.index!) \(kind.rawValue) (\(responder.location))"
+        if ifStill.isEmpty, responder.declinesWhatDoesNotDecode {
+            step.verdict = .maybe
+            ifStill = ", if the value decodes as its Swift type"
+        }
         switch kind {
         case .handleEvent, .handleError:
             step.reason = "handles"
@@ -257,6 +321,16 @@ private struct ExplainWalk {
     }
 
     func ending(detached: Bool, top: String) -> String {
+        let followed = ending(of: domain, handledBy: handledBy, detached: detached, top: top)
+        guard let first = raisers.first else { return followed }
+        let raised = ending(of: .error, handledBy: nil, detached: detached, top: top)
+        let raising = "if a responder from \(first) on raises an error or breaks its contract"
+        if raised == followed { return "\(followed); likewise \(raising)" }
+        return "\(followed); \(raising), that error goes on from the next responder, and \(raised)"
+    }
+
+    /// How a value of `domain` ends: handled by `handledBy` if one handles it for sure.
+    private func ending(of domain: Domain, handledBy: Explanation.Step?, detached: Bool, top: String) -> String {
         if let handledBy {
             return "handled by \(handledBy.node) #\(handledBy.index ?? 0) \(handledBy.kind) (\(handledBy.location)), unless a responder before it ends the dispatch"
         }
@@ -318,4 +392,14 @@ extension Explanation {
             "ends": .string(ending),
         ])
     }
+}
+
+extension Responder {
+    /// Whether calling it runs code that may raise or break its contract: every Lua function
+    /// and Swift closure; only the host's own alert body (`handleAlertErrors()`) cannot.
+    fileprivate var mayRaise: Bool { !(body is HostChoiceBody) }
+
+    /// Whether a value its filter lets through may still pass it untouched: a typed Swift
+    /// responder is offered only values that decode as its type.
+    fileprivate var declinesWhatDoesNotDecode: Bool { (body as? SwiftResponderBody)?.isTyped == true }
 }
