@@ -14,8 +14,10 @@ internal import NIOHTTP1
 /// - A graceful shutdown (Hummingbird's quiesce event) ends a body still coming in the same
 ///   way (`cut` is `.shutdown`, answered 503 `ShuttingDown`): a client that sent half a body
 ///   would otherwise hold the drain for all of `--shutdown-grace`.
-/// - Bytes the HTTP parser cannot read are counted (`onParserError`); Hummingbird answers
-///   them 400 and closes.
+/// - Bytes the HTTP parser cannot read are counted (`onParserError`) when Hummingbird answers
+///   them 400 before it closes: not when the parser failed because the input ended mid-request
+///   (the client left, or the connection was closed after an answer such as a 413), where no
+///   answer goes out.
 final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -88,11 +90,18 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // The decoder may report one bad request more than once: counted once per connection.
-        if error is HTTPParserError && !parserFailed {
+        if let parserError = error as? HTTPParserError, !parserFailed {
             parserFailed = true
-            onParserError()
+            if !Self.inputEnded(parserError) && context.channel.isActive { onParserError() }
         }
         context.fireErrorCaught(error)
+    }
+
+    /// Whether reading a request failed because the connection's input ended before the
+    /// request did: the parser's complaint at EOF (a client that left mid-head or mid-body, or
+    /// a connection closed while a request was still coming in).
+    static func inputEnded(_ error: any Error) -> Bool {
+        (error as? HTTPParserError) == .invalidEOFState
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {

@@ -146,7 +146,7 @@ final class MetricSeries: Sendable {
 
     private let answerMetrics = Mutex(AnswerMetrics())
 
-    /// Bytes the HTTP parser could not read as a request (Hummingbird answers them 400).
+    /// Bytes the HTTP parser could not read as a request, answered 400 by Hummingbird.
     func recordUnparsed() {
         requests(code: 400, method: "unknown", route: "unparsed").increment()
     }

@@ -9,7 +9,9 @@ internal import NIOCore
 /// answers what the router refuses (no route, no method) in the one error shape
 /// (`ErrorBody`), echoes the request id, counts it in `luahier_http_requests_total{code,
 /// method, route}` and its time, and writes its access log line at `info`. A streamed batch is
-/// counted and logged when its last answer was written.
+/// counted and logged when its last answer was written. A request whose client left before it
+/// arrived whole (`ClientLeft`) is not counted: its access line says `ended=client_gone`, and
+/// no `status`.
 struct RequestLog: RouterMiddleware {
     typealias Context = ServerContext
     let server: RulesServer
@@ -28,6 +30,7 @@ struct RequestLog: RouterMiddleware {
         var response: Response
         // A 405's route: the router found none, but the path is a route's.
         var refusedRoute: String?
+        var clientLeft = false
         do {
             response = try await next(request, context)
         } catch let error as any HTTPResponseError {
@@ -37,6 +40,8 @@ struct RequestLog: RouterMiddleware {
                 response = ErrorBody.response(
                     error.status, type: ErrorBody.type(for: error.status), message: Self.message(for: error.status, request))
             }
+        } catch let left as ClientLeft {
+            (clientLeft, response) = (true, left.answer)
         } catch {
             response = ErrorBody.response(.internalServerError, type: "InternalError", message: "the server failed to answer: \(error)")
         }
@@ -48,6 +53,10 @@ struct RequestLog: RouterMiddleware {
         let route = refusedRoute ?? context.endpointPath.flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "unmatched"
         let access = Access(
             method: Self.method(request.method), route: route, identity: context.identity, notes: context.notes, started: started)
+        guard !clientLeft else {
+            server.recordClientLeft(access)
+            return response
+        }
         guard context.notes.streamed else {
             server.record(access, code: response.status.code)
             return response
@@ -89,6 +98,12 @@ struct RequestLog: RouterMiddleware {
     }
 }
 
+/// Thrown by a route whose request's client left before the request arrived whole (its input
+/// ended mid-body): `answer` is what would have been sent, had anyone been left to read it.
+struct ClientLeft: Error {
+    let answer: Response
+}
+
 /// One request as the access log and the HTTP metrics see it.
 struct Access: Sendable {
     var method: String
@@ -106,13 +121,21 @@ extension RulesServer {
         logger.info("request", metadata: Self.accessFields(access, code: code, elapsed: elapsed))
     }
 
-    private static func accessFields(_ access: Access, code: Int, elapsed: Duration) -> Logger.Metadata {
+    /// Logs `access`, whose client left before its request arrived whole: no answer was sent,
+    /// and none is counted.
+    func recordClientLeft(_ access: Access) {
+        var fields = Self.accessFields(access, code: nil, elapsed: ContinuousClock.now - access.started)
+        fields["ended"] = "client_gone"
+        logger.info("request", metadata: fields)
+    }
+
+    private static func accessFields(_ access: Access, code: Int?, elapsed: Duration) -> Logger.Metadata {
         let notes = access.notes.current
         var fields = Logger.Metadata(minimumCapacity: 12)
         fields["request_id"] = .string(access.identity.id)
         fields["method"] = .string(access.method)
         fields["route"] = .string(access.route)
-        fields["status"] = .stringConvertible(code)
+        if let code { fields["status"] = .stringConvertible(code) }
         fields["duration_ms"] = .stringConvertible(Self.milliseconds(elapsed))
         if let trace = access.identity.traceID { fields["trace_id"] = .string(trace) }
         if let parent = access.identity.parentSpanID { fields["parent_id"] = .string(parent) }

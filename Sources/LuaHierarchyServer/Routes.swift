@@ -18,7 +18,7 @@ extension RulesServer {
     func addRoutes(to router: Router<ServerContext>) {
         router.add(middleware: RequestLog(server: self))
         guarded(router, by: options.dispatchTokens, route: "POST /v1/dispatch").post("/v1/dispatch") { request, context in
-            await self.dispatch(request, context: context)
+            try await self.dispatch(request, context: context)
         }
         addHealthRoutes(to: router)
         addDocumentRoutes(to: router)
@@ -89,9 +89,15 @@ extension RulesServer {
         return group
     }
 
-    private func dispatch(_ request: Request, context: ServerContext) async -> Response {
+    private func dispatch(_ request: Request, context: ServerContext) async throws(ClientLeft) -> Response {
         inFlight.begin()
-        let response = await answer(request, context: context)
+        let response: Response
+        do {
+            response = try await answer(request, context: context)
+        } catch {
+            inFlight.end(answered: false)
+            throw error
+        }
         if !context.notes.streamed {
             inFlight.end(answered: true)
         }
@@ -168,7 +174,7 @@ extension RulesServer {
 
     private static let batchTypeLengths = Set(batchTypes.map(\.utf8.count))
 
-    private func answer(_ request: Request, context: ServerContext) async -> Response {
+    private func answer(_ request: Request, context: ServerContext) async throws(ClientLeft) -> Response {
         let fields = BodyFields(request.headers)
         if let encoding = fields.encoding, encoding.lowercased() != "identity" {
             metrics.record(.invalid)
@@ -200,8 +206,12 @@ extension RulesServer {
                 collected.writeImmutableBuffer(part)
             }
         } catch {
+            let refused = refusal(.badRequest, type: "InvalidBody", message: "the body could not be read: \(error)")
+            // The connection's input ended before the body did: the client left, and the answer
+            // reaches no one, so it is no invalid outcome and no 400 (`RequestLog`).
+            if ConnectionGuard.inputEnded(error) || !context.channel.isActive { throw ClientLeft(answer: refused) }
             metrics.record(.invalid)
-            return refusal(.badRequest, type: "InvalidBody", message: "the body could not be read: \(error)")
+            return refused
         }
         // The body ended short of its length, or (no length said) ConnectionGuard ended it.
         if length.map({ collected.readableBytes < $0 }) ?? true, let cut = await bodyCut(context) {

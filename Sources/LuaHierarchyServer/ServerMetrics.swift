@@ -7,7 +7,8 @@ import Synchronization
 /// - `luahier_outcomes_total{status}`: request lines answered, by outcome status
 ///   (`handled`, `unhandled`, `detached`, `invalid`), batch lines included;
 /// - `luahier_http_requests_total{code,method,route}`: every answer, of every route (`unmatched`
-///   when none matched, `unparsed` for bytes the HTTP parser refused);
+///   when none matched, `unparsed` for bytes the HTTP parser refused and Hummingbird answered:
+///   never a request the client's leaving cut short, which gets no answer);
 /// - `luahier_request_duration_seconds{route}`: their latency, a histogram, each route's
 ///   (`RulesServer.routeMethods`) shown from the start, `unmatched` from its first answer;
 /// - `luahier_evaluation_seconds{kind}`: the time on a state alone (the rules' work: read, run,
@@ -79,7 +80,8 @@ final class ServerMetrics: Sendable {
         series.record(code: code, method: method, route: route, duration: duration)
     }
 
-    /// Bytes the HTTP parser could not read as a request (Hummingbird answers them 400).
+    /// Bytes the HTTP parser could not read as a request, answered 400 by Hummingbird (not those
+    /// the connection's end cut short: `ConnectionGuard`).
     func recordUnparsed() { series.recordUnparsed() }
 
     /// A batch stopped early: its client went away, or `stalled` (read nothing for too long).

@@ -23,13 +23,17 @@ struct WireTests {
     /// `request` sent on a connection of its own to `localhost:port`, and what came back until
     /// the server closed it; `closed` false if `seconds` passed first (a bound against hangs
     /// only). Read on a thread of its own: the server's tasks keep the concurrency pool.
-    static func exchange(_ request: String, port: Int, within seconds: Double = 600) async -> (text: String, closed: Bool) {
+    /// `endInput`: the client ends its side once `request` is sent (a client that leaves, as
+    /// the server sees it), and reads on.
+    static func exchange(
+        _ request: String, port: Int, endInput: Bool = false, within seconds: Double = 600
+    ) async -> (text: String, closed: Bool) {
         await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: blockingExchange(request, port: port, within: seconds)) }.start()
+            Thread { continuation.resume(returning: blockingExchange(request, port: port, endInput: endInput, within: seconds)) }.start()
         }
     }
 
-    private static func blockingExchange(_ request: String, port: Int, within seconds: Double) -> (text: String, closed: Bool) {
+    private static func blockingExchange(_ request: String, port: Int, endInput: Bool, within seconds: Double) -> (text: String, closed: Bool) {
         let socket = connected(port: port)
         guard socket >= 0 else { return ("cannot connect", false) }
         defer { close(socket) }
@@ -40,6 +44,7 @@ struct WireTests {
             if count <= 0 { break }
             sent += count
         }
+        if endInput { shutdown(socket, Int32(SHUT_WR)) }
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         let giveUpAt = Date().addingTimeInterval(seconds)
@@ -161,6 +166,36 @@ struct WireTests {
         let text = server.metrics.text(ready: true)
         #expect(text.contains(#"luahier_http_requests_total{code="404",method="other",route="unmatched"} 2"#), "\(text)")
         #expect(text.contains(#"luahier_http_requests_total{code="400",method="unknown",route="unparsed"} 3"#), "\(text)")
+    }
+
+    /// A request the connection's end cut short is no answered 400: neither a head cut short
+    /// (`unparsed`) nor a body cut short (`POST /v1/dispatch`, an `invalid` outcome), nor what
+    /// the parser makes of the close after a 413 given from `Content-Length` alone (the body,
+    /// announced with `Expect: 100-continue`, never sent). Bytes that are no request still are.
+    @Test func aRequestCutShortByTheClientLeavingIsNotCountedAsAnswered() async throws {
+        let server = try Self.server()
+        try await server.application().test(.live) { client in
+            let port = try #require(client.port)
+            let (head, headClosed) = await Self.exchange("GET /livez HTT", port: port, endInput: true, within: 60)
+            #expect(headClosed, "\(head)")
+            let (body, bodyClosed) = await Self.exchange(
+                "POST /v1/dispatch HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"at\":", port: port, endInput: true, within: 60)
+            #expect(bodyClosed, "\(body)")
+            let tooLarge = server.options.maxBodyBytes + 1
+            let (refused, refusedClosed) = await Self.exchange(
+                "POST /v1/dispatch HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-ndjson\r\nExpect: 100-continue\r\n"
+                    + "Content-Length: \(tooLarge)\r\n\r\n", port: port, within: 60)
+            #expect(refusedClosed, "\(refused)")
+            #expect(refused.hasPrefix("HTTP/1.1 413 "), "\(refused)")
+            // The one 400 that is sent: after the others, which had their connections' ends first.
+            let (garbage, _) = await Self.exchange("NOT HTTP AT ALL\r\n\r\n", port: port, within: 60)
+            #expect(garbage.hasPrefix("HTTP/1.1 400 "), "\(garbage)")
+        }
+        let text = server.metrics.text(ready: true)
+        #expect(text.contains(#"luahier_http_requests_total{code="400",method="unknown",route="unparsed"} 1"#), "\(text)")
+        #expect(text.contains(#"luahier_http_requests_total{code="400",method="POST",route="/v1/dispatch"} 0"#), "\(text)")
+        #expect(text.contains(#"luahier_http_requests_total{code="413",method="POST",route="/v1/dispatch"} 1"#), "\(text)")
+        #expect(text.contains(#"luahier_outcomes_total{status="invalid"} 1"#), "\(text)")
     }
 }
 #endif

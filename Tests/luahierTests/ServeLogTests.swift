@@ -131,6 +131,32 @@ struct ServeLogTests {
         #expect(try server.post("/v1/dispatch", #"{"at": "/app", "event": {"type": "Ask", "n": 1}}"#).status == 200)
     }
 
+    /// A client that closes its connection mid-request gets no answer, and none is counted or
+    /// logged as sent: a body cut short logs `ended=client_gone` and no status; a head cut short
+    /// counts nothing, while bytes that are no request count as ever.
+    @Test func aClientThatLeavesMidRequestIsNotCountedAsAnswered() throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        do {
+            let connection = try Connection(port: server.port)
+            connection.send("POST /v1/dispatch HTTP/1.1\r\nHost: x\r\nX-Request-Id: gone\r\nContent-Length: 100\r\n\r\n{\"at\":")
+        }
+        #expect(server.waitForStderr { Self.accessLine($0, id: "gone")?.contains("ended=client_gone") == true }, "\(server.stderr)")
+        #expect(Self.accessLine(server.stderr, id: "gone")?.contains("status=") == false, "\(server.stderr)")
+        do {
+            let connection = try Connection(port: server.port)
+            connection.send("GET /livez HTT")
+        }
+        let garbage = try Connection(port: server.port)
+        garbage.send("NOT HTTP AT ALL\r\n\r\n")
+        #expect(garbage.receive(within: 60).closed)
+        // Only the bytes that are no request: a count of 2 would never read 1.
+        #expect(server.waitForMetric(#"luahier_http_requests_total{code="400",method="unknown",route="unparsed"}"#, 1))
+        let text = try server.get("/metrics").text
+        #expect(server.metric(#"luahier_http_requests_total{code="400",method="POST",route="/v1/dispatch"}"#, in: text) == 0, "\(text)")
+        #expect(server.metric(#"luahier_outcomes_total{status="invalid"}"#, in: text) == 0, "\(text)")
+    }
+
     @Test func aRuleErrorA404AndA405AreCountedApart() throws {
         let server = try Self.server()
         defer { server.stop() }
