@@ -332,56 +332,139 @@ static int luahier_accept(lua_State *L) {
 
 enum { LUAHIER_COPY_DEPTH = 200 };
 
-/* [-0, +1, m] A copy of the value at `index` made of plain tables, read raw: functions and
- * other values plain data cannot hold are described ("<function>"), a table inside itself is
- * "<cycle>", nesting past LUAHIER_COPY_DEPTH "<too deep>"; keys other than strings and
- * integers are left out. `ancestors` (a table) holds the tables being copied. Copying charges
- * its work, so a large value meets the limits like any other. */
-static void luahier_copyvalue(lua_State *L, int index, int ancestors, int depth) {
+/* Room a copy leaves free under the cap, beyond what it counts for its tables: for the blocks
+ * it does not count (a described value's string, malloc's rounding), so that the allocator
+ * never refuses it: a refusal would end the dispatch, which a copy must never do. */
+#define LUAHIER_COPY_SLACK ((size_t)64 * 1024)
+
+/* One copy: the guard whose cap it stays under, and the tables that say, for each table of
+ * the value, its copy once made (`copies`: `true` while it is being made, so a table inside
+ * itself is known) and how deep that copy is (`heights`). */
+typedef struct {
+    luahier_Guard *guard;
+    int copies, heights;
+    size_t entries;
+} luahier_Copy;
+
+enum { LUAHIER_COPY_WHOLE, LUAHIER_COPY_CUT, LUAHIER_COPY_REFUSED };
+
+/* [-0, +0, -] Whether `bytes` more, and a rehash of the copy's own two tables, fit under the
+ * cap with LUAHIER_COPY_SLACK to spare. */
+static int luahier_copyfits(const luahier_Copy *c, size_t bytes) {
+    const luahier_Guard *g = c->guard;
+    if (g->limit == 0 || g->in_host) return 1;
+    size_t need = bytes + 2 * 64 * (c->entries + 1) + LUAHIER_COPY_SLACK;
+    return g->used < g->limit && need <= g->limit - g->used;
+}
+
+/* [-0, +1 or +0, m] A copy of the value at `index` made of plain tables, read raw; pushes it
+ * and answers WHOLE or CUT, or pushes nothing and answers REFUSED when it would not fit under
+ * the cap. A table met twice is copied once and the copy shared, so a copy costs what the
+ * value's own tables do. Functions and other values plain data cannot hold are described
+ * ("<function>"), as the outcome's writer describes them; keys are kept as they are (a table
+ * or node key is the writer's to describe, not copied). A table inside itself is "<cycle>",
+ * nesting past LUAHIER_COPY_DEPTH "<too deep>": a copy with such a cut (CUT) depends on where
+ * it was made, so it is not shared. `height` is how deeply the copy nests (-1: no table).
+ * Copying charges its work, so a large value meets the limits like any other. */
+static int luahier_copyvalue(lua_State *L, luahier_Copy *c, int index, int depth, int *height) {
     index = lua_absindex(L, index);
     int type = lua_type(L, index);
+    *height = -1;
     if (type != LUA_TTABLE) {
         if (type == LUA_TNIL || type == LUA_TBOOLEAN || type == LUA_TNUMBER || type == LUA_TSTRING) lua_pushvalue(L, index);
         else lua_pushfstring(L, "<%s>", lua_typename(L, type));
-        return;
+        return LUAHIER_COPY_WHOLE;
+    }
+    if (!lua_checkstack(L, 8)) {
+        lua_pushliteral(L, "<too deep>");
+        return LUAHIER_COPY_CUT;
     }
     lua_pushvalue(L, index);
-    if (lua_rawget(L, ancestors) != LUA_TNIL) {
+    int made = lua_rawget(L, c->copies);
+    if (made == LUA_TBOOLEAN) {
         lua_pop(L, 1);
         lua_pushliteral(L, "<cycle>");
-        return;
+        return LUAHIER_COPY_CUT;
     }
-    lua_pop(L, 1);
-    if (depth >= LUAHIER_COPY_DEPTH || !lua_checkstack(L, 6)) {
+    if (made == LUA_TTABLE) {
+        lua_pushvalue(L, index);
+        lua_rawget(L, c->heights);
+        int made_height = (int)lua_tointeger(L, -1);
+        lua_pop(L, 1);
+        if (depth + made_height < LUAHIER_COPY_DEPTH) {
+            *height = made_height;
+            return LUAHIER_COPY_WHOLE;
+        }
+    }
+    /* [.. previous copy or nil] */
+    int previous = lua_gettop(L);
+    if (depth >= LUAHIER_COPY_DEPTH) {
+        lua_pop(L, 1);
         lua_pushliteral(L, "<too deep>");
-        return;
+        return LUAHIER_COPY_CUT;
     }
-    lua_pushvalue(L, index);
-    lua_pushboolean(L, 1);
-    lua_rawset(L, ancestors);
-    lua_newtable(L);
-    int copy = lua_gettop(L);
+    size_t count = 0;
     lua_pushnil(L);
     while (lua_next(L, index) != 0) {
-        luahier_charge(L, 1);
-        int key = lua_type(L, -2);
-        if (key == LUA_TSTRING || (key == LUA_TNUMBER && lua_isinteger(L, -2))) {
-            lua_pushvalue(L, -2);
-            luahier_copyvalue(L, -2, ancestors, depth + 1);
-            lua_rawset(L, copy);
+        lua_pop(L, 1);
+        count++;
+    }
+    luahier_charge(L, (long long)count);
+    /* A table's header, its slots, and room for the rehash a key that misses them makes. */
+    if (!luahier_copyfits(c, 128 + 96 * count)) {
+        lua_pop(L, 1);
+        return LUAHIER_COPY_REFUSED;
+    }
+    if (made == LUA_TNIL) c->entries++;
+    lua_pushvalue(L, index);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, c->copies);
+    lua_createtable(L, 0, count > 0x7fffffff ? 0x7fffffff : (int)count);
+    int copy = lua_gettop(L);
+    int result = LUAHIER_COPY_WHOLE;
+    lua_pushnil(L);
+    while (lua_next(L, index) != 0) {
+        lua_pushvalue(L, -2);
+        int inner;
+        int part = luahier_copyvalue(L, c, -2, depth + 1, &inner);
+        if (part == LUAHIER_COPY_REFUSED) {
+            lua_settop(L, previous - 1);
+            return LUAHIER_COPY_REFUSED;
         }
+        if (part == LUAHIER_COPY_CUT) result = LUAHIER_COPY_CUT;
+        if (inner + 1 > *height) *height = inner + 1;
+        lua_rawset(L, copy);
         lua_pop(L, 1);
     }
+    if (*height < 0) *height = 0;
+    /* Made whole, it is the copy of this table wherever it is met again; cut, the copy made
+     * before (if any) stays the one to share. */
     lua_pushvalue(L, index);
-    lua_pushnil(L);
-    lua_rawset(L, ancestors);
+    lua_pushvalue(L, result == LUAHIER_COPY_WHOLE ? copy : previous);
+    lua_rawset(L, c->copies);
+    if (result == LUAHIER_COPY_WHOLE) {
+        lua_pushvalue(L, index);
+        lua_pushinteger(L, *height);
+        lua_rawset(L, c->heights);
+    }
+    lua_remove(L, previous);
+    return result;
 }
 
-/* lua_CFunction copy(value) -> a copy of it (luahier_copyvalue). */
+/* lua_CFunction copy(value) -> a copy of it (luahier_copyvalue), or, when it would not fit
+ * under the memory cap, {omitted = "MemoryLimitExceeded"}: a trace that cannot keep a value
+ * says so (contract §7), and the dispatch goes on as it would untraced. */
 static int luahier_copy(lua_State *L) {
     lua_settop(L, 1);
+    luahier_Copy c = { luahier_guard(L), 2, 3, 0 };
     lua_newtable(L);
-    luahier_copyvalue(L, 1, 2, 0);
+    lua_newtable(L);
+    int height;
+    if (luahier_copyvalue(L, &c, 1, 0, &height) != LUAHIER_COPY_REFUSED) return 1;
+    lua_settop(L, 1);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "MemoryLimitExceeded");
+    lua_setfield(L, -2, "omitted");
     return 1;
 }
 

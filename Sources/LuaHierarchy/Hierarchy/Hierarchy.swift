@@ -334,6 +334,12 @@ public final class Hierarchy {
         host.setGlobalFunction(name, body)
     }
 
+    /// `register(function:)`, its arguments read as an outcome's writer reads a value: what
+    /// plain data cannot hold is described, not refused (`luahier test`'s report of a trace).
+    func register(describing name: String, _ body: @escaping ([Value]) throws -> Value) {
+        host.setGlobalFunction(name, describing: true, body)
+    }
+
     /// Points `require` at `folder` (if any) and the configured module paths.
     private func setModuleFolders(_ folder: String?) {
         let folders = (folder.map { [$0] } ?? []) + modulePaths

@@ -63,13 +63,15 @@ extension LuaHost {
     }
 
     /// Makes `body` the global function `name`: plain values in, one plain value out; a thrown
-    /// error is raised in Lua.
-    func setGlobalFunction(_ name: String, _ body: @escaping ([Value]) throws -> Value) {
+    /// error is raised in Lua. `describing`: what plain data cannot hold is described (keys
+    /// as `<number 1.5>`, a cycle as `<cycle>`, a value past half the cap left `<too large>`),
+    /// as an outcome's writer does, rather than refused.
+    func setGlobalFunction(_ name: String, describing: Bool = false, _ body: @escaping ([Value]) throws -> Value) {
         luahier_pushglobaltable(thread)
         pushFunction { call in
             var arguments: [Value] = []
             for index in 1...max(call.top, 1) where index <= call.top {
-                arguments.append(try call.host.value(at: index, strict: true))
+                arguments.append(try call.host.value(at: index, strict: !describing, bounded: describing))
             }
             try call.host.push(try body(arguments))
             return 1

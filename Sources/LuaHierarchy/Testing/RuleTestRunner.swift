@@ -179,7 +179,9 @@ package struct RuleTestRunner {
                     reached.insert(.responder(node: step.node, index: step.responder.index, location: step.responder.location))
                 }
             }
-            hierarchy.register(function: "__luahier_result") { [unowned self] arguments in
+            // A failure's trace holds copies of the values, keys of every type and all: they
+            // are described in the report as in an outcome, never a reason for an error.
+            hierarchy.register(describing: "__luahier_result") { [unowned self] arguments in
                 result = Self.result(from: arguments.first ?? .null)
                 return .null
             }
