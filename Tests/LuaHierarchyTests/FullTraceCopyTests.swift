@@ -56,7 +56,9 @@ struct FullTraceCopyTests {
             a:handleEvent("R", function(e) end)
             local o = a:triggerEvent("E")
             local x = o.trace[1].after.x
-            print(o.status, x.l == x.r, x.l ~= o.value.x.l, x.l.l.l[1])
+            local leaf = x
+            for i = 1, 40 do leaf = leaf.r end
+            print(o.status, x.l == x.r, x.l ~= o.value.x.l, leaf[1])
             """) == ["handled\ttrue\ttrue\t1"])
     }
 

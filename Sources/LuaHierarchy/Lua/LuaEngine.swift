@@ -900,6 +900,7 @@ final class LuaEngine: DispatchEngine {
                 // within what the cap leaves: no Swift copy of a large value is ever made.
                 for collected in [false, true] {
                     let limit = host.memoryAvailable ?? Int.max
+                    Self.reserveTheRest(of: &writer, available: limit)
                     switch host.writeJSON(at: -1, into: &writer, limit: limit) {
                     case Int32(LUAHIER_JSON_WRITTEN): return true
                     case Int32(LUAHIER_JSON_LIMIT):
@@ -912,6 +913,20 @@ final class LuaEngine: DispatchEngine {
                 }
                 return false
             }
+        }
+
+        /// Output past which a trace's line is given, at once, room for all the cap still lets
+        /// it hold (limits.md, "Memory held at once").
+        static let reservingPast = 4 << 20
+
+        /// A line of many large values, grown value by value, would be copied into a larger
+        /// buffer at each one, holding it twice at the end; given room for the rest of what
+        /// the cap leaves once large, it is copied once, while small, and the rest is pages
+        /// it never touches.
+        static func reserveTheRest(of writer: inout JSONWriter, available: Int) {
+            let count = writer.bytes.count
+            guard count >= reservingPast, available < Int.max - count, writer.bytes.capacity < count + available else { return }
+            writer.bytes.reserveCapacity(count + available)
         }
 
         func value(ofStep index: Int, after: Bool) -> Value? {
