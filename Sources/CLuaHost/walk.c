@@ -337,23 +337,26 @@ enum { LUAHIER_COPY_DEPTH = 200 };
  * never refuses it: a refusal would end the dispatch, which a copy must never do. */
 #define LUAHIER_COPY_SLACK ((size_t)64 * 1024)
 
-/* One copy: the guard whose cap it stays under, and the tables that say, for each table of
- * the value, its copy once made (`copies`: `true` while it is being made, so a table inside
- * itself is known) and how deep that copy is (`heights`). */
+/* One copy: the guard whose cap it stays under, and the table that says, for each table of
+ * the value, its copy (`copies[table] = copy`) and, once that copy is made whole, how deeply
+ * it nests (`copies[copy] = height`: a copy is never a table of the value, so the two kinds
+ * of key never meet). A copy without its height is still being made: meeting its table
+ * again is a cycle. `copies` is made (`made`) when the first table that holds a table is. */
 typedef struct {
     luahier_Guard *guard;
-    int copies, heights;
+    int copies, made;
     size_t entries;
 } luahier_Copy;
 
 enum { LUAHIER_COPY_WHOLE, LUAHIER_COPY_CUT, LUAHIER_COPY_REFUSED };
 
-/* [-0, +0, -] Whether `bytes` more, and a rehash of the copy's own two tables, fit under the
- * cap with LUAHIER_COPY_SLACK to spare. */
-static int luahier_copyfits(const luahier_Copy *c, size_t bytes) {
+/* [-0, +0, -] Whether a table of `count` entries (its header, slots, and the rehash the next
+ * key may make), and the rehash of `copies`, fit under the cap with LUAHIER_COPY_SLACK to
+ * spare. */
+static int luahier_copyfits(const luahier_Copy *c, size_t count) {
     const luahier_Guard *g = c->guard;
     if (g->limit == 0 || g->in_host) return 1;
-    size_t need = bytes + 2 * 64 * (c->entries + 1) + LUAHIER_COPY_SLACK;
+    size_t need = 128 + 96 * count + 128 * (c->entries + 1) + LUAHIER_COPY_SLACK;
     return g->used < g->limit && need <= g->limit - g->used;
 }
 
@@ -380,15 +383,13 @@ static int luahier_copyvalue(lua_State *L, luahier_Copy *c, int index, int depth
         return LUAHIER_COPY_CUT;
     }
     lua_pushvalue(L, index);
-    int made = lua_rawget(L, c->copies);
-    if (made == LUA_TBOOLEAN) {
-        lua_pop(L, 1);
-        lua_pushliteral(L, "<cycle>");
-        return LUAHIER_COPY_CUT;
-    }
-    if (made == LUA_TTABLE) {
-        lua_pushvalue(L, index);
-        lua_rawget(L, c->heights);
+    if (c->made && lua_rawget(L, c->copies) == LUA_TTABLE) {
+        lua_pushvalue(L, -1);
+        if (lua_rawget(L, c->copies) == LUA_TNIL) {
+            lua_pop(L, 2);
+            lua_pushliteral(L, "<cycle>");
+            return LUAHIER_COPY_CUT;
+        }
         int made_height = (int)lua_tointeger(L, -1);
         lua_pop(L, 1);
         if (depth + made_height < LUAHIER_COPY_DEPTH) {
@@ -396,37 +397,47 @@ static int luahier_copyvalue(lua_State *L, luahier_Copy *c, int index, int depth
             return LUAHIER_COPY_WHOLE;
         }
     }
-    /* [.. previous copy or nil] */
+    if (!c->made) {
+        lua_pop(L, 1);
+        lua_pushnil(L);
+    }
+    /* [.. the copy made before (met too deep here), or nil] */
     int previous = lua_gettop(L);
     if (depth >= LUAHIER_COPY_DEPTH) {
         lua_pop(L, 1);
         lua_pushliteral(L, "<too deep>");
         return LUAHIER_COPY_CUT;
     }
-    size_t count = 0;
-    lua_pushnil(L);
-    while (lua_next(L, index) != 0) {
-        lua_pop(L, 1);
-        count++;
-    }
-    luahier_charge(L, (long long)count);
-    /* A table's header, its slots, and room for the rehash a key that misses them makes. */
-    if (!luahier_copyfits(c, 128 + 96 * count)) {
+    if (!luahier_copyfits(c, 0)) {
         lua_pop(L, 1);
         return LUAHIER_COPY_REFUSED;
     }
-    if (made == LUA_TNIL) c->entries++;
-    lua_pushvalue(L, index);
-    lua_pushboolean(L, 1);
-    lua_rawset(L, c->copies);
-    lua_createtable(L, 0, count > 0x7fffffff ? 0x7fffffff : (int)count);
+    lua_newtable(L);
     int copy = lua_gettop(L);
-    int result = LUAHIER_COPY_WHOLE;
+    int result = LUAHIER_COPY_WHOLE, known = 0;
+    size_t count = 0;
     lua_pushnil(L);
     while (lua_next(L, index) != 0) {
-        lua_pushvalue(L, -2);
-        int inner;
-        int part = luahier_copyvalue(L, c, -2, depth + 1, &inner);
+        luahier_charge(L, 1);
+        /* Known in `copies` from its first table inside: one without any can neither be met
+         * inside itself nor make the copy more than linear, and most are such. */
+        if (!known && lua_type(L, -1) == LUA_TTABLE) {
+            if (!c->made) {
+                lua_newtable(L);
+                lua_replace(L, c->copies);
+                c->made = 1;
+            }
+            if (lua_isnil(L, previous)) c->entries += 2;
+            lua_pushvalue(L, index);
+            lua_pushvalue(L, copy);
+            lua_rawset(L, c->copies);
+            known = 1;
+        }
+        int inner = -1, part = LUAHIER_COPY_REFUSED;
+        if (luahier_copyfits(c, ++count)) {
+            lua_pushvalue(L, -2);
+            part = luahier_copyvalue(L, c, -2, depth + 1, &inner);
+        }
         if (part == LUAHIER_COPY_REFUSED) {
             lua_settop(L, previous - 1);
             return LUAHIER_COPY_REFUSED;
@@ -439,13 +450,14 @@ static int luahier_copyvalue(lua_State *L, luahier_Copy *c, int index, int depth
     if (*height < 0) *height = 0;
     /* Made whole, it is the copy of this table wherever it is met again; cut, the copy made
      * before (if any) stays the one to share. */
-    lua_pushvalue(L, index);
-    lua_pushvalue(L, result == LUAHIER_COPY_WHOLE ? copy : previous);
-    lua_rawset(L, c->copies);
-    if (result == LUAHIER_COPY_WHOLE) {
-        lua_pushvalue(L, index);
+    if (known && result == LUAHIER_COPY_WHOLE) {
+        lua_pushvalue(L, copy);
         lua_pushinteger(L, *height);
-        lua_rawset(L, c->heights);
+        lua_rawset(L, c->copies);
+    } else if (known) {
+        lua_pushvalue(L, index);
+        lua_pushvalue(L, previous);
+        lua_rawset(L, c->copies);
     }
     lua_remove(L, previous);
     return result;
@@ -456,9 +468,8 @@ static int luahier_copyvalue(lua_State *L, luahier_Copy *c, int index, int depth
  * says so (contract §7), and the dispatch goes on as it would untraced. */
 static int luahier_copy(lua_State *L) {
     lua_settop(L, 1);
-    luahier_Copy c = { luahier_guard(L), 2, 3, 0 };
-    lua_newtable(L);
-    lua_newtable(L);
+    luahier_Copy c = { luahier_guard(L), 2, 0, 0 };
+    lua_pushnil(L);
     int height;
     if (luahier_copyvalue(L, &c, 1, 0, &height) != LUAHIER_COPY_REFUSED) return 1;
     lua_settop(L, 1);
