@@ -916,7 +916,7 @@ final class LuaEngine: DispatchEngine {
         }
 
         /// Output past which a trace's line is given, at once, room for all the cap still lets
-        /// it hold (limits.md, "Memory held at once").
+        /// it hold (limits.md: the complexity audit, tracing `full`).
         static let reservingPast = 4 << 20
 
         /// A line of many large values, grown value by value, would be copied into a larger
