@@ -30,11 +30,7 @@ final class ConnectAnswer: ChannelOutboundHandler, RemovableChannelHandler {
     /// reached the routes: the first answer the handler sees is the `CONNECT`'s. A pipeline
     /// without the guard (the in-process test server's) is left as it is.
     static func install(on channel: any Channel) async {
-        try? await channel.eventLoop.submit {
-            let pipeline = channel.pipeline.syncOperations
-            guard let guardHandler = try? pipeline.handler(type: ConnectionGuard.self) else { return }
-            try pipeline.addHandler(ConnectAnswer(), position: .after(guardHandler))
-        }.get()
+        await ConnectionGuard.addPastGuard(on: channel) { ConnectAnswer() }
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {

@@ -107,5 +107,16 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
     func handlerRemoved(context: ChannelHandlerContext) {
         endReading()
     }
+
+    /// Puts the handler `make` gives on `channel`'s pipeline just past its guard, from a route,
+    /// for the answer that route is making (`ConnectAnswer`, `UpgradeAnswer`). A pipeline
+    /// without the guard (the in-process test server's) is left as it is.
+    static func addPastGuard(on channel: any Channel, _ make: @escaping @Sendable () -> any ChannelHandler) async {
+        try? await channel.eventLoop.submit {
+            let pipeline = channel.pipeline.syncOperations
+            guard let guardHandler = try? pipeline.handler(type: ConnectionGuard.self) else { return }
+            try pipeline.addHandler(make(), position: .after(guardHandler))
+        }.get()
+    }
 }
 #endif

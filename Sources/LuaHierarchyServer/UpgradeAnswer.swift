@@ -25,11 +25,7 @@ final class UpgradeAnswer: ChannelOutboundHandler, RemovableChannelHandler {
     /// answer is written (as `ConnectAnswer.install(on:)`, whose reasoning holds here: the
     /// first answer the handler sees is this request's).
     static func install(on channel: any Channel) async {
-        try? await channel.eventLoop.submit {
-            let pipeline = channel.pipeline.syncOperations
-            guard let guardHandler = try? pipeline.handler(type: ConnectionGuard.self) else { return }
-            try pipeline.addHandler(UpgradeAnswer(), position: .after(guardHandler))
-        }.get()
+        await ConnectionGuard.addPastGuard(on: channel) { UpgradeAnswer() }
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
