@@ -7,10 +7,29 @@ import Testing
 /// and the file sink's rotation (docs/decision-log.md).
 @Suite("Decision log")
 struct DecisionLogTests {
+    /// Open or closed: `pass()` waits while it is closed, woken when it opens.
+    final class Gate: @unchecked Sendable {
+        private let condition = NSCondition()
+        private var isOpen = true
+
+        func set(open: Bool) {
+            condition.lock()
+            isOpen = open
+            condition.broadcast()
+            condition.unlock()
+        }
+
+        func pass() {
+            condition.lock()
+            while !isOpen { condition.wait() }
+            condition.unlock()
+        }
+    }
+
     /// A sink keeping what it is given; `gate` closed, it blocks until opened.
     final class MemorySink: DecisionSink, @unchecked Sendable {
         let records = Mutex<[[UInt8]]>([])
-        let gate = Mutex(true)
+        let gate = Gate()
         var batching: DecisionBatching { .immediate }
         var failing = false
 
@@ -19,7 +38,7 @@ struct DecisionLogTests {
 
         func write(_ records: [[UInt8]]) throws {
             writes.withLock { $0 += 1 }
-            while !gate.withLock({ $0 }) { usleep(1000) }
+            gate.pass()
             if failing { throw CocoaError(.fileWriteUnknown) }
             self.records.withLock { $0.append(contentsOf: records) }
         }
@@ -132,7 +151,7 @@ struct DecisionLogTests {
 
     @Test func aFullBufferDropsAndCountsWithoutHoldingAnswersUp() async throws {
         let sink = MemorySink()
-        sink.gate.withLock { $0 = false }
+        sink.gate.set(open: false)
         let log = DecisionLog(sink: sink, bufferBytes: 4096)
         let pool = try Self.pool(log)
         for number in 1...200 {
@@ -142,7 +161,7 @@ struct DecisionLogTests {
         let held = log.statistics
         #expect(held.droppedBufferFull > 150)
         #expect(held.logged == 0)
-        sink.gate.withLock { $0 = true }
+        sink.gate.set(open: true)
         #expect(await log.drained())
         let done = log.statistics
         #expect(done.logged + done.droppedBufferFull == 200)
@@ -153,7 +172,7 @@ struct DecisionLogTests {
 
     @Test func closingWithATimeoutDropsWhatASlowSinkDidNotTake() async throws {
         let sink = MemorySink()
-        sink.gate.withLock { $0 = false }
+        sink.gate.set(open: false)
         let log = DecisionLog(sink: sink)
         let pool = try Self.pool(log)
         _ = try await pool.dispatch(#"{"at":"/app","event":{"type":"Pay"}}"#)
@@ -166,7 +185,7 @@ struct DecisionLogTests {
         log.close(timeout: 0.2)
         #expect(ContinuousClock.now - started < .seconds(10))
         #expect(log.statistics.droppedSinkFailed == 4)
-        sink.gate.withLock { $0 = true }
+        sink.gate.set(open: true)
     }
 
     @Test func aFailingSinkDropsAndCounts() async throws {
