@@ -270,11 +270,15 @@ void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
             return block;
         }
     }
-    /* A small block freed: cached, or freed when the cache is full. */
-    if (nsize == 0 && ptr != NULL && osize - 1 < LUAHIER_SMALL_BLOCK) {
-        luahier_giveblock(g, ptr, osize);
-        g->used -= luahier_classbytes(luahier_sizeclass(osize));
-        return NULL;
+    if (nsize == 0) {
+        /* Nothing asked for nothing: Lua frees (and makes) a table's empty array part so. */
+        if (ptr == NULL) return NULL;
+        /* A small block freed: cached, or freed when the cache is full. */
+        if (osize - 1 < LUAHIER_SMALL_BLOCK) {
+            luahier_giveblock(g, ptr, osize);
+            g->used -= luahier_classbytes(luahier_sizeclass(osize));
+            return NULL;
+        }
     }
     return luahier_allocslow(g, ptr, osize, nsize);
 }
