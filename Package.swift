@@ -81,8 +81,9 @@ let package = Package(
             swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")],
             plugins: [.plugin(name: "EmbedLua")]),
         // Files to Swift string constants, for the EmbedLua build-tool plugin (the library's
-        // Lua, the server's docs/openapi.json).
-        .executableTarget(name: "embed-lua"),
+        // Lua, the server's docs/openapi.json); the host's chunks also compiled by the Lua the
+        // package links, so that no start compiles them (`LuaBytecode`).
+        .executableTarget(name: "embed-lua", dependencies: ["CLua", "CLuaHost"]),
         .plugin(name: "EmbedLua", capability: .buildTool(), dependencies: ["embed-lua"]),
         // zlib through pkg-config (Debian's zlib1g-dev): the HTTP decision sink gzips its batches.
         .systemLibrary(
@@ -141,7 +142,8 @@ let package = Package(
             path: "Benchmarks/floor-server"
         ),
         .testTarget(
-            name: "LuaHierarchyTests", dependencies: ["LuaHierarchy", .product(name: "Logging", package: "swift-log")]),
+            name: "LuaHierarchyTests",
+            dependencies: ["LuaHierarchy", "CLua", "CLuaHost", .product(name: "Logging", package: "swift-log")]),
         // Depends on the executable so `swift test` builds the binary these tests run.
         .testTarget(name: "luahierTests", dependencies: ["luahier"], exclude: ["Golden", "Fixtures"]),
         // The server's routes in process (HummingbirdTesting): with the Server trait only; without

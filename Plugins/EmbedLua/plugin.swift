@@ -6,7 +6,9 @@ import PackagePlugin
 /// them changes. The binary carries them; nothing is read at run time.
 ///
 /// What each target embeds is said once, in `embeddings`: the library its Lua (the files in
-/// Lua/, as `LuaSources`), the server its API document (docs/openapi.json, as
+/// Lua/, as `LuaSources`, and its host chunks compiled, as `LuaBytecode`: the Lua it links
+/// reads a dump about seven times faster than it compiles the text), the server its API
+/// document (docs/openapi.json, as
 /// `ServerDocuments`, byte for byte: `GET /openapi.json` answers exactly the file).
 @main
 struct EmbedLua: BuildToolPlugin {
@@ -18,6 +20,10 @@ struct EmbedLua: BuildToolPlugin {
         var files: @Sendable (URL) throws -> [URL]
         /// Kept byte for byte; otherwise a final newline is dropped (a Lua chunk's text).
         var exact: Bool
+        /// Of the files, the host chunks also compiled at build time (`LuaBytecode`), and the
+        /// walk, whose two variants are.
+        var compiled: [String] = []
+        var walk: String?
     }
 
     static let embeddings: [String: Embedding] = [
@@ -25,7 +31,7 @@ struct EmbedLua: BuildToolPlugin {
             try FileManager.default.contentsOfDirectory(at: root.appendingPathComponent("Lua"), includingPropertiesForKeys: nil)
                 .filter { $0.pathExtension == "lua" }
                 .sorted { $0.lastPathComponent < $1.lastPathComponent }
-        }, exact: false),
+        }, exact: false, compiled: ["host_prelude.lua", "sandbox.lua"], walk: "walk.lua"),
         "LuaHierarchyServer": Embedding(enumName: "ServerDocuments", files: { root in
             [root.appendingPathComponent("docs/openapi.json")]
         }, exact: true),
@@ -38,14 +44,30 @@ struct EmbedLua: BuildToolPlugin {
         }
         let files = try embedding.files(context.package.directoryURL)
         let output = context.pluginWorkDirectoryURL.appendingPathComponent("\(embedding.enumName).swift")
+        func path(_ name: String) throws -> String {
+            guard let file = files.first(where: { $0.lastPathComponent == name }) else {
+                throw PluginError(message: "EmbedLua: \(target.name) compiles \(name), which it does not embed")
+            }
+            return file.path
+        }
+        var compiling: [String] = []
+        for name in embedding.compiled { compiling += ["--compile", try path(name)] }
+        if let walk = embedding.walk { compiling += ["--walk", try path(walk)] }
         return [
             .buildCommand(
                 displayName: "Embedding \(files.count) files in \(target.name)",
                 executable: try context.tool(named: "embed-lua").url,
-                arguments: ["--enum", embedding.enumName] + (embedding.exact ? ["--exact"] : []) + [output.path] + files.map(\.path),
+                arguments: ["--enum", embedding.enumName] + (embedding.exact ? ["--exact"] : []) + compiling
+                    + [output.path] + files.map(\.path),
                 inputFiles: files,
                 outputFiles: [output]
             )
         ]
     }
+}
+
+/// A mistake in the plugin's own embeddings.
+struct PluginError: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
 }

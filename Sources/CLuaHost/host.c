@@ -144,3 +144,13 @@ int luahier_strip(lua_State *L, const char *name) {
     free(dump.bytes);
     return status;
 }
+
+int luahier_loadhostchunk(lua_State *L, const char *source, size_t length, const unsigned char *bytecode,
+                          size_t size, const char *name) {
+    if (size > 0) {
+        if (luaL_loadbufferx(L, (const char *)bytecode, size, name, "b") == LUA_OK) return LUA_OK;
+        lua_pop(L, 1);
+    }
+    int status = luaL_loadbufferx(L, source, length, name, "t");
+    return status == LUA_OK ? luahier_strip(L, name) : status;
+}

@@ -501,7 +501,7 @@ static int luahier_newrecord(lua_State *L) {
 
 /* ---- Loading ---------------------------------------------------------------------------- */
 
-int luahier_pushwalk(lua_State *L, luahier_Engine *engine, int traced, const char *text) {
+int luahier_pushwalksource(lua_State *L, int traced, const char *text) {
     /* The constants filled in, in one pass over the text. */
     luaL_Buffer b;
     luaL_buffinit(L, &b);
@@ -528,12 +528,19 @@ int luahier_pushwalk(lua_State *L, luahier_Engine *engine, int traced, const cha
     luaL_addstring(&b, text);
     luaL_pushresult(&b);
     /* The variant's lines: the marked ones kept (traced) or left as comments. */
-    const char *source = luaL_gsub(L, lua_tostring(L, -1), luahier_traced_mark, traced ? "    " : luahier_traced_mark);
+    luaL_gsub(L, lua_tostring(L, -1), luahier_traced_mark, traced ? "    " : luahier_traced_mark);
     lua_remove(L, -2);
-    int status = luaL_loadbuffer(L, source, strlen(source), "=[luahier walk]");
-    lua_remove(L, -2);
+    return LUA_OK;
+}
+
+int luahier_pushwalk(lua_State *L, luahier_Engine *engine, int traced, const char *text,
+                     const unsigned char *bytecode, size_t size) {
+    int status = luahier_pushwalksource(L, traced, text);
     if (status != LUA_OK) return status;
-    status = luahier_strip(L, "=[luahier walk]");
+    size_t length;
+    const char *source = lua_tolstring(L, -1, &length);
+    status = luahier_loadhostchunk(L, source, length, bytecode, size, "=[luahier walk]");
+    lua_remove(L, -2);
     if (status != LUA_OK) return status;
     /* accept's upvalues: the engine, and what the value rules read on every call (the word
      * "type" and the domain tags: luahier_Keys), so it looks neither up in the registry. */

@@ -83,4 +83,13 @@ int luahier_makenodeindex(lua_State *L);
  * error pushed in place of the function. */
 int luahier_strip(lua_State *L, const char *name);
 
+/* [-0, +1, -] Pushes a host chunk named `name`: `bytecode` (`size` bytes, the stripped dump
+ * that embed-lua made of the same text at build time) when this Lua loads it, else `source`
+ * (`length` bytes) compiled and stripped here. A Lua whose dump format differs from the build's
+ * refuses the bytes (lua_load checks the version, the format and the sizes of its numbers) and
+ * the chunk costs its compilation, as before. Returns LUA_OK, or an error status with the
+ * error pushed instead. */
+int luahier_loadhostchunk(lua_State *L, const char *source, size_t length, const unsigned char *bytecode,
+                          size_t size, const char *name);
+
 #endif

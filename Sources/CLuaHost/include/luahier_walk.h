@@ -9,11 +9,20 @@
 
 #include "luahier_enginetypes.h"
 
+/* [-0, +1, m] Pushes the text of the walk's variant (`traced`: the one that records traces):
+ * `text` is Lua/walk.lua (LuaSources.walk), its constants' C names filled in from the enums
+ * here, its "--T|" lines kept for `traced`. Returns LUA_OK, or LUA_ERRSYNTAX with an error
+ * pushed instead when the text names a constant this file does not fill in. embed-lua
+ * compiles the same text at build time. */
+int luahier_pushwalksource(lua_State *L, int traced, const char *text);
+
 /* [-0, +1, -] Pushes the walk (`traced`: its variant that records traces), its helpers bound;
  * returns LUA_OK, or an error status with the error pushed instead. Made once per state.
- * `engine` must outlive the state's use of it. `text` is Lua/walk.lua (LuaSources.walk): its
- * constants' C names are filled in from the enums here, its "--T|" lines kept for `traced`. */
-int luahier_pushwalk(lua_State *L, luahier_Engine *engine, int traced, const char *text);
+ * `engine` must outlive the state's use of it. `bytecode` (`size` bytes) is the variant as
+ * embed-lua compiled it at build time, loaded when this Lua can; else the text is made from
+ * `text` and compiled (luahier_loadhostchunk). */
+int luahier_pushwalk(lua_State *L, luahier_Engine *engine, int traced, const char *text,
+                     const unsigned char *bytecode, size_t size);
 
 /* [-0, +1, -] The function a removed responder's entry calls instead (LUAHIER_ENTRY_CALL): its
  * answer, which no responder can give, tells the walk to pass the entry by. */

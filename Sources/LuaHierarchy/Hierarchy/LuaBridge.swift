@@ -98,7 +98,7 @@ final class LuaBridge {
         }
 
         // The prelude, then its arguments, in order.
-        try host.load(LuaSources.hostPrelude, name: "=[luahier]")
+        try host.load(.hostPrelude, name: "=[luahier]")
         lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(nodeMetatable))
         lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(handleMetatable))
         pushFunctionTable(nodeMethods())

@@ -91,7 +91,11 @@ final class LuaEngine: DispatchEngine {
         host.setRawField(of: -2, "__gc")
         luahier_pop(L, 1)
         for traced in [false, true] {
-            guard luahier_pushwalk(L, state, traced ? 1 : 0, LuaSources.walk) == LUA_OK else {
+            let walk: HostChunk = traced ? .tracedWalk : .walk
+            let status = walk.bytecode.withUnsafeBufferPointer { bytes in
+                luahier_pushwalk(L, state, traced ? 1 : 0, walk.source, bytes.baseAddress, bytes.count)
+            }
+            guard status == LUA_OK else {
                 let message = lua_tolstring(L, -1, nil).map { String(cString: $0) } ?? "the dispatch walk did not load"
                 luahier_pop(L, 1)
                 throw .preludeFailed(message)

@@ -29,7 +29,7 @@ extension LuaHost {
             luahier_newtable(L)
             lua_pushvalue(L, -1)
             let folders = ref()
-            try load(LuaSources.sandbox, name: "=[luahier sandbox]")
+            try load(.sandbox, name: "=[luahier sandbox]")
             luahier_insert(L, -2)
             luahier_pushcfunction(L, luahier_guardhandler)
             try pushPatternFunctions()
@@ -119,15 +119,16 @@ extension LuaHost {
         return sources
     }
 
-    /// [-0, +1, -] Loads a host chunk, stripped of its debug information. Its name must start
-    /// with "=[luahier": frames of host code are never what a `where` names
-    /// (luahier_ishostcode).
-    func load(_ source: String, name: String) throws(HierarchyError) {
+    /// [-0, +1, -] Loads a host chunk, stripped of its debug information: its build-time dump,
+    /// or its text compiled (HostChunk). Its name must start with "=[luahier": frames of host
+    /// code are never what a `where` names (luahier_ishostcode).
+    func load(_ chunk: HostChunk, name: String) throws(HierarchyError) {
         precondition(name.hasPrefix("=[luahier"), "host chunks are named =[luahier ...]")
         // Stripped, so nothing a script sees can name a line of it.
-        guard luaL_loadbufferx(thread, source, source.utf8.count, name, "t") == LUA_OK,
-            luahier_strip(thread, name) == LUA_OK
-        else {
+        let status = chunk.bytecode.withUnsafeBufferPointer { bytes in
+            luahier_loadhostchunk(thread, chunk.source, chunk.source.utf8.count, bytes.baseAddress, bytes.count, name)
+        }
+        guard status == LUA_OK else {
             let message = string(at: -1) ?? "?"
             luahier_pop(thread, 1)
             throw .preludeFailed(message)
