@@ -145,6 +145,10 @@ int luahier_strip(lua_State *L, const char *name) {
     return status;
 }
 
+const char *luahier_luaident(void) {
+    return lua_ident;
+}
+
 int luahier_loadhostchunk(lua_State *L, const char *source, size_t length, const unsigned char *bytecode,
                           size_t size, const char *name) {
     if (size > 0) {

@@ -1,3 +1,4 @@
+import CLuaHost
 import Foundation
 
 // embed-lua [--enum NAME] [--exact] [--compile FILE]... [--walk FILE] OUTPUT FILE...: writes
@@ -77,6 +78,8 @@ if !compiled.isEmpty || walk != nil {
     swift += "\n/// Host chunks compiled at build time by the Lua the package links, stripped, base64-encoded:\n"
     swift += "/// loaded instead of their text when the Lua at run time reads the same dump format.\n"
     swift += "enum LuaBytecode {\n"
+    swift += "    /// The compiling Lua's lua_ident: the dumps are used by the same release only.\n"
+    swift += "    static let luaIdent = \(literal(String(cString: luahier_luaident())))\n"
     do {
         let compiler = try HostChunkCompiler()
         for path in compiled {

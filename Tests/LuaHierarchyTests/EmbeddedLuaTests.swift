@@ -77,6 +77,17 @@ struct EmbeddedLuaTests {
         #expect(HostChunk.walk.bytecode != HostChunk.tracedWalk.bytecode)
     }
 
+    /// The Lua the tests run is the build's release (its lua_ident), so the dumps are used.
+    @Test func theDumpsAreUsedByTheReleaseThatMadeThem() {
+        #expect(LuaBytecode.luaIdent.contains("$LuaVersion: Lua 5.4."))
+        #expect(String(cString: luahier_luaident()) == LuaBytecode.luaIdent)
+        #expect(HostChunk.dumpsMatch)
+        #expect(!HostChunk.sandbox.bytecode.isEmpty)
+        // Another release: no dump, and the chunk is its text compiled (below).
+        let unused = HostChunk(source: LuaSources.sandbox, base64: LuaBytecode.sandbox, used: false)
+        #expect(unused.bytecode.isEmpty && unused.source == LuaSources.sandbox)
+    }
+
     /// The dump is what a state loads: it loads as a binary chunk, and a state made with it
     /// runs (every other test makes one).
     @Test func eachDumpLoadsAsABinaryChunk() throws {

@@ -83,6 +83,9 @@ int luahier_makenodeindex(lua_State *L);
  * error pushed in place of the function. */
 int luahier_strip(lua_State *L, const char *name);
 
+/* The linked Lua's `lua_ident`, which names its release ("$LuaVersion: Lua 5.4.4 ..."). */
+const char *luahier_luaident(void);
+
 /* [-0, +1, -] Pushes a host chunk named `name`: `bytecode` (`size` bytes, the stripped dump
  * that embed-lua made of the same text at build time) when this Lua loads it, else `source`
  * (`length` bytes) compiled and stripped here. A Lua whose dump format differs from the build's
