@@ -1,13 +1,17 @@
-// swift-tools-version:6.1
+// swift-tools-version:6.2
 import PackageDescription
 
 // A release build of an executable links Swift's runtime into it, as SwiftPM's
 // `--static-swift-stdlib` does: the dynamic loader then binds 7 libraries, not 18, and
 // `luahier run` starts in 5.5M instructions instead of 10.8M (docs/performance.md, Startup).
-// The libraries named are those of Foundation's that its static archives need and that flag
-// adds by itself (the last two only with the Server trait, whose packages use Foundation);
-// an archive nothing needs adds nothing. For luahier and the floor server it is measured
-// against only: the library, and programs that embed it, link as their own builds say.
+// `-static-stdlib` alone leaves out the Foundation archives that `--static-swift-stdlib`
+// names itself, so they are named here (the last two only needed with the Server trait,
+// whose packages use Foundation; an archive nothing needs adds nothing). For luahier and the
+// floor server it is measured against only: the library, and programs that embed it, link as
+// their own builds say. From tools-version 6.2 SwiftPM lets a package that depends on this one
+// by version use a product whose targets have unsafe flags. A release build of the tests
+// (`swift build -c release --build-tests`) links these flags too, and cannot link the test
+// libraries statically: the tests are built and run in debug.
 let staticRuntimeInRelease: [LinkerSetting] = [
     .unsafeFlags(["-static-stdlib", "-l_FoundationCShims", "-l_FoundationCollections", "-lCoreFoundation", "-l_FoundationICU"],
                  .when(platforms: [.linux], configuration: .release))

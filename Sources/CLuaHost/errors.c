@@ -11,7 +11,7 @@
 
 int luahier_ishostcode(const lua_Debug *ar) {
     if (ar->source == NULL) return 0;
-    /* Host chunks are loaded stripped (luahier_strip), which names their source "=?"; the
+    /* Host chunks are loaded stripped (luahier_loadhostchunk), which names their source "=?"; the
      * sandbox loads text only, so no script's function is stripped. */
     return strncmp(ar->source, "=[luahier", 9) == 0 || (strcmp(ar->source, "=?") == 0 && *ar->what != 'C');
 }

@@ -135,7 +135,11 @@ static int luahier_dumpwriter(lua_State *L, const void *p, size_t size, void *ud
     return 0;
 }
 
-int luahier_strip(lua_State *L, const char *name) {
+/* [-1, +1, m] Replaces the function on top with a copy without debug information: Lua then
+ * knows no line in it, so no message, `where` or traceback can name a line of the host's
+ * own code (luaL_where writes nothing for it). Returns LUA_OK, or an error status with the
+ * error pushed in place of the function. */
+static int luahier_strip(lua_State *L, const char *name) {
     luahier_Dump dump = { NULL, 0, 0 };
     int failed = lua_dump(L, luahier_dumpwriter, &dump, 1);
     lua_pop(L, 1);
@@ -149,12 +153,16 @@ const char *luahier_luaident(void) {
     return lua_ident;
 }
 
+int luahier_loaddump(lua_State *L, const unsigned char *bytecode, size_t size, const char *name) {
+    if (size == 0) return 0;
+    if (luaL_loadbufferx(L, (const char *)bytecode, size, name, "b") == LUA_OK) return 1;
+    lua_pop(L, 1);
+    return 0;
+}
+
 int luahier_loadhostchunk(lua_State *L, const char *source, size_t length, const unsigned char *bytecode,
                           size_t size, const char *name) {
-    if (size > 0) {
-        if (luaL_loadbufferx(L, (const char *)bytecode, size, name, "b") == LUA_OK) return LUA_OK;
-        lua_pop(L, 1);
-    }
+    if (luahier_loaddump(L, bytecode, size, name)) return LUA_OK;
     int status = luaL_loadbufferx(L, source, length, name, "t");
     return status == LUA_OK ? luahier_strip(L, name) : status;
 }

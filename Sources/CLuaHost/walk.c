@@ -516,7 +516,7 @@ int luahier_pushwalksource(lua_State *L, int traced, const char *text) {
             luaL_pushresult(&b);
             lua_pop(L, 1);
             lua_pushlstring(L, at, length);
-            lua_pushfstring(L, "walk.lua names %s, a constant luahier_pushwalk does not fill in", lua_tostring(L, -1));
+            lua_pushfstring(L, "walk.lua names %s, a constant luahier_pushwalksource does not fill in", lua_tostring(L, -1));
             lua_remove(L, -2);
             return LUA_ERRSYNTAX;
         }
@@ -535,13 +535,16 @@ int luahier_pushwalksource(lua_State *L, int traced, const char *text) {
 
 int luahier_pushwalk(lua_State *L, luahier_Engine *engine, int traced, const char *text,
                      const unsigned char *bytecode, size_t size) {
-    int status = luahier_pushwalksource(L, traced, text);
-    if (status != LUA_OK) return status;
-    size_t length;
-    const char *source = lua_tolstring(L, -1, &length);
-    status = luahier_loadhostchunk(L, source, length, bytecode, size, "=[luahier walk]");
-    lua_remove(L, -2);
-    if (status != LUA_OK) return status;
+    /* The text is made only when the build's dump is not used. */
+    if (!luahier_loaddump(L, bytecode, size, "=[luahier walk]")) {
+        int status = luahier_pushwalksource(L, traced, text);
+        if (status != LUA_OK) return status;
+        size_t length;
+        const char *source = lua_tolstring(L, -1, &length);
+        status = luahier_loadhostchunk(L, source, length, NULL, 0, "=[luahier walk]");
+        lua_remove(L, -2);
+        if (status != LUA_OK) return status;
+    }
     /* accept's upvalues: the engine, and what the value rules read on every call (the word
      * "type" and the domain tags: luahier_Keys), so it looks neither up in the registry. */
     lua_pushlightuserdata(L, engine);

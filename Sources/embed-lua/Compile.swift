@@ -8,8 +8,8 @@ struct CompileError: Error {
 }
 
 /// Compiles host chunks with the Lua the package links, as the host would at run time
-/// (LuaHost.load, luahier_pushwalk): the text compiled, then dumped stripped (luahier_strip),
-/// so the bytes are the chunk the host would otherwise make at every start.
+/// (luahier_loadhostchunk, luahier_pushwalk): the text compiled, then dumped stripped, so the
+/// bytes are the chunk the host would otherwise make at every start.
 final class HostChunkCompiler {
     private let L: OpaquePointer
 
@@ -22,17 +22,13 @@ final class HostChunkCompiler {
 
     /// The stripped dump of `text` (a host chunk).
     func compile(_ text: String) throws(CompileError) -> Data {
-        var source = text
-        if source.hasSuffix("\n") { source.removeLast() }
-        guard luaL_loadbufferx(L, source, source.utf8.count, "=[luahier]", "t") == LUA_OK else { throw failure() }
+        guard luaL_loadbufferx(L, text, text.utf8.count, "=[luahier]", "t") == LUA_OK else { throw failure() }
         return try dump()
     }
 
     /// The stripped dump of walk.lua's variant (luahier_pushwalksource makes its text).
     func compileWalk(_ text: String, traced: Bool) throws(CompileError) -> Data {
-        var source = text
-        if source.hasSuffix("\n") { source.removeLast() }
-        guard luahier_pushwalksource(L, traced ? 1 : 0, source) == LUA_OK else { throw failure() }
+        guard luahier_pushwalksource(L, traced ? 1 : 0, text) == LUA_OK else { throw failure() }
         var length = 0
         let variant = lua_tolstring(L, -1, &length)
         let status = luaL_loadbufferx(L, variant, length, "=[luahier walk]", "t")

@@ -53,13 +53,14 @@ struct EmbeddedLuaTests {
         return sink.bytes
     }
 
-    /// Each embedded dump is byte for byte what this Lua makes of the chunk's text (the walk's
-    /// by luahier_pushwalksource): the build compiled the text the binary carries.
-    @Test func eachDumpIsItsTextCompiledHere() throws {
+    /// Each embedded dump is byte for byte what the host's own fallback makes of the chunk's
+    /// text when it does not use the dump (luahier_loadhostchunk with no dump; the walk's
+    /// variants' text by luahier_pushwalksource): the two paths load the same function.
+    @Test func eachDumpIsWhatTheTextPathMakes() throws {
         let L = try #require(luaL_newstate())
         defer { lua_close(L) }
         for (name, chunk) in [("sandbox", HostChunk.sandbox), ("hostPrelude", HostChunk.hostPrelude)] {
-            #expect(luaL_loadbufferx(L, chunk.source, chunk.source.utf8.count, "=[luahier]", "t") == LUA_OK)
+            #expect(luahier_loadhostchunk(L, chunk.source, chunk.source.utf8.count, nil, 0, "=[luahier]") == LUA_OK)
             let dump = Self.strippedDump(L)
             #expect(!chunk.bytecode.isEmpty, "\(name) has no dump")
             #expect(dump == chunk.bytecode, "\(name)'s dump is not its text's")
@@ -68,13 +69,14 @@ struct EmbeddedLuaTests {
             #expect(luahier_pushwalksource(L, traced ? 1 : 0, chunk.source) == LUA_OK)
             var length = 0
             let text = lua_tolstring(L, -1, &length)
-            #expect(luaL_loadbufferx(L, text, length, "=[luahier walk]", "t") == LUA_OK)
+            #expect(luahier_loadhostchunk(L, text, length, nil, 0, "=[luahier walk]") == LUA_OK)
             let dump = Self.strippedDump(L)
             luahier_pop(L, 1)
             #expect(!chunk.bytecode.isEmpty)
             #expect(dump == chunk.bytecode, "the walk's \(traced ? "traced" : "untraced") dump is not its text's")
         }
         #expect(HostChunk.walk.bytecode != HostChunk.tracedWalk.bytecode)
+        #expect(lua_gettop(L) == 0)
     }
 
     /// The Lua the tests run is the build's release (its lua_ident), so the dumps are used.
@@ -84,7 +86,7 @@ struct EmbeddedLuaTests {
         #expect(HostChunk.dumpsMatch)
         #expect(!HostChunk.sandbox.bytecode.isEmpty)
         // Another release: no dump, and the chunk is its text compiled (below).
-        let unused = HostChunk(source: LuaSources.sandbox, base64: LuaBytecode.sandbox, used: false)
+        let unused = HostChunk(source: LuaSources.sandbox, base64: LuaBytecode.sandbox, usingDump: false)
         #expect(unused.bytecode.isEmpty && unused.source == LuaSources.sandbox)
     }
 
@@ -94,12 +96,16 @@ struct EmbeddedLuaTests {
         let L = try #require(luaL_newstate())
         defer { lua_close(L) }
         for chunk in [HostChunk.sandbox, .hostPrelude, .walk, .tracedWalk] {
-            let status = chunk.bytecode.withUnsafeBufferPointer { bytes in
-                luaL_loadbufferx(L, UnsafeRawPointer(bytes.baseAddress!).assumingMemoryBound(to: CChar.self), bytes.count, "=[luahier]", "b")
-            }
-            #expect(status == LUA_OK)
+            try #require(!chunk.bytecode.isEmpty)
+            let loaded = chunk.bytecode.withUnsafeBufferPointer { luahier_loaddump(L, $0.baseAddress, $0.count, "=[luahier]") }
+            #expect(loaded == 1)
+            #expect(lua_type(L, -1) == LUA_TFUNCTION)
             luahier_pop(L, 1)
         }
+        // Text is not a dump: refused, and nothing pushed.
+        let text = Array(LuaSources.hostPrelude.utf8)
+        #expect(text.withUnsafeBufferPointer { luahier_loaddump(L, $0.baseAddress, $0.count, "=[luahier]") } == 0)
+        #expect(lua_gettop(L) == 0)
     }
 
     /// A dump this Lua does not read (another version's, or damaged) is passed over: the

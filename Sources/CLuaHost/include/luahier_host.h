@@ -77,18 +77,17 @@ int luahier_nodeindex(lua_State *L);
  * -> the `__index` function of nodes. */
 int luahier_makenodeindex(lua_State *L);
 
-/* [-1, +1, m] Replaces the function on top with a copy without debug information: Lua then
- * knows no line in it, so no message, `where` or traceback can name a line of the host's
- * own code (luaL_where writes nothing for it). Returns LUA_OK, or an error status with the
- * error pushed in place of the function. */
-int luahier_strip(lua_State *L, const char *name);
-
 /* The linked Lua's `lua_ident`, which names its release ("$LuaVersion: Lua 5.4.4 ..."). */
 const char *luahier_luaident(void);
 
-/* [-0, +1, -] Pushes a host chunk named `name`: `bytecode` (`size` bytes, the stripped dump
- * that embed-lua made of the same text at build time) when this Lua loads it, else `source`
- * (`length` bytes) compiled and stripped here. A Lua whose dump format differs from the build's
+/* [-0, +(0|1), -] Pushes the function of `bytecode` (`size` bytes, a host chunk's stripped dump
+ * that embed-lua made at build time, or none) and returns 1; or pushes nothing and returns 0
+ * when there is none or this Lua refuses it. */
+int luahier_loaddump(lua_State *L, const unsigned char *bytecode, size_t size, const char *name);
+
+/* [-0, +1, m] Pushes a host chunk named `name`: its dump (luahier_loaddump) when this Lua loads
+ * it, else `source` (`length` bytes) compiled here and stripped (no line of the host's own code
+ * can then be named by a message, `where` or traceback: luaL_where writes nothing for it). A Lua whose dump format differs from the build's
  * refuses the bytes (lua_load checks the version, the format and the sizes of its numbers) and
  * the chunk costs its compilation, as before. Returns LUA_OK, or an error status with the
  * error pushed instead. */

@@ -16,11 +16,11 @@
  * compiles the same text at build time. */
 int luahier_pushwalksource(lua_State *L, int traced, const char *text);
 
-/* [-0, +1, -] Pushes the walk (`traced`: its variant that records traces), its helpers bound;
+/* [-0, +1, m] Pushes the walk (`traced`: its variant that records traces), its helpers bound;
  * returns LUA_OK, or an error status with the error pushed instead. Made once per state.
  * `engine` must outlive the state's use of it. `bytecode` (`size` bytes) is the variant as
- * embed-lua compiled it at build time, loaded when this Lua can; else the text is made from
- * `text` and compiled (luahier_loadhostchunk). */
+ * embed-lua compiled it at build time, loaded when this Lua can (luahier_loaddump); else the
+ * variant's text is made from `text` and compiled. */
 int luahier_pushwalk(lua_State *L, luahier_Engine *engine, int traced, const char *text,
                      const unsigned char *bytecode, size_t size);
 

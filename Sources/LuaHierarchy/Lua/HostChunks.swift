@@ -7,7 +7,7 @@ import Foundation
 
 /// The host's own Lua (Lua/*.lua) as the host loads it: each chunk's text (`LuaSources`) with
 /// its stripped dump, compiled at build time by the Lua the package links (`LuaBytecode`,
-/// made by embed-lua). A state loads the dump, about seven times cheaper than compiling the
+/// made by embed-lua). A state loads the dump, about six times cheaper than compiling the
 /// text. The dumps are used only when the Lua linked at run time is the very release that
 /// compiled them (its `lua_ident`): another release of Lua 5.4 would pass the dump header's
 /// checks and could still read the code differently. Otherwise, and whenever a Lua refuses a
@@ -19,10 +19,10 @@ struct HostChunk: Sendable {
     /// Its stripped dump; empty when the dumps are not used.
     let bytecode: [UInt8]
 
-    /// `used`: whether to use the dump (when the release matches, unless told).
-    init(source: String, base64 bytecode: String, used: Bool = HostChunk.dumpsMatch) {
+    /// `usingDump`: whether to use the dump (when the release matches, unless told).
+    init(source: String, base64 bytecode: String, usingDump: Bool = HostChunk.dumpsMatch) {
         self.source = source
-        self.bytecode = used ? Self.decode(bytecode) : []
+        self.bytecode = usingDump ? Self.decode(bytecode) : []
     }
 
     static let sandbox = HostChunk(source: LuaSources.sandbox, base64: LuaBytecode.sandbox)
