@@ -80,7 +80,8 @@ final class AnswerPipe: AsyncSequence, @unchecked Sendable {
             pthread_mutex_unlock(mutex)
             return false
         }
-        waiting.append(contentsOf: answer)
+        // As typed bytes: one memcpy (a raw buffer is appended byte by byte).
+        answer.withMemoryRebound(to: UInt8.self) { waiting.append(contentsOf: $0) }
         // The reader waits: wake it (outside the lock) once a run of answers is worth a
         // write, or at once when the last write was a while ago (a slow batch's answers are
         // not held back). One write per small answer kept the event loop from accepting

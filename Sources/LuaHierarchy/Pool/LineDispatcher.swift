@@ -336,7 +336,12 @@ final class Pipeline: @unchecked Sendable {
             return
         }
         let (written, unwritten) = batch.answers.locked {
-            batch.answered.append(contentsOf: answer)
+            // Room for about the batch's own length at once (its answers are seldom shorter),
+            // not ten regrowths, each a copy: at most the input in flight (`maxInFlightBytes`).
+            if batch.answered.isEmpty { batch.answered.reserveCapacity(batch.chunk.count) }
+            // As typed bytes: Array copies a contiguous typed buffer with one memcpy, a raw
+            // one byte by byte.
+            answer.withMemoryRebound(to: UInt8.self) { batch.answered.append(contentsOf: $0) }
             return (batch.writtenBefore + batch.written, batch.answered.count - batch.written)
         }
         release(upTo: written, of: batch, held: held)
