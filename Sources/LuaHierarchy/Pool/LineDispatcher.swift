@@ -57,6 +57,11 @@ package enum LineDispatcher {
         /// Outcomes carry the `revision` that answered them (for a pool that reloads).
         public var stampsRevision = false
 
+        /// Called when a worker stops before its next batch because the completed batches'
+        /// answers waiting for the writer passed 4 MiB, with their size then; under the
+        /// pipeline's lock, so it must not block. For tests.
+        package var waitingForWriter: (@Sendable (Int) -> Void)?
+
         /// The bundle the rules come from, in place of `rulesFile` (`RulesPool.Options(bundle:workers:)`).
         public var bundle: RuleBundle?
 
@@ -168,12 +173,21 @@ final class Batch {
     @exclusivity(unchecked) var counts = [0, 0, 0, 0]
     /// With strict: the invalid line after which nothing more is answered.
     var stopLine: Int?
+    /// Its answers not yet written when it was completed (under the pipeline's `writer`).
+    var unwrittenWhenCompleted = 0
+
+    /// The bytes of its own lines kept in `chunk` (a chunk is one read, shared by the
+    /// batches cut from it): about the room its answers take.
+    let lineBytes: Int
 
     init(sequence: Int, chunk: [UInt8], lines: [Line], tapes: LineTapes? = nil) {
         self.sequence = sequence
         self.chunk = chunk
         self.lines = lines
         self.tapes = tapes
+        var kept = 0
+        for line in lines where !line.oversized { kept += line.count }
+        lineBytes = min(chunk.count, kept)
     }
 }
 
@@ -207,6 +221,10 @@ final class Pipeline: @unchecked Sendable {
     /// Batches being answered, by sequence: the flusher writes what the one next in order
     /// has answered so far.
     private var open: [Int: Batch] = [:]
+    /// Answer bytes of completed batches not written yet. Their worker's charge was given
+    /// back when it completed them, so past `maxUnwrittenBytes` a worker waits in `complete`
+    /// for the writer before it runs its next batch: what waits outside the cap stays bounded.
+    private var completedUnwritten = 0
     private var flushing = true
     static let flushPeriod = 0.002
     static let flushLimit = 0.05
@@ -336,9 +354,9 @@ final class Pipeline: @unchecked Sendable {
             return
         }
         let (written, unwritten) = batch.answers.locked {
-            // Room for about the batch's own length at once (its answers are seldom shorter),
+            // Room for about its lines' own length at once (their answers are seldom shorter),
             // not ten regrowths, each a copy: at most the input in flight (`maxInFlightBytes`).
-            if batch.answered.isEmpty { batch.answered.reserveCapacity(batch.chunk.count) }
+            if batch.answered.isEmpty { batch.answered.reserveCapacity(batch.lineBytes) }
             // As typed bytes: Array copies a contiguous typed buffer with one memcpy, a raw
             // one byte by byte.
             answer.withMemoryRebound(to: UInt8.self) { batch.answered.append(contentsOf: $0) }
@@ -366,8 +384,8 @@ final class Pipeline: @unchecked Sendable {
 
     /// The worker of `batch`, holding more than `maxUnwrittenBytes` of unwritten answers (or
     /// handing over an `answer` larger than that), writes them, then `answer` from where it
-    /// was made: once its batch is next in order (a batch before it is being answered by
-    /// another worker, who never waits here) and it has the writing turn.
+    /// was made: once its batch is next in order (the batches before it written by the
+    /// flusher, or still being answered by other workers) and it has the writing turn.
     private func writeOwnAnswers(of batch: Batch, then answer: UnsafeRawBufferPointer? = nil) {
         let turn: Bool = writer.locked {
             while (nextToWrite != batch.sequence || writing) && summary.ioError == nil && !isHalted {
@@ -431,7 +449,8 @@ final class Pipeline: @unchecked Sendable {
                     continue
                 }
                 seen = nil
-                // The writing turn, or nothing this period: a worker is writing in order.
+                // The writing turn, or nothing this period: a worker holding more than
+                // `maxUnwrittenBytes` is writing its own answers.
                 guard !writing else { continue }
                 writing = true
                 writer.unlocked {
@@ -497,10 +516,17 @@ final class Pipeline: @unchecked Sendable {
     /// the worker goes on to its next batch at once (a write of a batch's answers, ~0.1 MB,
     /// was 4% of a worker's time on `--jobs 1`).
     private func complete(_ batch: Batch) {
+        let unwritten = batch.answers.locked { batch.answered.count - batch.written }
         writer.locked {
             finished[batch.sequence] = batch
             open.removeValue(forKey: batch.sequence)
+            completedUnwritten += unwritten
+            batch.unwrittenWhenCompleted = unwritten
             if batch.sequence == nextToWrite { writer.broadcast() }
+            if completedUnwritten > Self.maxUnwrittenBytes { options.waitingForWriter?(completedUnwritten) }
+            while completedUnwritten > Self.maxUnwrittenBytes && summary.ioError == nil && !isHalted {
+                writer.wait(until: Monitor.now + Self.flushPeriod)
+            }
         }
     }
 
@@ -517,6 +543,8 @@ final class Pipeline: @unchecked Sendable {
                     ready.append(next)
                 }
                 if ready.isEmpty { writing = false }
+                // Leaving the queue (written below, or skipped once the run has stopped).
+                for next in ready { completedUnwritten -= next.unwrittenWhenCompleted }
                 // A worker may wait for its batch's turn to write (writeOwnAnswers).
                 writer.broadcast()
                 skipping = summary.stoppedAtLine != nil || summary.ioError != nil

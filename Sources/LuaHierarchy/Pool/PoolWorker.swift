@@ -53,8 +53,7 @@ final class PoolWorker {
         let stamp = generation.stamp
         let plain = stamp.isEmpty && numbered
         var lineIndex = 0
-        // Asked once a batch: `recorder != nil` copies the recorder out to compare it (330
-        // instructions a line on `dispatch`'s state thread).
+        // Asked once a batch: `recorder != nil` copies the recorder out to compare it.
         let recording = recorder != nil
         if recording { recorder!.lastAnswer = ContinuousClock.now }
         /// With a decision log: records `outcome`, the answer to the line `answer` begins with
