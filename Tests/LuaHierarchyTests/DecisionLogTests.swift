@@ -33,11 +33,13 @@ struct DecisionLogTests {
         var batching: DecisionBatching { .immediate }
         var failing = false
 
-        /// Writes begun.
+        /// Writes begun, each also signalled on `writeBegun`.
         let writes = Mutex(0)
+        private let writeBegun = DispatchSemaphore(value: 0)
 
         func write(_ records: [[UInt8]]) throws {
             writes.withLock { $0 += 1 }
+            writeBegun.signal()
             gate.pass()
             if failing { throw CocoaError(.fileWriteUnknown) }
             self.records.withLock { $0.append(contentsOf: records) }
@@ -50,6 +52,16 @@ struct DecisionLogTests {
         }
 
         var texts: [String] { records.withLock { $0 }.map { String(decoding: $0, as: UTF8.self) } }
+
+        /// Waits, on a thread that is not the test's, for the next write to begin; whether one
+        /// did within `timeout` seconds (a bound against hangs only).
+        func writeBegins(timeout: Double = 30) async -> Bool {
+            await withCheckedContinuation { done in
+                DispatchQueue.global().async {
+                    done.resume(returning: self.writeBegun.wait(timeout: .now() + timeout) == .success)
+                }
+            }
+        }
     }
 
     static let rules = """
@@ -177,8 +189,7 @@ struct DecisionLogTests {
         let pool = try Self.pool(log)
         _ = try await pool.dispatch(#"{"at":"/app","event":{"type":"Pay"}}"#)
         // The first record is in the sink's hands, held there: the next four stay buffered.
-        let deadline = ContinuousClock.now + .seconds(30)
-        while sink.writes.withLock({ $0 }) == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(await sink.writeBegins())
         for _ in 1...4 { _ = try await pool.dispatch(#"{"at":"/app","event":{"type":"Pay"}}"#) }
         await pool.shutDown()
         let started = ContinuousClock.now
