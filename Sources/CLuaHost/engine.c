@@ -383,7 +383,7 @@ int luahier_trigger(lua_State *L) {
     /* As for a raised table: an error without a message reads as its __tostring. */
     if (is_error) luahier_givetostringmessage(L, 2);
     g->in_host = 1;
-    luahier_Keys keys = {LUAHIER_UPWORD(LUAHIER_WORD_TYPE), LUAHIER_UP(LUAHIER_TRIGGER_TAGS)};
+    luahier_Keys keys = {LUAHIER_UPWORD(LUAHIER_WORD_TYPE)};
     if (!luahier_asvaluewith(L, e, 2, is_error, &keys)) {
         g->in_host = caller_in_host;
         lua_settop(L, 2);

@@ -2,6 +2,7 @@
  * that enforces instruction and time limits, and the limit errors. */
 #include "luahier_limits.h"
 #include "luahier_errors.h"
+#include "luahier_tags.h"
 
 #include <lauxlib.h>
 #include <lualib.h>
@@ -273,6 +274,9 @@ void *luahier_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     if (nsize == 0) {
         /* Nothing asked for nothing: Lua frees (and makes) a table's empty array part so. */
         if (ptr == NULL) return NULL;
+        /* A table's tag goes with its block (a block of another kind of the same size is only
+         * looked up). */
+        if (osize == g->tags.table_bytes && g->tags.count != 0) luahier_tagsfreed(&g->tags, ptr);
         /* A small block freed: cached, or freed when the cache is full. */
         if (osize - 1 < LUAHIER_SMALL_BLOCK) {
             luahier_giveblock(g, ptr, osize);

@@ -6,6 +6,7 @@
 #include "luahier_errors.h"
 #include "luahier_host.h"
 #include "luahier_limits.h"
+#include "luahier_tags.h"
 
 #include <lauxlib.h>
 #include <stdio.h>
@@ -90,16 +91,6 @@ void luahier_pushword(lua_State *L, const luahier_Engine *e, int word) {
     lua_pop(L, 1);
 }
 
-/* [-0, +0, m] Notes (weakly) that the table at `index` travels as an error or an event. */
-static void luahier_tag(lua_State *L, const luahier_Engine *e, int index, int is_error) {
-    index = lua_absindex(L, index);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, e->tags_ref);
-    lua_pushvalue(L, index);
-    lua_pushboolean(L, !is_error);
-    lua_rawset(L, -3);
-    lua_pop(L, 1);
-}
-
 int luahier_asvalue(lua_State *L, luahier_Engine *e, int index, int is_error) {
     return luahier_asvaluewith(L, e, index, is_error, NULL);
 }
@@ -123,7 +114,7 @@ int luahier_asvaluewith(lua_State *L, luahier_Engine *e, int index, int is_error
             lua_rawset(L, -3);
             lua_pushvalue(L, index);
         }
-        luahier_tag(L, e, -2, is_error);
+        luahier_tag(L, e->tags, -2, is_error);
         lua_insert(L, -2);
         lua_replace(L, index);
         return 1;
@@ -142,27 +133,14 @@ int luahier_asvaluewith(lua_State *L, luahier_Engine *e, int index, int is_error
             return 0;
         }
         /* [type] A table that travelled as the other domain is refused. */
-        int tags = keys ? keys->tags : 0;
-        if (!tags) {
-            lua_rawgeti(L, LUA_REGISTRYINDEX, e->tags_ref);
-            tags = lua_gettop(L);
-        }
-        lua_pushvalue(L, index);
-        int tag = lua_rawget(L, tags);
-        if (tag == LUA_TBOOLEAN && lua_toboolean(L, -1) == is_error) {
-            lua_pop(L, keys ? 1 : 2);
+        int tag = luahier_tagof(L, e->tags, index);
+        if (tag == (is_error ? LUAHIER_TAGGED_EVENT : LUAHIER_TAGGED_ERROR)) {
             const char *type = lua_tostring(L, -1);
             lua_pushfstring(L, "%s (%s)", is_error ? "an event" : "an error", type);
             lua_remove(L, -2);
             return 0;
         }
-        lua_pop(L, 1);
-        if (tag == LUA_TNIL) {
-            lua_pushvalue(L, index);
-            lua_pushboolean(L, !is_error);
-            lua_rawset(L, tags);
-        }
-        if (!keys) lua_pop(L, 1);
+        if (tag == LUAHIER_UNTAGGED) luahier_tag(L, e->tags, index, is_error);
         /* An error without a type is an "Error" (the sandbox's read-only tables stay as they are). */
         if (untyped && !luahier_isfrozen(L, index)) {
             if (keys) lua_pushvalue(L, keys->type);
@@ -218,7 +196,7 @@ static int luahier_contracterror(lua_State *L, const luahier_Engine *e, int slot
     lua_pushvalue(L, error + 1);
     lua_rawset(L, error);
     lua_settop(L, error);
-    luahier_tag(L, e, error, 1);
+    luahier_tag(L, e->tags, error, 1);
     return lua_error(L);
 }
 
@@ -253,7 +231,7 @@ static int luahier_isyieldacrosshost(lua_State *L, const luahier_Engine *e, int 
  * upvalue 1: the engine. */
 static int luahier_accept(lua_State *L) {
     luahier_Engine *e = (luahier_Engine *)lua_touserdata(L, lua_upvalueindex(1));
-    const luahier_Keys keys = { lua_upvalueindex(2), lua_upvalueindex(3) };
+    const luahier_Keys keys = { lua_upvalueindex(2) };
     int slot = (int)lua_tointeger(L, 2);
     int is_error = lua_toboolean(L, 4);
     int raised = lua_toboolean(L, 7);
@@ -296,7 +274,7 @@ static int luahier_accept(lua_State *L) {
                 if (lua_rawget(L, 3) == LUA_TSTRING) lua_rawset(L, -3);
                 else lua_pop(L, 2);
             }
-            luahier_tag(L, e, -1, 1);
+            luahier_tag(L, e->tags, -1, 1);
             lua_replace(L, 3);
             lua_settop(L, 7);
             luahier_pushword(L, e, LUAHIER_WORD_LUAERROR);
@@ -546,11 +524,10 @@ int luahier_pushwalk(lua_State *L, luahier_Engine *engine, int traced, const cha
         if (status != LUA_OK) return status;
     }
     /* accept's upvalues: the engine, and what the value rules read on every call (the word
-     * "type" and the domain tags: luahier_Keys), so it looks neither up in the registry. */
+     * "type": luahier_Keys), so it does not look it up in the registry. */
     lua_pushlightuserdata(L, engine);
     luahier_pushword(L, engine, LUAHIER_WORD_TYPE);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, engine->tags_ref);
-    lua_pushcclosure(L, luahier_accept, 3);
+    lua_pushcclosure(L, luahier_accept, 2);
     lua_pushcfunction(L, luahier_copy);
     lua_pushlightuserdata(L, &luahier_skipmark);
     lua_pushcfunction(L, luahier_newrecord);

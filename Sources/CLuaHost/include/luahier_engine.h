@@ -43,7 +43,6 @@ enum {
     LUAHIER_TRIGGER_TRACEDMETA,
     LUAHIER_TRIGGER_PENDING,      /* outcome -> {plan, trace record} (weak keys) */
     LUAHIER_TRIGGER_PLANS,        /* the engine's plans (luahier_Engine.plans_ref) */
-    LUAHIER_TRIGGER_TAGS,         /* the domain tags (luahier_Engine.tags_ref) */
     LUAHIER_TRIGGER_WORDS,        /* the words table, then each word, LUAHIER_WORD_* after this one */
     LUAHIER_TRIGGER_COUNT = LUAHIER_TRIGGER_WORDS + LUAHIER_WORD_COUNT
 };

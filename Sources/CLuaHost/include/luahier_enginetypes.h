@@ -184,8 +184,8 @@ typedef struct luahier_Engine {
     int traced_walk_ref;       /* LUAHIER_PLAN_WALK holds one of them */
     int plans_ref;             /* a node's address (light userdata) -> its plan */
     long plans_epoch;          /* the chain-change count the plans kept were made at */
-    int tags_ref;              /* table -> true (travelled as an event) / false (as an error),
-                                * weak keys: a table never comes back as the other domain */
+    struct luahier_TagSet *tags; /* the domain each table travelled as (luahier_tags.h): a
+                                * table never comes back as the other domain */
     int state_refs[LUAHIER_MAX_DEPTH + 1]; /* depth -> its state table (0: not made yet) */
     lua_State *threads[LUAHIER_MAX_DEPTH + 1]; /* depth -> the thread its dispatch runs on (a
                                 * removal finds the plans under way in their walks' frames) */

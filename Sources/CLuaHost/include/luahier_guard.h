@@ -5,7 +5,7 @@
  *
  * The host's C units, each with its own header, in dependency order (a unit includes only
  * headers of units before it; CJSONReader and CSignals are targets of their own, below all):
- *   guard -> errors -> host -> limits -> watchdog (+ CSignals) -> sandbox -> pattern
+ *   guard -> tags -> errors -> host -> limits -> watchdog (+ CSignals) -> sandbox -> pattern
  *   -> jsonwrite (+ CJSONReader) -> tape (no Lua) -> walk -> engine -> lines
  * Stack notes `[-o, +p, x]` follow the Lua manual: pops, pushes, and whether it can raise
  * (`-` never, `m` only on memory errors, `e` any error, `v` raises on purpose). */
@@ -14,6 +14,7 @@
 
 #include <lua.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Which limit a budget tripped on (sticky until the budget ends). */
 enum {
@@ -76,6 +77,17 @@ typedef struct luahier_WatchCell {
 /* Blocks Lua asks for of at most 264 bytes come in 16 size classes (limits.c). */
 #define LUAHIER_SIZE_CLASSES 16
 
+/* The domain each live table has travelled as (tags.c, luahier_tags.h), by the table's
+ * address: open addressing in `slots` (an address | 1 for an event, | 0 for an error; 0 an
+ * empty slot), held by a userdata of the state so the memory cap counts it. */
+typedef struct luahier_TagSet {
+    uintptr_t *slots;
+    size_t count;                  /* tables tagged */
+    unsigned bits;                 /* log2 of the slots */
+    size_t table_bytes;            /* what Lua frees a table's block with (0: no set) */
+    int ref;                       /* registry reference to the userdata holding `slots` */
+} luahier_TagSet;
+
 /* Per Lua state. The extra space of every thread points here (coroutines copy it). */
 typedef struct luahier_Guard {
     void *host;                    /* the Swift LuaHost, unretained */
@@ -134,6 +146,7 @@ typedef struct luahier_Guard {
                                     * where it first tripped and raised again as it unwinds
                                     * (0: none), and the interrupt it is for */
     int interrupt_generation;
+    luahier_TagSet tags;           /* the domain tags: the allocator forgets a freed table's */
 } luahier_Guard;
 
 /* [-0, +0, -] The guard of `L`'s state. */

@@ -1,5 +1,6 @@
 /* Limits: memory, instructions, time (limits.c). contract §7; docs/limits.md.
- * Uses the guard (luahier_guard.h) and errors (luahier_errors.h: frames, tracebacks). */
+ * Uses the guard (luahier_guard.h), errors (luahier_errors.h: frames, tracebacks) and the
+ * domain tags (luahier_tags.h: a freed table's tag goes). */
 #ifndef LUAHIER_LIMITS_H
 #define LUAHIER_LIMITS_H
 

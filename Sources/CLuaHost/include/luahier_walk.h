@@ -39,11 +39,10 @@ void luahier_pushskipmark(lua_State *L);
  * number", "an event (Tap)", ...) and the value left as it was. */
 int luahier_asvalue(lua_State *L, luahier_Engine *engine, int index, int is_error);
 
-/* Where luahier_asvalue finds what it reads, for a caller that holds them (a closure's
- * upvalues): the word "type" and the domain tags table. */
+/* Where luahier_asvalue finds what it reads, for a caller that holds it (a closure's
+ * upvalues): the word "type". */
 typedef struct luahier_Keys {
     int type;
-    int tags;
 } luahier_Keys;
 
 /* As luahier_asvalue, with `keys` (NULL: from the registry). */

@@ -355,6 +355,9 @@ public final class Hierarchy {
     /// The Lua stack height of the running thread: 0 between calls.
     var luaStackTop: Int32 { host.stackTop }
 
+    /// How many live tables carry a domain tag (luahier_tags.h), and how many slots hold them.
+    var domainTags: (tagged: Int, slots: Int) { host.domainTagCounts }
+
     /// How many signals the watchdog has sent in this process (Sources/CLuaHost/watchdog.c).
     static var watchdogSignals: Int { LuaHost.watchdogSignals }
 

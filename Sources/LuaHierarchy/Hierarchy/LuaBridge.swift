@@ -509,7 +509,6 @@ final class LuaBridge {
                 lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(tracedOutcomeMetatable))
                 lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(pendingTraces))
                 lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(engine.state.pointee.plans_ref))
-                lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(engine.state.pointee.tags_ref))
                 lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(engine.state.pointee.words_ref))
                 for word in 1...Int(LUAHIER_WORD_COUNT) { lua_rawgeti(L, -Int32(word), lua_Integer(word)) }
                 return Int32(LUAHIER_TRIGGER_COUNT)

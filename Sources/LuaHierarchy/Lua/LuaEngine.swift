@@ -73,7 +73,9 @@ final class LuaEngine: DispatchEngine {
         state.pointee.dispatch_charge = Self.dispatchCharge
         state.pointee.dispatch_instructions = Int64(host.limits.dispatchInstructions ?? 0)
         state.pointee.dispatch_seconds = host.limits.dispatchTime ?? 0
-        state.pointee.tags_ref = host.domainTags
+        state.pointee.tags = UnsafeMutableRawPointer(host.guardState)
+            .advanced(by: MemoryLayout<luahier_Guard>.offset(of: \.tags)!)
+            .assumingMemoryBound(to: luahier_TagSet.self)
         state.pointee.plans_ref = host.makeTableRef()
         // The words C pushes, by LUAHIER_WORD_* (spelled in luahier_enginetypes.h, the one list).
         luahier_pushwords(L)

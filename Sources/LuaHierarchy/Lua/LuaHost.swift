@@ -26,8 +26,6 @@ final class LuaHost {
     /// Scratch for copying Lua values as plain data (LuaValues.swift): the tables being copied.
     @exclusivity(unchecked) var payloadAncestors: [UnsafeRawPointer] = []
     @exclusivity(unchecked) private var protectedDepth = 0
-    /// Registry reference to a weak-keyed table: table -> true (event) / false (error).
-    private(set) var domainTags: Int32 = 0
     /// Strings the hot path pushes or compares, each held by a registry reference: pushing
     /// one is a raw index instead of hashing its bytes again.
     @exclusivity(unchecked) private var internedRefs: [Int32] = []
@@ -81,7 +79,7 @@ final class LuaHost {
             guardState.pointee.hooked = 1
             luahier_installhook(state)
         }
-        domainTags = makeTableRef(weakMode: "k")
+        luahier_tagsopen(state, &guardState.pointee.tags)
         for word in InternedString.allCases {
             push(word.text)
             internedRefs.append(ref())
@@ -117,6 +115,12 @@ final class LuaHost {
         return "Lua \(number / 100).\(number % 100)"
     }
 
+    /// How many live tables carry a domain tag (luahier_tags.h), and the slots that hold them.
+    var domainTagCounts: (tagged: Int, slots: Int) {
+        let tags = guardState.pointee.tags
+        return (Int(tags.count), 1 << Int(tags.bits))
+    }
+
     /// Whether the state has a hook (the count hook is the only one the host sets).
     var countHookInstalled: Bool { lua_gethookmask(mainThread) != 0 }
 
@@ -125,6 +129,8 @@ final class LuaHost {
         guard !isClosed else { return }
         isClosed = true
         luahier_unwatch(guardState.pointee.watch)
+        // lua_close frees the tags' slots and the tables in any order.
+        luahier_tagsclose(&guardState.pointee.tags)
         lua_close(mainThread)
         luahier_dropcachedblocks(guardState)
         drainReleases()

@@ -337,25 +337,18 @@ extension LuaHost {
         }
     }
 
-    /// [-0, +0, -] The domain a table travelled as, if any.
+    /// [-0, +0, -] The domain a table travelled as, if any (luahier_tags.h).
     private func domainTag(ofTableAt table: Int32) -> Domain? {
-        let L = thread
-        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(domainTags))
-        lua_pushvalue(L, table)
-        let tagged: Domain? = lua_rawget(L, -2) == LUA_TBOOLEAN ? (lua_toboolean(L, -1) != 0 ? .event : .error) : nil
-        luahier_pop(L, 2)
-        return tagged
+        switch Int(luahier_tagof(thread, &guardState.pointee.tags, table)) {
+        case Int(LUAHIER_TAGGED_EVENT): .event
+        case Int(LUAHIER_TAGGED_ERROR): .error
+        default: nil
+        }
     }
 
-    /// [-0, +0, m] Remembers (weakly) that a table travels as `domain`.
+    /// [-0, +0, m] Remembers, for as long as the table lives, that it travels as `domain`.
     private func tag(tableAt index: Int32, as domain: Domain) {
-        let L = thread
-        let table = lua_absindex(L, index)
-        lua_rawgeti(L, luahier_REGISTRYINDEX, lua_Integer(domainTags))
-        lua_pushvalue(L, table)
-        lua_pushboolean(L, domain == .event ? 1 : 0)
-        lua_rawset(L, -3)
-        luahier_pop(L, 1)
+        luahier_tag(thread, &guardState.pointee.tags, index, domain == .error ? 1 : 0)
     }
 
     /// [-0, +1, m] Pushes a message's value. A plain value becomes a Lua table once, and the

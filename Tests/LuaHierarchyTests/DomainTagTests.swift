@@ -1,0 +1,104 @@
+import Testing
+@testable import LuaHierarchy
+
+/// Domains stick to tables (docs/decisions.md): a table that travelled as an event is refused as
+/// an error, and the other way round, for as long as the table lives; the tag is kept by the
+/// table's address (Sources/CLuaHost/tags.c) and goes when the allocator frees the table.
+@Suite("Domain tags")
+struct DomainTagTests {
+    static let chain = """
+        local root = hier.root
+        root:handleEvent(function() end)
+        root:handleError(function() end)
+        local function refusedAsError(t) return not pcall(root.reportError, root, t) end
+        local function refusedAsEvent(t) return not pcall(root.triggerEvent, root, t) end
+
+        """
+
+    @Test func aTagLastsAsLongAsItsTableThroughCollections() throws {
+        let f = try Fixture()
+        let printed = try f.output(
+            Self.chain + """
+                local event, error = {type = "Tap"}, {type = "Boom"}
+                root:triggerEvent(event)
+                root:reportError(error)
+                for _ = 1, 3 do fullgc() end
+                print(refusedAsError(event), refusedAsEvent(error))
+                -- Each still goes as its own domain.
+                print(root:triggerEvent(event).status, root:reportError(error).status)
+                """)
+        #expect(printed == ["true\ttrue", "handled\thandled"])
+    }
+
+    /// A table the allocator makes where a tagged one was freed is a new table: untagged. Without
+    /// the allocator's forgetting, it would be refused as the freed table's domain.
+    @Test func aTableMadeWhereATaggedOneWasFreedStartsUntagged() throws {
+        let f = try Fixture()
+        let printed = try f.output(
+            Self.chain + """
+                local t = {type = "Tap"}
+                root:triggerEvent(t)
+                local address = tostring(t)
+                t = nil
+                fullgc()
+                -- Keep every table made, so the freed blocks are used up until that one comes back.
+                local kept, found = {}, nil
+                for i = 1, 200000 do
+                  local u = {type = "Boom"}
+                  if tostring(u) == address then found = u break end
+                  kept[i] = u
+                end
+                print(found ~= nil, found and not refusedAsError(found), found and root:reportError(found).status)
+                """)
+        #expect(printed == ["true\ttrue\thandled"])
+    }
+
+    /// The set grows past its first slots and shrinks again as tables die; every live table keeps
+    /// its tag through both.
+    @Test func tagsSurviveTheSetGrowingAndShrinking() throws {
+        let f = try Fixture()
+        let start = f.hierarchy.domainTags
+        try f.lua(
+            Self.chain + """
+                tables = {}
+                for i = 1, 5000 do
+                  tables[i] = {type = i % 2 == 0 and "Tap" or "Boom"}
+                  if i % 2 == 0 then root:triggerEvent(tables[i]) else root:reportError(tables[i]) end
+                end
+                """)
+        let grown = f.hierarchy.domainTags
+        #expect(grown.tagged >= 5000)
+        #expect(grown.slots >= 2 * grown.tagged && grown.slots > start.slots)
+        let printed = try f.output(
+            Self.chain + """
+                local wrong = 0
+                for i = 1, 5000 do
+                  if i % 2 == 0 and not refusedAsError(tables[i]) then wrong = wrong + 1 end
+                  if i % 2 == 1 and not refusedAsEvent(tables[i]) then wrong = wrong + 1 end
+                end
+                -- Keep one in ten.
+                for i = 1, 5000 do if i % 10 ~= 0 then tables[i] = nil end end
+                fullgc()
+                print(wrong)
+                """)
+        #expect(printed == ["0"])
+        let thinned = f.hierarchy.domainTags
+        #expect(thinned.tagged < 1000)
+        // The next tag shrinks the slots; the survivors keep their tags.
+        let after = try f.output(
+            Self.chain + """
+                root:triggerEvent({type = "Tap"})
+                local wrong = 0
+                for i = 10, 5000, 10 do
+                  if not refusedAsError(tables[i]) then wrong = wrong + 1 end
+                  if root:triggerEvent(tables[i]).status ~= "handled" then wrong = wrong + 1 end
+                end
+                tables = nil
+                print(wrong)
+                """)
+        #expect(after == ["0"])
+        #expect(f.hierarchy.domainTags.slots < grown.slots)
+        f.hierarchy.collectGarbage()
+        #expect(f.hierarchy.domainTags.tagged < thinned.tagged)
+    }
+}
