@@ -25,7 +25,10 @@ static void luahier_learnsize(luahier_JSONMemory *memory, const luahier_JSONRead
     sizes[r->depth] = (unsigned char)(size < 64 ? size : 64);
 }
 
-int luahier_pushjson(lua_State *L, luahier_JSONReader *r, int depth, luahier_JSONMemory *memory) {
+/* As luahier_pushjson, the value made with `room` more members than it has when it is an
+ * object (for the fields the host adds to it). */
+static int luahier_pushjsonwithroom(lua_State *L, luahier_JSONReader *r, int depth, luahier_JSONMemory *memory,
+                                    int room) {
     int top = lua_gettop(L);
     luahier_jsonbegin(r, depth);
     for (;;) {
@@ -33,7 +36,7 @@ int luahier_pushjson(lua_State *L, luahier_JSONReader *r, int depth, luahier_JSO
         case LUAHIER_JSON_BEGIN_OBJECT:
             /* Each open container holds its table and a key on the stack. */
             if (!lua_checkstack(L, 3)) break;
-            lua_createtable(L, 0, luahier_sizehint(memory, r, LUAHIER_JSON_IN_OBJECT));
+            lua_createtable(L, 0, luahier_sizehint(memory, r, LUAHIER_JSON_IN_OBJECT) + (lua_gettop(L) == top ? room : 0));
             continue;
         case LUAHIER_JSON_BEGIN_ARRAY:
             if (!lua_checkstack(L, 3)) break;
@@ -67,6 +70,10 @@ int luahier_pushjson(lua_State *L, luahier_JSONReader *r, int depth, luahier_JSO
     }
 }
 
+int luahier_pushjson(lua_State *L, luahier_JSONReader *r, int depth, luahier_JSONMemory *memory) {
+    return luahier_pushjsonwithroom(L, r, depth, memory, 0);
+}
+
 /* Where a container's item or member goes as a tape is walked. */
 typedef struct luahier_TapeLevel {
     int is_object;
@@ -95,10 +102,11 @@ static int luahier_presize(uint64_t word) {
 }
 
 /* [-0, +(0|1), m] The value whose tokens start at `*cursor`, on the tape of `line`, made as
- * luahier_pushjson makes it from the reader (each table at its final size): 1 with `*cursor`
- * past it, or 0 with nothing pushed and `refusal` saying why (the tape's, or the Lua stack
- * out of room). */
-static int luahier_pushtape(lua_State *L, const uint64_t **cursor, const char *line, luahier_TapeRefusal *refusal) {
+ * luahier_pushjson makes it from the reader (each table at its final size, an object read
+ * whole with `room` more members): 1 with `*cursor` past it, or 0 with nothing pushed and
+ * `refusal` saying why (the tape's, or the Lua stack out of room). */
+static int luahier_pushtape(lua_State *L, const uint64_t **cursor, const char *line, int room,
+                            luahier_TapeRefusal *refusal) {
     luahier_TapeLevel levels[LUAHIER_JSON_MAX_DEPTH];
     const uint64_t *p = *cursor;
     int top = lua_gettop(L);
@@ -121,7 +129,7 @@ static int luahier_pushtape(lua_State *L, const uint64_t **cursor, const char *l
             }
             levels[depth].is_object = LUAHIER_TAPE_TAG(word) == LUAHIER_TAPE_OBJECT;
             levels[depth].items = 0;
-            if (levels[depth].is_object) lua_createtable(L, 0, luahier_presize(word));
+            if (levels[depth].is_object) lua_createtable(L, 0, luahier_presize(word) + (depth == 0 ? room : 0));
             else lua_createtable(L, luahier_presize(word), 0);
             depth++;
             p += 2;
@@ -177,7 +185,7 @@ int luahier_pushtapevalue(lua_State *L, const uint64_t *tape, const char *bytes,
                           size_t *message_length, size_t *column) {
     const uint64_t *p = tape + 1;
     luahier_TapeRefusal refusal;
-    if (luahier_pushtape(L, &p, bytes, &refusal)) {
+    if (luahier_pushtape(L, &p, bytes, 0, &refusal)) {
         if (LUAHIER_TAPE_TAG(*p) == LUAHIER_TAPE_VALUE_END) return 1;
         lua_pop(L, 1);
         luahier_taperefusal(p, &refusal);
@@ -356,7 +364,8 @@ static int luahier_tapemembers(lua_State *L, const char *bytes, const uint64_t *
         } else {
             if (slot == 1) request->id_is_text = 0;
             luahier_TapeRefusal why;
-            if (!luahier_pushtape(L, &p, bytes, &why)) return luahier_refusedas(L, &why, top, request, LUAHIER_REFUSE_JSON);
+            /* An error read whole gets its `where` (luahier_readrequest): room for it. */
+            if (!luahier_pushtape(L, &p, bytes, member_is_error, &why)) return luahier_refusedas(L, &why, top, request, LUAHIER_REFUSE_JSON);
         }
         luahier_keepmember(L, request, m, top, slot, member_is_error, start, end);
     }
@@ -402,7 +411,7 @@ static int luahier_directmembers(lua_State *L, luahier_Engine *e, luahier_JSONRe
             request->id_is_text = 1;
         } else {
             if (slot == 1) reader->nulls_as_nil = 0;
-            int read = luahier_pushjson(L, reader, 1, &e->json_memory);
+            int read = luahier_pushjsonwithroom(L, reader, 1, &e->json_memory, member_is_error);
             reader->nulls_as_nil = 1;
             if (!read) return luahier_refusereader(L, reader, top, request);
             if (slot == 1) request->id_is_text = 0;
