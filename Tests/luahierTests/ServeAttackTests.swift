@@ -19,7 +19,10 @@ struct ServeAttackTests {
     /// A batch of 524,000 one-byte invalid lines (116 MB of answers) used to write each answer
     /// on its own: the event loop, busy with half a million writes, took no new connection,
     /// `/livez` included, until the batch ended. Answers now go out in runs of 16 KiB (or what
-    /// came within 2 ms of the last write): 100,000 lines took 44,109 chunks before, 1,585 now.
+    /// came within 2 ms of the last write): 100,000 lines took 44,109 chunks before, 1,585 now
+    /// on a quiet machine. A loaded one makes more (5,462 with both cores busy building): what
+    /// came within 2 ms is less there, so the bound is a quarter of the lines, well under the
+    /// one write per answer it guards against and well over what load makes.
     @Test func aBatchOfSmallAnswersIsWrittenInRunsAndLivenessAnswersMeanwhile() throws {
         let server = try Self.server()
         defer { server.stop() }
@@ -41,7 +44,7 @@ struct ServeAttackTests {
         let reply = try HTTPClient.parse(received)
         #expect(reply.text.split(separator: "\n").count == lines)
         let chunks = try Self.chunkCount(received)
-        #expect(chunks < lines / 20, "\(chunks) chunks for \(lines) answers")
+        #expect(chunks < lines / 4, "\(chunks) chunks for \(lines) answers")
     }
 
     /// The chunks of a chunked answer's body.
