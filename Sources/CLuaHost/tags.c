@@ -1,11 +1,18 @@
 /* Domain tags (luahier_tags.h): a set of table addresses, each with the domain its table
  * travelled as, that lives as long as the tables do. Open addressing with linear probing at
  * most half full, deletion by shifting back (no tombstones), so a probe is short and a set
- * that emptied is empty. */
+ * that emptied is empty.
+ *
+ * A script sees its tables' addresses (`tostring`), so where a probe starts is a keyed hash
+ * with a secret seed per state: a script cannot choose tables that crowd one run of slots.
+ * Should a run grow long all the same, the tag that met it draws a new seed and moves the tags
+ * (luahier_tag), so no probe stays long. */
 #include "luahier_tags.h"
 
 #include <lauxlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 /* The fewest slots: 64. */
 #define LUAHIER_TAGS_MIN_BITS 6
@@ -13,36 +20,67 @@
  * tables die a collection's worth at a time; shrinking below this only to grow again at the
  * next cycle's tables would move the tags every cycle. */
 #define LUAHIER_TAGS_KEPT_BITS 10
+/* A probe this long at most half full is a run a random hash makes about once in 250,000
+ * probes: a tag that meets one draws a new seed. */
+#define LUAHIER_TAGS_LONG_PROBE 64
 
-/* Where `address`'s probe starts: the top bits of a Fibonacci hash (blocks are 16-byte
- * aligned and come in runs, so the low bits alone would crowd). */
-static size_t luahier_tagshome(const luahier_TagSet *t, uintptr_t address) {
-    return (size_t)(((uint64_t)address * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - t->bits));
+/* A new secret for the hash: an odd multiplier (the kernel's randomness; the clock and an
+ * address without it). */
+static uint64_t luahier_tagsseed(const luahier_TagSet *t) {
+    uint64_t seed;
+    if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        seed = (((uint64_t)ts.tv_nsec << 32) ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)t ^ t->seed) *
+               UINT64_C(0x9E3779B97F4A7C15);
+    }
+    return seed | 1;
 }
 
-/* The slot that holds `address`, or the empty one its probe ends at. */
-static size_t luahier_tagsfind(const luahier_TagSet *t, uintptr_t address) {
+/* Where `address`'s probe starts: the top bits of the address times the secret odd multiplier
+ * (multiply-shift hashing: for a random multiplier, two addresses start at the same slot with a
+ * chance of about two in the slots' number, whatever the addresses; one multiplication, as a
+ * fixed Fibonacci hash costs). */
+static size_t luahier_tagshome(const luahier_TagSet *t, uintptr_t address) {
+    return (size_t)(((uint64_t)address * t->seed) >> (64 - t->bits));
+}
+
+/* The slot that holds `address`, or the empty one its probe ends at; `steps`: how many slots
+ * past the first it looked at. */
+static size_t luahier_tagsfind(const luahier_TagSet *t, uintptr_t address, size_t *steps) {
     size_t mask = ((size_t)1 << t->bits) - 1;
     size_t i = luahier_tagshome(t, address);
-    for (;;) {
+    for (size_t step = 0;; step++) {
         uintptr_t entry = t->slots[i];
-        if (entry == 0 || (entry & ~(uintptr_t)1) == address) return i;
+        if (entry == 0 || (entry & ~(uintptr_t)1) == address) {
+            *steps = step;
+            return i;
+        }
         i = (i + 1) & mask;
     }
 }
 
-/* [-0, +0, m] Moves the tags to 2^bits new slots. Making them may run a collection step, whose
- * frees edit the old slots, which are copied only after. */
-static void luahier_tagsresize(lua_State *L, luahier_TagSet *t, unsigned bits) {
-    size_t capacity = (size_t)1 << bits;
-    uintptr_t *slots = (uintptr_t *)lua_newuserdatauv(L, capacity * sizeof *slots, 0);
-    memset(slots, 0, capacity * sizeof *slots);
+/* [-0, +0, m] Moves the tags to 2^bits new slots or more (with a new seed when `reseed`).
+ * Making them may run a collection step: its frees edit the old slots, and under the full
+ * libraries its finalizers may tag tables, even move the tags themselves; so the slots are
+ * sized, and the old ones read, only once the new block is had. */
+static void luahier_tagsresize(lua_State *L, luahier_TagSet *t, unsigned bits, int reseed) {
+    uintptr_t *slots;
+    for (;;) {
+        slots = (uintptr_t *)lua_newuserdatauv(L, ((size_t)1 << bits) * sizeof *slots, 0);
+        if ((t->count + 1) * 2 <= (size_t)1 << bits) break;
+        lua_pop(L, 1);
+        bits++;
+    }
+    memset(slots, 0, ((size_t)1 << bits) * sizeof *slots);
     uintptr_t *old = t->slots;
     size_t old_capacity = old ? (size_t)1 << t->bits : 0;
     t->slots = slots;
     t->bits = bits;
+    if (reseed) t->seed = luahier_tagsseed(t);
+    size_t steps;
     for (size_t i = 0; i < old_capacity; i++)
-        if (old[i]) slots[luahier_tagsfind(t, old[i] & ~(uintptr_t)1)] = old[i];
+        if (old[i]) slots[luahier_tagsfind(t, old[i] & ~(uintptr_t)1, &steps)] = old[i];
     /* The registry's slot exists already: storing into it allocates nothing. */
     if (t->ref) lua_rawseti(L, LUA_REGISTRYINDEX, t->ref);
     else t->ref = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -61,8 +99,10 @@ void luahier_tagsopen(lua_State *L, luahier_TagSet *t) {
     t->slots = NULL;
     t->count = 0;
     t->bits = 0;
+    t->seed = 0;
+    t->longest_probe = 0;
     t->ref = 0;
-    luahier_tagsresize(L, t, LUAHIER_TAGS_MIN_BITS);
+    luahier_tagsresize(L, t, LUAHIER_TAGS_MIN_BITS, 1);
     t->table_bytes = (size_t)(after - before);
 }
 
@@ -73,23 +113,33 @@ void luahier_tagsclose(luahier_TagSet *t) {
 }
 
 int luahier_tagof(lua_State *L, const luahier_TagSet *t, int index) {
-    uintptr_t entry = t->slots[luahier_tagsfind(t, (uintptr_t)lua_topointer(L, index))];
+    if (t->slots == NULL) return LUAHIER_UNTAGGED;
+    size_t steps;
+    uintptr_t entry = t->slots[luahier_tagsfind(t, (uintptr_t)lua_topointer(L, index), &steps)];
     if (entry == 0) return LUAHIER_UNTAGGED;
     return (entry & 1) ? LUAHIER_TAGGED_EVENT : LUAHIER_TAGGED_ERROR;
 }
 
 void luahier_tag(lua_State *L, luahier_TagSet *t, int index, int is_error) {
+    /* A finalizer that runs as the state closes tags nothing: no later dispatch reads it. */
+    if (t->slots == NULL) return;
     uintptr_t address = (uintptr_t)lua_topointer(L, index);
     size_t capacity = (size_t)1 << t->bits;
     if ((t->count + 1) * 2 > capacity) {
-        luahier_tagsresize(L, t, t->bits + 1);
+        luahier_tagsresize(L, t, t->bits + 1, 0);
     } else if (t->count * 8 < capacity && t->bits > LUAHIER_TAGS_KEPT_BITS) {
         /* Mostly freed: a quarter full after. */
         unsigned bits = LUAHIER_TAGS_KEPT_BITS;
         while (((size_t)1 << bits) < (t->count + 1) * 4) bits++;
-        if (bits < t->bits) luahier_tagsresize(L, t, bits);
+        if (bits < t->bits) luahier_tagsresize(L, t, bits, 0);
     }
-    size_t i = luahier_tagsfind(t, address);
+    size_t steps;
+    size_t i = luahier_tagsfind(t, address, &steps);
+    if (steps >= LUAHIER_TAGS_LONG_PROBE) {
+        luahier_tagsresize(L, t, t->bits, 1);
+        i = luahier_tagsfind(t, address, &steps);
+    }
+    if (steps > t->longest_probe) t->longest_probe = steps;
     if (t->slots[i] == 0) t->count++;
     t->slots[i] = address | (is_error ? 0 : 1);
 }
@@ -97,7 +147,8 @@ void luahier_tag(lua_State *L, luahier_TagSet *t, int index, int is_error) {
 /* Forgets the tag at `block`, where luahier_tagsfreed found its first slot taken. */
 static __attribute__((noinline)) void luahier_tagsforget(luahier_TagSet *t, const void *block) {
     size_t mask = ((size_t)1 << t->bits) - 1;
-    size_t i = luahier_tagsfind(t, (uintptr_t)block);
+    size_t steps;
+    size_t i = luahier_tagsfind(t, (uintptr_t)block, &steps);
     if (t->slots[i] == 0) return;
     /* Each entry after the hole, up to the next empty slot, moves back into it when its probe
      * starts at or before the hole. */

@@ -101,4 +101,43 @@ struct DomainTagTests {
         f.hierarchy.collectGarbage()
         #expect(f.hierarchy.domainTags.tagged < thinned.tagged)
     }
+
+    /// Where a probe starts is a keyed hash with a secret seed per state.
+    @Test func eachStateDrawsItsOwnSeed() throws {
+        let a = try Fixture(), b = try Fixture()
+        #expect(a.hierarchy.domainTags.seed != b.hierarchy.domainTags.seed)
+    }
+
+    /// A script sees its tables' addresses (`tostring`). One that knew the seed, as this test
+    /// does, could keep the tables whose probes start in the first eighth of the slots and pile
+    /// them into one run, each tag then walking all of it. The tag that meets a long probe draws
+    /// a new seed, so the run scatters: without that, the longest probe here is in the
+    /// hundreds and the seed stays what it was.
+    @Test func tablesChosenToCrowdOneRunDoNotMakeProbesLong() throws {
+        let f = try Fixture()
+        let seed: UInt64 = 0x0123_4567_89AB_CDEF  // odd, as the multiplier must be
+        f.hierarchy.setDomainTagSeed(seed)
+        let printed = try f.output(
+            Self.chain + """
+                local seed = \(Int64(bitPattern: seed))
+                -- tags.c's hash, in Lua's wrapping integers: the top three bits of where a probe starts.
+                local function eighth(address) return (address * seed) >> 61 end
+                crowd = {}
+                local others = {}   -- kept, so no address comes round again
+                while #crowd < 3000 do
+                  local t = {type = "Tap"}
+                  if eighth(tonumber(tostring(t):match("0x(%x+)"), 16)) == 0 then crowd[#crowd + 1] = t
+                  else others[#others + 1] = t end
+                end
+                others = nil
+                for _, t in ipairs(crowd) do root:triggerEvent(t) end
+                local wrong = 0
+                for _, t in ipairs(crowd) do if not refusedAsError(t) then wrong = wrong + 1 end end
+                print(wrong)
+                """)
+        #expect(printed == ["0"])
+        let tags = f.hierarchy.domainTags
+        #expect(tags.seed != seed)
+        #expect(tags.longestProbe < 64)
+    }
 }

@@ -196,3 +196,66 @@ struct HostFlagTests {
         #expect(try Luahier.run(["run", "--max-memory", "0", "--max-instructions", "0", "--timeout", "0", script]).stdout == "1\n")
     }
 }
+
+/// The domain tags (Sources/CLuaHost/tags.c) against finalizers, which only the full libraries
+/// let a script write: what a review found.
+@Suite("Domain tags and finalizers")
+struct DomainTagFinalizerTests {
+    static let chain = """
+        local root = hier.root
+        root:handleEvent(function() end)
+        root:handleError(function() end)
+
+        """
+
+    /// A finalizer that reports an error while the state closes: the tags are gone by then,
+    /// and it crashed reading them.
+    @Test func aFinalizerThatReportsAsTheStateClosesEndsCleanly() throws {
+        let script = try Luahier.script(
+            Self.chain + """
+                keep = setmetatable({}, {__gc = function()
+                  io.stderr:write("finalizer ran\\n")
+                  pcall(root.reportError, root, {type = "Boom"})
+                  io.stderr:write("finalizer done\\n")
+                end})
+                print("end of script")
+                """)
+        let result = try Luahier.run(["run", "--unsafe", script])
+        #expect(!result.signaled)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "end of script\n")
+        #expect(result.stderr.contains("finalizer ran\nfinalizer done\n"), "\(result.stderr)")
+    }
+
+    /// Making new slots can run a collection step and its finalizers; one that tags many tables
+    /// then left the new slots too few for the tags, and the copy into them never ended (here,
+    /// at the growth when 32,768 tables are tagged: the collector is generational, so a young
+    /// collection runs the finalizer armed just before). Every tag survives, and the run ends.
+    @Test func aFinalizerThatTagsWhileTheSlotsGrowLeavesEveryTag() throws {
+        let script = try Luahier.script(
+            Self.chain + """
+                collectgarbage("generational", 1, 100)
+                local head, n, armed, finalized = nil, 0, false, 0
+                local function keep(t) t.next = head; head = t; n = n + 1 end
+                local function tagMany()
+                  if not armed then return end
+                  armed = false; finalized = finalized + 1
+                  for _ = 1, 4 * n + 100 do local t = {type = "Fin"}; keep(t); root:triggerEvent(t) end
+                end
+                while n < 40000 do
+                  local t = {type = "Tap"}
+                  if n >= 512 and (n & (n - 1)) == 0 then
+                    collectgarbage("step"); armed = true; setmetatable({}, {__gc = tagMany})
+                  end
+                  root:triggerEvent(t); keep(t)
+                end
+                local wrong, t = 0, head
+                while t do if pcall(root.reportError, root, t) then wrong = wrong + 1 end; t = t.next end
+                print(finalized > 0, wrong)
+                """)
+        let result = try Luahier.run(["run", "--unsafe", "--max-memory", "0", script], timeout: 120)
+        #expect(!result.signaled)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "true\t0\n")
+    }
+}

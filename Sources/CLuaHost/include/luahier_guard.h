@@ -81,9 +81,11 @@ typedef struct luahier_WatchCell {
  * address: open addressing in `slots` (an address | 1 for an event, | 0 for an error; 0 an
  * empty slot), held by a userdata of the state so the memory cap counts it. */
 typedef struct luahier_TagSet {
-    uintptr_t *slots;
+    uintptr_t *slots;              /* NULL: no set (not made yet, or the state is closing) */
     size_t count;                  /* tables tagged */
     unsigned bits;                 /* log2 of the slots */
+    uint64_t seed;                 /* the hash's secret: where a table's probe starts */
+    size_t longest_probe;          /* the longest probe a tag went on with: for tests */
     size_t table_bytes;            /* what Lua frees a table's block with (0: no set) */
     int ref;                       /* registry reference to the userdata holding `slots` */
 } luahier_TagSet;

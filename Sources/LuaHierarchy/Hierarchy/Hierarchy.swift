@@ -355,8 +355,12 @@ public final class Hierarchy {
     /// The Lua stack height of the running thread: 0 between calls.
     var luaStackTop: Int32 { host.stackTop }
 
-    /// How many live tables carry a domain tag (luahier_tags.h), and how many slots hold them.
-    var domainTags: (tagged: Int, slots: Int) { host.domainTagCounts }
+    /// How many live tables carry a domain tag (luahier_tags.h), how many slots hold them, the
+    /// longest probe a tag went on with, and the hash's seed.
+    var domainTags: (tagged: Int, slots: Int, longestProbe: Int, seed: UInt64) { host.domainTagCounts }
+
+    /// Sets the domain tags' seed while none is tagged.
+    func setDomainTagSeed(_ seed: UInt64) { host.setDomainTagSeed(seed) }
 
     /// How many signals the watchdog has sent in this process (Sources/CLuaHost/watchdog.c).
     static var watchdogSignals: Int { LuaHost.watchdogSignals }

@@ -115,10 +115,18 @@ final class LuaHost {
         return "Lua \(number / 100).\(number % 100)"
     }
 
-    /// How many live tables carry a domain tag (luahier_tags.h), and the slots that hold them.
-    var domainTagCounts: (tagged: Int, slots: Int) {
+    /// How many live tables carry a domain tag (luahier_tags.h), the slots that hold them, the
+    /// longest probe a tag went on with, and the hash's seed.
+    var domainTagCounts: (tagged: Int, slots: Int, longestProbe: Int, seed: UInt64) {
         let tags = guardState.pointee.tags
-        return (Int(tags.count), 1 << Int(tags.bits))
+        return (Int(tags.count), 1 << Int(tags.bits), Int(tags.longest_probe), tags.seed)
+    }
+
+    /// Sets the domain tags' seed (for tests that know it, as an attacker would): the slots are
+    /// empty, so none moves.
+    func setDomainTagSeed(_ seed: UInt64) {
+        precondition(guardState.pointee.tags.count == 0)
+        guardState.pointee.tags.seed = seed | 1
     }
 
     /// Whether the state has a hook (the count hook is the only one the host sets).
