@@ -70,7 +70,8 @@ let package = Package(
         ),
         // The host's C, one header per unit in include/ (SwiftPM's module map takes the whole
         // folder). Units in dependency order, each using only those before it (luahier_guard.h):
-        // guard, errors, host, limits, watchdog, sandbox, pattern, jsonwrite, walk, engine, lines.
+        // guard, tags, errors, host, limits, watchdog, sandbox, pattern, jsonwrite, tape, walk, engine,
+        // lines.
         // Only the bridge imports it.
         .target(name: "CLuaHost", dependencies: ["CLua", "CJSONReader", "CSignals"]),
         // The one JSON reader (Sources/CJSONReader/include/luahier_jsonread.h), without Lua:
