@@ -5,8 +5,10 @@
  *
  * A script sees its tables' addresses (`tostring`), so where a probe starts is a keyed hash
  * with a secret seed per state: a script cannot choose tables that crowd one run of slots.
- * Should a run grow long all the same, the tag that met it draws a new seed and moves the tags
- * (luahier_tag), so no probe stays long. */
+ * Should a run grow long all the same (a seed that happens to suit the allocator's spacing ill,
+ * or one guessed), whatever walks it notices: a tag draws a new seed and moves the tags at
+ * once; a look-up or a free (which may not allocate) leaves that to the next tag; moving the
+ * tags draws again while the copy itself walks long. So no run stays long. */
 #include "luahier_tags.h"
 
 #include <lauxlib.h>
@@ -23,9 +25,10 @@
 /* A probe this long at most half full is a run a random hash makes about once in 250,000
  * probes: a tag that meets one draws a new seed. */
 #define LUAHIER_TAGS_LONG_PROBE 64
+/* Seeds drawn at most for one move of the tags: each is good with a chance past 98%. */
+#define LUAHIER_TAGS_DRAWS 8
 
-/* A new secret for the hash: an odd multiplier (the kernel's randomness; the clock and an
- * address without it). */
+/* A new secret for the hash (the kernel's randomness; the clock and an address without it). */
 static uint64_t luahier_tagsseed(const luahier_TagSet *t) {
     uint64_t seed;
     if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed) {
@@ -34,15 +37,21 @@ static uint64_t luahier_tagsseed(const luahier_TagSet *t) {
         seed = (((uint64_t)ts.tv_nsec << 32) ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)t ^ t->seed) *
                UINT64_C(0x9E3779B97F4A7C15);
     }
-    return seed | 1;
+    return seed;
 }
 
-/* Where `address`'s probe starts: the top bits of the address times the secret odd multiplier
- * (multiply-shift hashing: for a random multiplier, two addresses start at the same slot with a
- * chance of about two in the slots' number, whatever the addresses; one multiplication, as a
- * fixed Fibonacci hash costs). */
+/* Where `address`'s probe starts: the top bits of the address and the seed, mixed (MurmurHash3's
+ * finalizer, in which every bit of the address moves about half the bits of the result). A
+ * secret multiplier alone (multiply-shift) was tried: the allocator hands tables out at regular
+ * spacings, and for some multipliers those start in a few slots only. */
 static size_t luahier_tagshome(const luahier_TagSet *t, uintptr_t address) {
-    return (size_t)(((uint64_t)address * t->seed) >> (64 - t->bits));
+    uint64_t x = (uint64_t)address ^ t->seed;
+    x ^= x >> 33;
+    x *= UINT64_C(0xFF51AFD7ED558CCD);
+    x ^= x >> 33;
+    x *= UINT64_C(0xC4CEB9FE1A85EC53);
+    x ^= x >> 33;
+    return (size_t)(x >> (64 - t->bits));
 }
 
 /* The slot that holds `address`, or the empty one its probe ends at; `steps`: how many slots
@@ -72,15 +81,28 @@ static void luahier_tagsresize(lua_State *L, luahier_TagSet *t, unsigned bits, i
         lua_pop(L, 1);
         bits++;
     }
-    memset(slots, 0, ((size_t)1 << bits) * sizeof *slots);
     uintptr_t *old = t->slots;
     size_t old_capacity = old ? (size_t)1 << t->bits : 0;
     t->slots = slots;
     t->bits = bits;
-    if (reseed) t->seed = luahier_tagsseed(t);
-    size_t steps;
-    for (size_t i = 0; i < old_capacity; i++)
-        if (old[i]) slots[luahier_tagsfind(t, old[i] & ~(uintptr_t)1, &steps)] = old[i];
+    t->reseed_due = 0;
+    /* A copy whose probes walk more than a few slots a tag on average met a seed that crowds
+     * these addresses: it stops there, and the tags are copied again under a new seed (the
+     * last draw copies them whatever it walks). */
+    size_t limit = 8 * t->count + LUAHIER_TAGS_LONG_PROBE;
+    for (int draw = 0;; draw++) {
+        int last = draw + 1 == LUAHIER_TAGS_DRAWS;
+        if (reseed || draw > 0) t->seed = luahier_tagsseed(t);
+        memset(slots, 0, ((size_t)1 << bits) * sizeof *slots);
+        size_t walked = 0, steps, i;
+        for (i = 0; i < old_capacity; i++) {
+            if (old[i] == 0) continue;
+            slots[luahier_tagsfind(t, old[i] & ~(uintptr_t)1, &steps)] = old[i];
+            walked += steps;
+            if (walked > limit && !last) break;
+        }
+        if (i == old_capacity) break;
+    }
     /* The registry's slot exists already: storing into it allocates nothing. */
     if (t->ref) lua_rawseti(L, LUA_REGISTRYINDEX, t->ref);
     else t->ref = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -100,6 +122,7 @@ void luahier_tagsopen(lua_State *L, luahier_TagSet *t) {
     t->count = 0;
     t->bits = 0;
     t->seed = 0;
+    t->reseed_due = 0;
     t->longest_probe = 0;
     t->ref = 0;
     luahier_tagsresize(L, t, LUAHIER_TAGS_MIN_BITS, 1);
@@ -112,10 +135,11 @@ void luahier_tagsclose(luahier_TagSet *t) {
     t->slots = NULL;
 }
 
-int luahier_tagof(lua_State *L, const luahier_TagSet *t, int index) {
+int luahier_tagof(lua_State *L, luahier_TagSet *t, int index) {
     if (t->slots == NULL) return LUAHIER_UNTAGGED;
     size_t steps;
     uintptr_t entry = t->slots[luahier_tagsfind(t, (uintptr_t)lua_topointer(L, index), &steps)];
+    if (steps >= LUAHIER_TAGS_LONG_PROBE) t->reseed_due = 1;
     if (entry == 0) return LUAHIER_UNTAGGED;
     return (entry & 1) ? LUAHIER_TAGGED_EVENT : LUAHIER_TAGGED_ERROR;
 }
@@ -135,7 +159,7 @@ void luahier_tag(lua_State *L, luahier_TagSet *t, int index, int is_error) {
     }
     size_t steps;
     size_t i = luahier_tagsfind(t, address, &steps);
-    if (steps >= LUAHIER_TAGS_LONG_PROBE) {
+    if (steps >= LUAHIER_TAGS_LONG_PROBE || t->reseed_due) {
         luahier_tagsresize(L, t, t->bits, 1);
         i = luahier_tagsfind(t, address, &steps);
     }
@@ -149,6 +173,7 @@ static __attribute__((noinline)) void luahier_tagsforget(luahier_TagSet *t, cons
     size_t mask = ((size_t)1 << t->bits) - 1;
     size_t steps;
     size_t i = luahier_tagsfind(t, (uintptr_t)block, &steps);
+    if (steps >= LUAHIER_TAGS_LONG_PROBE) t->reseed_due = 1;
     if (t->slots[i] == 0) return;
     /* Each entry after the hole, up to the next empty slot, moves back into it when its probe
      * starts at or before the hole. */

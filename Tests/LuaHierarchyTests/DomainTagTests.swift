@@ -12,6 +12,15 @@ struct DomainTagTests {
         root:handleError(function() end)
         local function refusedAsError(t) return not pcall(root.reportError, root, t) end
         local function refusedAsEvent(t) return not pcall(root.triggerEvent, root, t) end
+        -- tags.c's hash in Lua's wrapping integers: where the probe for `address` starts among
+        -- 2^bits slots, under `seed` (a global the tests that know it set).
+        function hash(address, bits)
+          local x = address ~ seed
+          x = x ~ (x >> 33); x = x * 0xFF51AFD7ED558CCD
+          x = x ~ (x >> 33); x = x * 0xC4CEB9FE1A85EC53
+          x = x ~ (x >> 33)
+          return x >> (64 - bits)
+        end
 
         """
 
@@ -115,13 +124,12 @@ struct DomainTagTests {
     /// hundreds and the seed stays what it was.
     @Test func tablesChosenToCrowdOneRunDoNotMakeProbesLong() throws {
         let f = try Fixture()
-        let seed: UInt64 = 0x0123_4567_89AB_CDEF  // odd, as the multiplier must be
+        let seed: UInt64 = 0x0123_4567_89AB_CDEF
         f.hierarchy.setDomainTagSeed(seed)
         let printed = try f.output(
             Self.chain + """
-                local seed = \(Int64(bitPattern: seed))
-                -- tags.c's hash, in Lua's wrapping integers: the top three bits of where a probe starts.
-                local function eighth(address) return (address * seed) >> 61 end
+                seed = \(Int64(bitPattern: seed))
+                local function eighth(address) return hash(address, 3) end
                 crowd = {}
                 local others = {}   -- kept, so no address comes round again
                 while #crowd < 3000 do
@@ -139,5 +147,71 @@ struct DomainTagTests {
         let tags = f.hierarchy.domainTags
         #expect(tags.seed != seed)
         #expect(tags.longestProbe < 64)
+    }
+
+    /// Tags whose probes start at consecutive slots each find their own slot at once, yet
+    /// together make one long run; the free of a table whose probe starts at its head walks all
+    /// of it. That walk makes the next tag, anywhere, draw a new seed (the allocator may not
+    /// move the slots itself).
+    @Test func aLongWalkByAFreeMakesTheNextTagDrawANewSeed() throws {
+        let f = try Fixture()
+        let seed: UInt64 = 0x0FED_CBA9_8765_4321
+        f.hierarchy.setDomainTagSeed(seed)
+        try f.lua(
+            Self.chain + """
+                kept = {}
+                for i = 1, 300 do kept[i] = {type = "Tap"}; root:triggerEvent(kept[i]) end
+                """)
+        let bits = f.hierarchy.domainTags.slots.trailingZeroBitCount
+        #expect(bits == 10)
+        try #require(f.hierarchy.domainTags.seed == seed, "the set grew under the seed set")
+        let printed = try f.output(
+            Self.chain + """
+                seed = \(Int64(bitPattern: seed))
+                local bits = \(bits)
+                local function home(t) return hash(tonumber(tostring(t):match("0x(%x+)"), 16), bits) end
+                -- One table for each of 120 consecutive starts from slot 512.
+                local run, missing = {}, 120
+                while missing > 0 do
+                  local t = {type = "Tap"}
+                  kept[#kept + 1] = t
+                  local h = home(t) - 512
+                  if h >= 0 and h < 120 and not run[h] then run[h] = t; missing = missing - 1 end
+                end
+                for h = 0, 119 do root:triggerEvent(run[h]) end
+                print("run tagged")
+                """)
+        #expect(printed == ["run tagged"])
+        let afterRun = f.hierarchy.domainTags
+        #expect(afterRun.seed == seed && afterRun.longestProbe < 64, "the run's tags met no long probe")
+        try f.lua(
+            Self.chain + """
+                seed = \(Int64(bitPattern: seed))
+                local bits = \(bits)
+                local function home(t) return hash(tonumber(tostring(t):match("0x(%x+)"), 16), bits) end
+                local head
+                repeat
+                  local t = {type = "Boom"}
+                  if home(t) == 512 then head = t else kept[#kept + 1] = t end
+                until head
+                head = nil
+                fullgc()
+                """)
+        #expect(f.hierarchy.domainTags.seed == seed, "a free moves no tag")
+        let tagged = try f.output(
+            Self.chain + """
+                seed = \(Int64(bitPattern: seed))
+                local bits = \(bits)
+                local function home(t) return hash(tonumber(tostring(t):match("0x(%x+)"), 16), bits) end
+                -- A table whose probe starts far from the run, so its own probe is short.
+                local fresh
+                repeat
+                  local t = {type = "Tap"}
+                  if home(t) < 400 then fresh = t else kept[#kept + 1] = t end
+                until fresh
+                print(root:triggerEvent(fresh).status)
+                """)
+        #expect(tagged == ["handled"])
+        #expect(f.hierarchy.domainTags.seed != seed)
     }
 }

@@ -85,6 +85,7 @@ typedef struct luahier_TagSet {
     size_t count;                  /* tables tagged */
     unsigned bits;                 /* log2 of the slots */
     uint64_t seed;                 /* the hash's secret: where a table's probe starts */
+    int reseed_due;                /* a look-up walked a long run: the next tag draws a new seed */
     size_t longest_probe;          /* the longest probe a tag went on with: for tests */
     size_t table_bytes;            /* what Lua frees a table's block with (0: no set) */
     int ref;                       /* registry reference to the userdata holding `slots` */

@@ -29,8 +29,8 @@ void luahier_tagsopen(lua_State *L, luahier_TagSet *tags);
 void luahier_tagsclose(luahier_TagSet *tags);
 
 /* [-0, +0, -] The domain the table at `index` travelled as: LUAHIER_UNTAGGED or
- * LUAHIER_TAGGED_*. */
-int luahier_tagof(lua_State *L, const luahier_TagSet *tags, int index);
+ * LUAHIER_TAGGED_* (a long walk to find out makes the next tag draw a new seed). */
+int luahier_tagof(lua_State *L, luahier_TagSet *tags, int index);
 
 /* [-0, +0, m] Tags the table at `index` as travelling as an error (`is_error`) or an event. */
 void luahier_tag(lua_State *L, luahier_TagSet *tags, int index, int is_error);

@@ -126,7 +126,7 @@ final class LuaHost {
     /// empty, so none moves.
     func setDomainTagSeed(_ seed: UInt64) {
         precondition(guardState.pointee.tags.count == 0)
-        guardState.pointee.tags.seed = seed | 1
+        guardState.pointee.tags.seed = seed
     }
 
     /// Whether the state has a hook (the count hook is the only one the host sets).
