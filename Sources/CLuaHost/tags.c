@@ -25,7 +25,9 @@
 /* A probe this long at most half full is a run a random hash makes about once in 250,000
  * probes: a tag that meets one draws a new seed. */
 #define LUAHIER_TAGS_LONG_PROBE 64
-/* Seeds drawn at most for one move of the tags: each is good with a chance past 98%. */
+/* Seeds drawn at most for one move of the tags. A random hash at most half full walks about
+ * half a slot a tag as the tags are copied; a copy that walks eight a tag met a seed that
+ * crowds these addresses, which a fresh seed all but never does again. */
 #define LUAHIER_TAGS_DRAWS 8
 
 /* A new secret for the hash (the kernel's randomness; the clock and an address without it). */
