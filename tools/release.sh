@@ -5,6 +5,8 @@
 #   tools/release.sh                   # dist/luahier
 #   tools/release.sh /out/luahier      # elsewhere (the Dockerfile's build stage)
 #   tools/release.sh --check BINARY    # only the checks, on a binary built before
+# LUAHIER_RELEASE_SCRATCH=DIR builds in DIR instead of .build, so that this build can run
+# beside another `swift build` of the package (.ci/run starts it in the background).
 #
 # In tools/, not scripts/: scripts/ holds the Lua rules the tests and docs run; tools/ holds
 # the shell tooling (lint, sanitizers, benchmarks), which this is.
@@ -21,7 +23,8 @@ fi
 
 # docs/cli.md's "Installing for speed" line, with the Server trait: Swift's runtime, Foundation
 # and Dispatch linked in, and the executable linked with -static (liblua5.4-dev's liblua5.4.a).
-build=(swift build -c release --traits Server --static-swift-stdlib -Xswiftc -static-executable)
+build=(swift build -c release --traits Server --static-swift-stdlib -Xswiftc -static-executable
+       --scratch-path "${LUAHIER_RELEASE_SCRATCH:-.build}")
 if [ "${1:-}" != --check ]; then
     echo "release: ${build[*]}"
     "${build[@]}"
