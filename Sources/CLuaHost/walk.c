@@ -95,6 +95,53 @@ int luahier_asvalue(lua_State *L, luahier_Engine *e, int index, int is_error) {
     return luahier_asvaluewith(L, e, index, is_error, NULL);
 }
 
+/* [-0, +1, m] Pushes the word "type" (`is_type`) or "Error": from `keys`, else the engine's words,
+ * else as a literal (a caller with no engine: luahier_astable). */
+static void luahier_pushruleword(lua_State *L, const luahier_Engine *e, const luahier_Keys *keys, int is_type) {
+    if (is_type && keys) lua_pushvalue(L, keys->type);
+    else if (e) luahier_pushword(L, e, is_type ? LUAHIER_WORD_TYPE : LUAHIER_WORD_ERRORTYPE);
+    else if (is_type) lua_pushliteral(L, "type");
+    else lua_pushliteral(L, "Error");
+}
+
+/* [-0, +1, m] The rule for a table (contract §3), the one place it is worded: luahier_asvalue
+ * without a string's shorthand. */
+static int luahier_tablerule(lua_State *L, luahier_TagSet *tags, int index, int is_error,
+                             const luahier_Engine *e, const luahier_Keys *keys) {
+    luahier_pushruleword(L, e, keys, 1);
+    int kind = lua_rawget(L, index);
+    int untyped = kind == LUA_TNIL && is_error;
+    if (untyped) {
+        lua_pop(L, 1);
+        luahier_pushruleword(L, e, keys, 0);
+    } else if (kind != LUA_TSTRING) {
+        lua_pop(L, 1);
+        if (kind == LUA_TNIL) lua_pushliteral(L, "a table without a string 'type'");
+        else lua_pushfstring(L, "a table whose 'type' is a %s (it must be a string)", lua_typename(L, kind));
+        return 0;
+    }
+    /* [type] A table that travelled as the other domain is refused. */
+    int tag = luahier_tagof(L, tags, index);
+    if (tag == (is_error ? LUAHIER_TAGGED_EVENT : LUAHIER_TAGGED_ERROR)) {
+        const char *type = lua_tostring(L, -1);
+        lua_pushfstring(L, "%s (%s)", is_error ? "an event" : "an error", type);
+        lua_remove(L, -2);
+        return 0;
+    }
+    if (tag == LUAHIER_UNTAGGED) luahier_tag(L, tags, index, is_error);
+    /* An error without a type is an "Error" (the sandbox's read-only tables stay as they are). */
+    if (untyped && !luahier_isfrozen(L, index)) {
+        luahier_pushruleword(L, e, keys, 1);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, index);
+    }
+    return 1;
+}
+
+int luahier_astable(lua_State *L, luahier_TagSet *tags, int index, int is_error) {
+    return luahier_tablerule(L, tags, lua_absindex(L, index), is_error, NULL, NULL);
+}
+
 int luahier_asvaluewith(lua_State *L, luahier_Engine *e, int index, int is_error, const luahier_Keys *keys) {
     index = lua_absindex(L, index);
     switch (lua_type(L, index)) {
@@ -118,38 +165,8 @@ int luahier_asvaluewith(lua_State *L, luahier_Engine *e, int index, int is_error
         lua_insert(L, -2);
         lua_replace(L, index);
         return 1;
-    case LUA_TTABLE: {
-        if (keys) lua_pushvalue(L, keys->type);
-        else luahier_pushword(L, e, LUAHIER_WORD_TYPE);
-        int kind = lua_rawget(L, index);
-        int untyped = kind == LUA_TNIL && is_error;
-        if (untyped) {
-            lua_pop(L, 1);
-            luahier_pushword(L, e, LUAHIER_WORD_ERRORTYPE);
-        } else if (kind != LUA_TSTRING) {
-            lua_pop(L, 1);
-            if (kind == LUA_TNIL) lua_pushliteral(L, "a table without a string 'type'");
-            else lua_pushfstring(L, "a table whose 'type' is a %s (it must be a string)", lua_typename(L, kind));
-            return 0;
-        }
-        /* [type] A table that travelled as the other domain is refused. */
-        int tag = luahier_tagof(L, e->tags, index);
-        if (tag == (is_error ? LUAHIER_TAGGED_EVENT : LUAHIER_TAGGED_ERROR)) {
-            const char *type = lua_tostring(L, -1);
-            lua_pushfstring(L, "%s (%s)", is_error ? "an event" : "an error", type);
-            lua_remove(L, -2);
-            return 0;
-        }
-        if (tag == LUAHIER_UNTAGGED) luahier_tag(L, e->tags, index, is_error);
-        /* An error without a type is an "Error" (the sandbox's read-only tables stay as they are). */
-        if (untyped && !luahier_isfrozen(L, index)) {
-            if (keys) lua_pushvalue(L, keys->type);
-            else luahier_pushword(L, e, LUAHIER_WORD_TYPE);
-            lua_pushvalue(L, -2);
-            lua_rawset(L, index);
-        }
-        return 1;
-    }
+    case LUA_TTABLE:
+        return luahier_tablerule(L, e->tags, index, is_error, e, keys);
     case LUA_TNIL:
         lua_pushliteral(L, "nil");
         return 0;

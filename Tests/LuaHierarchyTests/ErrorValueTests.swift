@@ -29,6 +29,22 @@ struct ErrorValueTests {
         #expect(output == ["nil\tnil\tnil"])
     }
 
+    /// A subscriber's error is read on the Swift side (Publisher), not by the walk: a read-only
+    /// table raised there was given `type = "Error"`, and every script of the state then read
+    /// `string.type` as "Error". Both sides now read a table by the one rule in C.
+    @Test func readOnlyTablesRaisedBySubscribersStayUnchanged() throws {
+        let f = try Fixture()
+        let output = try f.output("""
+            local app = hier.root:child("app")
+            local leaf = app:child("leaf")
+            leaf:receiveError(function(e) print(rawequal(e, string), e.type) return "handled" end)
+            leaf:subscribe("Ping", function() error(string) end)
+            print(app:publish("Ping"))
+            print(rawget(string, "type"), rawget(string, "where"), rawget(string, "message"), string.type)
+            """)
+        #expect(output == ["true\tnil", "1", "nil\tnil\tnil\tnil"])
+    }
+
     @Test func aScriptsMetamethodErrorPassesTableMoveUnchanged() throws {
         let f = try Fixture()
         let output = try f.output("""

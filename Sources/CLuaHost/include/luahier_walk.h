@@ -39,6 +39,11 @@ void luahier_pushskipmark(lua_State *L);
  * number", "an event (Tap)", ...) and the value left as it was. */
 int luahier_asvalue(lua_State *L, luahier_Engine *engine, int index, int is_error);
 
+/* [-0, +1, m] luahier_asvalue's rule for the table at `index`, for a caller with no engine (the
+ * host's Swift side): pushes its type and returns 1, or pushes why it is not a value of that
+ * domain and returns 0. The same rule, worded in one place. */
+int luahier_astable(lua_State *L, struct luahier_TagSet *tags, int index, int is_error);
+
 /* Where luahier_asvalue finds what it reads, for a caller that holds it (a closure's
  * upvalues): the word "type". */
 typedef struct luahier_Keys {

@@ -295,7 +295,7 @@ extension LuaHost {
 
     /// [-0, +0, m] The value at `index` as a message of `domain` (contract §3): a string is
     /// shorthand; a table keeps its identity, and an error table without `type` gets
-    /// `type = "Error"`. A table that already travelled as the other domain is refused, so
+    /// `type = "Error"` (not the sandbox's read-only tables: they stay as they are). A table that already travelled as the other domain is refused, so
     /// an event cannot come back from an error responder as an error, nor the reverse.
     func message(at index: Int32, as domain: Domain) throws(ShapeError) -> Message {
         let L = thread
@@ -303,46 +303,18 @@ extension LuaHost {
         case LUA_TSTRING:
             return Message(.string(string(at: index)!), as: domain)!
         case LUA_TTABLE:
+            // The rule is C's (walk.c, luahier_astable), as the engine's walk reads it.
             let table = lua_absindex(L, index)
-            let type: String
-            push(InternedString.type)
-            switch lua_rawget(L, table) {
-            case LUA_TSTRING:
-                type = string(at: -1)!
-                luahier_pop(L, 1)
-            case LUA_TNIL where domain == .error:
-                luahier_pop(L, 1)
-                type = "Error"
-            case LUA_TNIL:
-                luahier_pop(L, 1)
-                throw ShapeError("a table without a string 'type'")
-            default:
-                let wrongType = typeName(at: -1)
-                luahier_pop(L, 1)
-                throw ShapeError("a table whose 'type' is a \(wrongType) (it must be a string)")
+            guard luahier_astable(L, &guardState.pointee.tags, table, domain == .error ? 1 : 0) != 0 else {
+                defer { luahier_pop(L, 1) }
+                throw ShapeError(string(at: -1) ?? "a table")
             }
-            let tagged = domainTag(ofTableAt: table)
-            if let tagged, tagged != domain {
-                throw ShapeError("\(tagged == .event ? "an event" : "an error") (\(type))")
-            }
-            if type == "Error", domain == .error {
-                push(type)
-                setRawField(of: table, "type")
-            }
-            if tagged == nil { tag(tableAt: table, as: domain) }
+            let type = string(at: -1) ?? "Error"
+            luahier_pop(L, 1)
             lua_pushvalue(L, table)
             return Message(domain: domain, type: type, payload: .foreign(LuaPayload(host: self, ref: ref())))
         default:
             throw ShapeError(lua_type(L, index) == LUA_TNIL ? "nil" : "a \(typeName(at: index))")
-        }
-    }
-
-    /// [-0, +0, -] The domain a table travelled as, if any (luahier_tags.h).
-    private func domainTag(ofTableAt table: Int32) -> Domain? {
-        switch Int(luahier_tagof(thread, &guardState.pointee.tags, table)) {
-        case Int(LUAHIER_TAGGED_EVENT): .event
-        case Int(LUAHIER_TAGGED_ERROR): .error
-        default: nil
         }
     }
 
