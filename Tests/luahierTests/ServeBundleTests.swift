@@ -33,16 +33,15 @@ struct ServeBundleTests {
         try FileManager.default.copyItem(atPath: folder.appendingPathComponent("v1.bundle").path, toPath: published)
 
         // A static HTTP server for the bundle (as an nginx location would be).
-        let files = Process()
-        files.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        files.arguments = ["python3", "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", www.path]
-        let output = Pipe()
-        files.standardOutput = output
-        files.standardError = FileHandle.nullDevice
-        try files.run()
-        defer { files.terminate() }
-        let banner = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
-        let port = try #require(banner.firstMatch(of: #/port (\d+)/#).map { String($0.1) }, "\(banner)")
+        // Its banner is waited for with a deadline, as any child's output in these tests: a
+        // blocking read of the pipe had no bound had the banner never come.
+        let files = try LuahierProcess(
+            ["python3", "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", www.path],
+            executable: URL(fileURLWithPath: "/usr/bin/env"), stdin: false)
+        defer { _ = files.stop(by: SIGKILL) }
+        let portPattern = #/port (\d+)/#
+        #expect(files.waitForStdout { $0.firstMatch(of: portPattern) != nil }, "\(files.stderr)")
+        let port = try #require(files.stdout.firstMatch(of: portPattern).map { String($0.1) }, "\(files.stdout)")
 
         let server = try ServerProcess(
             ["v1.bundle", "--bundle-url", "http://127.0.0.1:\(port)/rules.bundle", "--bundle-key", "rules.pub", "--bundle-poll", "0.1",
