@@ -448,4 +448,51 @@ struct LimitsAuditTests {
         let outcome = try #require(JSONSerialization.jsonObject(with: Data(answers[0].utf8)) as? [String: Any])
         #expect((outcome["value"] as? [String: Any])?.count == 600_001)
     }
+
+    // MARK: What the independent attack of 2026-11-28 found
+
+    /// A value holding one table many times over, which the C writers leave to the host's
+    /// careful copy (a function inside it; a masked decision record; a subscriber's or an alert
+    /// function's LuaError), was copied whole with no cap: each level of sharing doubled it,
+    /// after the limits that end a dispatch had ended (41 s and 1.8 GB past
+    /// `--dispatch-timeout 1`). A copy now takes at most four times what the state holds, and
+    /// 1 MiB more, cap or none: the value stands as too large, and the run goes on.
+    @Test(arguments: ["0", "64M"])
+    func aCopyOfAValueThatHoldsOneTableManyTimesIsBoundedByTheState(_ cap: String) throws {
+        let share = "local t = {f = print}; for i = 1, 22 do t = {a = t, b = t} end"
+        let rules = try Luahier.script("""
+            local app = hier.root:child("app")
+            app:receiveEvent("Dag", function(e) \(share); return {type = "Done", t = t} end)
+            app:handleEvent("Done", function(e) end)
+            app:handleEvent("Go", function(e) end)
+            hier.maskDecision(function(record) \(share); record.extra = t; return record end)
+            """, name: "rules.lua")
+        let log = rules.replacingOccurrences(of: "rules.lua", with: "decisions.jsonl")
+        let input = rules.replacingOccurrences(of: "rules.lua", with: "in.jsonl")
+        try (#"{"at": "/app", "event": "Dag"}"# + "\n" + #"{"at": "/app", "event": "Go"}"# + "\n")
+            .write(toFile: input, atomically: true, encoding: .utf8)
+        let dispatch = try Luahier.measure(
+            ["dispatch", "--max-memory", cap, "--dispatch-timeout", "1", "--decision-log", log, rules, input], timeout: 120)
+        #expect(dispatch.status == 0, "\(dispatch.stderr.prefix(500))")
+        let answers = dispatch.stdout.split(separator: "\n")
+        #expect(answers.count == 2)
+        #expect(answers.first?.contains(#""…":"<too large>""#) == true, "\(dispatch.stdout.prefix(500))")
+        #expect(answers.last?.contains(#""status":"handled""#) == true)
+        #expect(try String(contentsOfFile: log, encoding: .utf8).contains("<mask failed>"))
+        Self.expectWithinTheMemoryBound(dispatch)
+
+        let script = try Luahier.script("""
+            local app = hier.root:child("app")
+            local leaf = app:child("leaf")
+            local function boom() \(share); error({type = "LuaError", message = "boom", t = t}) end
+            leaf:subscribe("Ping", boom)
+            app:handleAlertErrors(boom)
+            hier.root:receiveError(function(e) return "handled" end)
+            print(app:publish("Ping"), leaf:reportError({type = "U", title = "T", message = "m"}).status)
+            """)
+        let run = try Luahier.measure(["run", "--max-memory", cap, "--timeout", "5", script], timeout: 120)
+        #expect(run.status == 0, "\(run.stderr.prefix(500))")
+        #expect(run.stdout == "1\thandled\n", "\(run.stderr.prefix(500))")
+        Self.expectWithinTheMemoryBound(run)
+    }
 }

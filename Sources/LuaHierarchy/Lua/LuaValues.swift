@@ -21,12 +21,18 @@ extension LuaHost {
     /// would differ from run to run) but stands as a whole for `<too large>`, keeping an error's
     /// `type`, `message`, `where` and `title`; a `strict` copy throws. The measuring is host
     /// work, charged as it goes: a budget that trips stops it, and the value is too large.
+    ///
+    /// Cap or none, a copy also takes at most four times what the state holds, and 1 MiB more
+    /// (`copyBoundByState`): a value's copy is about its size in Lua, unless it holds a table
+    /// many times over. Without that bound, with no cap, such a value was copied whole, its
+    /// size doubling with each level of sharing, after the limits that end a dispatch had ended.
     func value(at index: Int32, strict: Bool, bounded: Bool = false) throws(PayloadError) -> Value {
         let top = lua_gettop(thread)
         let index = lua_absindex(thread, index)
-        let budget = bounded
+        let capped = bounded
             ? min(memoryAvailable.map { max($0 / 2, Self.smallestDescriptionBudget) } ?? Int.max, Self.largestDescriptionBudget)
             : memoryAvailable ?? Int.max
+        let budget = min(capped, copyBoundByState)
         // The tables being copied, outermost first (a cycle is a table inside itself). Reused:
         // a copy allocates only what it builds. Copying runs no Lua code, so never re-enters.
         var ancestors = payloadAncestors
@@ -35,16 +41,16 @@ extension LuaHost {
             ancestors.removeAll(keepingCapacity: true)
             payloadAncestors = ancestors
         }
-        if budget != Int.max {
-            var left = budget
-            var work = 0
-            if !fits(at: index, ancestors: &ancestors, left: &left, work: &work) {
-                lua_settop(thread, top)
-                if strict {
-                    throw PayloadError(path: "", reason: "a value larger than the \(budget) bytes the memory cap leaves for a copy")
-                }
-                return tooLargeStandIn(at: index)
+        var left = budget
+        var work = 0
+        if !fits(at: index, ancestors: &ancestors, left: &left, work: &work) {
+            lua_settop(thread, top)
+            if strict {
+                throw PayloadError(path: "", reason: budget < capped
+                    ? "a value whose copy would be larger than \(budget) bytes, four times what its Lua state holds (a table held in it many times over)"
+                    : "a value larger than the \(budget) bytes the memory cap leaves for a copy")
             }
+            return tooLargeStandIn(at: index)
         }
         do {
             return try value(at: index, ancestors: &ancestors, strict: strict)
@@ -52,6 +58,12 @@ extension LuaHost {
             lua_settop(thread, top)
             throw error
         }
+    }
+
+    /// The most any copy of a value of this state takes: four times what the state holds (a
+    /// string whose bytes are not UTF-8 grows up to three times as Swift text), and 1 MiB more.
+    var copyBoundByState: Int {
+        isClosed ? Self.smallestDescriptionBudget : 4 * Int(guardState.pointee.used) + (1 << 20)
     }
 
     /// [-0, +0, -] The bytes a copy of the Lua string at `index` takes at most as Swift text:
