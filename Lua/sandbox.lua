@@ -24,8 +24,12 @@ local function typeof(count, index, value)
 end
 
 -- Every table a script must not change: rawset refuses them, assignment hits __newindex.
+-- _G is in it too, for the host: its standard names are read-only, but they live behind its
+-- __index, so a raw write of `type` or `where` would shadow one (rawset lets a script set its
+-- own globals, and refuses only the standard names).
 local frozen = setmeta({}, { __mode = "k" })
--- The message handler leaves them as they are when one is raised as an error (errors.c).
+-- The host leaves them as they are when one travels as an error: no `type`, `where` or `cause`
+-- is written into them (errors.c, walk.c, LuaValues.swift).
 hostlib.setfrozen(frozen)
 -- A read-only view of `contents`: its metatable is locked and its iterator is a closure,
 -- so neither the contents table nor the metatable ever reaches a script.
@@ -259,6 +263,7 @@ env.package = freeze("package", { loaded = loadedView, config = real.package.con
 loaded.package = env.package
 standardModules.package, standardModules._G = true, true
 env._G = env
+frozen[env] = true
 
 -- Strings get a metatable of their own: the library as __index, Lua's arithmetic
 -- metamethods (coercion), and a locked placeholder for getmetatable("").
@@ -292,7 +297,7 @@ return function()
     if type(t) ~= "table" then
       error("bad argument #1 to 'rawset' (table expected, got " .. typeof(select("#", ...), 1, t) .. ")", 2)
     end
-    if frozen[t] then error("rawset: the standard library, hier and package are read-only", 2) end
+    if frozen[t] and not rawequal(t, env) then error("rawset: the standard library, hier and package are read-only", 2) end
     if rawequal(t, env) and standard[key] ~= nil then refuse(key) end
     return rawset(t, key, value)
   end

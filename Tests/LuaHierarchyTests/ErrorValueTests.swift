@@ -45,6 +45,39 @@ struct ErrorValueTests {
         #expect(output == ["true\tnil", "1", "nil\tnil\tnil\tnil"])
     }
 
+    /// `_G` is not one of the read-only views (a script sets its own globals in it), but its
+    /// standard names live behind its `__index`: the host's raw write of `type = "Error"` into
+    /// an untyped error shadowed the standard `type` for every later rule of the state (an
+    /// attacker's find). `_G` travels as an error unchanged, and a script's rawset still works.
+    @Test func theGlobalsTableTravelsAsAnErrorUnchanged() throws {
+        let f = try Fixture()
+        let output = try f.output("""
+            local a = hier.root:child("a")
+            a:handleEvent("E", function() error(_G) end)
+            a:triggerEvent("E")
+            a:reportError(_G)
+            a:child("leaf"):subscribe("Ping", function() error(_G) end)
+            a:publish("Ping")
+            rawset(_G, "mine", 1)
+            print(type(type), rawget(_G, "type"), rawget(_G, "where"), mine, pcall(rawset, _G, "type", 1))
+            """)
+        #expect(output == ["function\tnil\tnil\t1\tfalse\t'type' belongs to the standard library and cannot be replaced"])
+    }
+
+    /// A subscriber's result is ignored (contract §6): the Swift side read it all the same, and
+    /// made a table it returned an event, so that table could no longer be reported as an error.
+    @Test func aTableASubscriberReturnsIsNotMadeAnEvent() throws {
+        let f = try Fixture()
+        let output = try f.output("""
+            local app = hier.root:child("app")
+            local problem = {type = "Problem"}
+            app:child("leaf"):subscribe("Ping", function() return problem end)
+            app:publish("Ping")
+            print(app:reportError(problem).kind)
+            """)
+        #expect(output == ["error"])
+    }
+
     @Test func aScriptsMetamethodErrorPassesTableMoveUnchanged() throws {
         let f = try Fixture()
         let output = try f.output("""

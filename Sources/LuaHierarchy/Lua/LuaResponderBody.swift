@@ -26,6 +26,10 @@ final class LuaResponderBody: ResponderBody {
         invoke(with: &input) { _ in host.reply(at: -1, as: domain) }
     }
 
+    func callForEffect(with input: inout Message) -> ResponderReply {
+        invoke(with: &input) { _ in .notHandled }
+    }
+
     func callForChoice(with input: inout Message) -> ResponderReply {
         invoke(with: &input) { L in
             switch lua_type(L, -1) {

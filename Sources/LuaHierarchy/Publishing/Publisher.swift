@@ -66,7 +66,7 @@ extension Dispatcher {
             if let observe = deliveryObserver {
                 observe(PublishDelivery(node: node.path, location: subscription.location, type: current.type))
             }
-            switch subscription.body.call(with: &current, returning: .event) {
+            switch subscription.body.callForEffect(with: &current) {
             case .raised(var error):
                 result.failed += 1
                 subscriberRaised?(error)

@@ -55,6 +55,19 @@ protocol ResponderBody: AnyObject {
     func call(with input: inout Message, returning domain: Domain) -> ResponderReply
     /// Calls the body of an alert responder: `.choice` (nil or a string) unless it failed.
     func callForChoice(with input: inout Message) -> ResponderReply
+    /// Calls the body of a subscriber, whose result is ignored (contract §6): never read, so a
+    /// table it returns is not made a value of either domain. `.notHandled` unless it failed.
+    func callForEffect(with input: inout Message) -> ResponderReply
+}
+
+extension ResponderBody {
+    func callForEffect(with input: inout Message) -> ResponderReply {
+        let reply = call(with: &input, returning: .event)
+        switch reply {
+        case .raised, .aborted: return reply
+        default: return .notHandled
+        }
+    }
 }
 
 /// Something a handle can take back: a responder or a subscription.
