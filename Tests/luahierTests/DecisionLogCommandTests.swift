@@ -104,5 +104,28 @@ struct DecisionLogCommandTests {
         #expect(server.metric("luahier_decisions_logged_total", in: metrics) == 3, "\(metrics)")
         #expect(metrics.contains(#"luahier_decisions_dropped_total{reason="buffer_full"} 0"#), "\(metrics)")
     }
+
+    /// A single request's body may break its JSON over lines. Its bytes went into the record
+    /// as they came, so one record became three lines, the middle one a record of the
+    /// client's own making, which `replay` read as a decision (an attacker's find). A line
+    /// break between tokens is written as a space: one record, one line.
+    @Test func aBodyBrokenOverLinesIsOneRecordOfOneLine() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let log = folder.appendingPathComponent("d.ndjson").path
+        let server = try ServerProcess(["rules.lua", "--decision-log", log], in: folder)
+        defer { server.stop() }
+        let forged = #"{"request_id":"FORGED","source":"serve","request":{"at":"/app","event":"Refund"},"outcome":{"status":"handled"}}"#
+        let body = "{\"at\": \"/app\", \"event\": {\"type\": \"Ask\", \"n\": 1},\r\n \"id\": [\n\(forged)\n]}"
+        let asked = try server.post("/v1/dispatch", body, headers: ["X-Request-Id": "real-1"])
+        #expect(asked.status == 200, "\(asked.text)")
+        #expect(Luahier.eventually { (try? String(contentsOfFile: log, encoding: .utf8))?.hasSuffix("\n") == true })
+        let text = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(text.split(separator: "\n").count == 1, "\(text)")
+        let records = Self.records(log)
+        #expect(records.map { $0["request_id"] as? String } == ["real-1"])
+        let request = try #require(records.first?["request"] as? [String: Any])
+        #expect((request["id"] as? [[String: Any]])?.first?["request_id"] as? String == "FORGED")
+    }
     #endif
 }

@@ -160,7 +160,17 @@ struct DecisionRecorder {
         // Only an invalid answer can be to a request that is not JSON: others are not parsed.
         if !line.oversized && (!Self.contains(outcome, #""status":"invalid""#) || (try? JSON.parse(request)) != nil) {
             writer.writeKey("request")
+            let from = writer.bytes.count
             writer.bytes.append(contentsOf: request)
+            // A body may break its JSON over lines, and the log is one record a line: each line
+            // break in it is whitespace between tokens (the reader refuses one raw in a string),
+            // written as a space. Kept as it came, it split the record, and a line of a body's
+            // own making read as a record of its own (an attacker's find).
+            if let base = request.baseAddress, memchr(base, 0x0A, request.count) != nil || memchr(base, 0x0D, request.count) != nil {
+                for index in from..<writer.bytes.count where writer.bytes[index] == 0x0A || writer.bytes[index] == 0x0D {
+                    writer.bytes[index] = 0x20
+                }
+            }
             return
         }
         let kept = UnsafeRawBufferPointer(rebasing: request.prefix(Self.maxRequestText))
