@@ -294,9 +294,9 @@ final class DecisionMetrics: Sendable {
     init(log: DecisionLog, registry: PrometheusCollectorRegistry) {
         self.log = log
         logged = registry.makeCounter(descriptor: .named("luahier_decisions_logged_total", "Decision records the decision log's sink took."))
-        dropped = Dictionary(uniqueKeysWithValues: ["buffer_full", "sink_failed"].map { reason in
+        dropped = Dictionary(uniqueKeysWithValues: ["buffer_full", "sink_failed", "shadow_share"].map { reason in
             (reason, registry.makeCounter(
-                descriptor: .named("luahier_decisions_dropped_total", "Decision records dropped: the buffer was full, or the sink failed."),
+                descriptor: .named("luahier_decisions_dropped_total", "Decision records dropped: the buffer was full, the sink failed, or a shadow record found the buffer a quarter full."),
                 labels: [("reason", reason)]))
         })
         batches = log.sink is HTTPDecisionSink ? Dictionary(uniqueKeysWithValues: ["sent", "retried", "failed"].map { result in
@@ -313,6 +313,7 @@ final class DecisionMetrics: Sendable {
         logged.increment(by: Int64(now.logged - before.logged))
         dropped["buffer_full"]?.increment(by: Int64(now.droppedBufferFull - before.droppedBufferFull))
         dropped["sink_failed"]?.increment(by: Int64(now.droppedSinkFailed - before.droppedSinkFailed))
+        dropped["shadow_share"]?.increment(by: Int64(now.droppedShadowShare - before.droppedShadowShare))
         for (result, counter) in batches { counter.increment(by: Int64(sent[result, default: 0] - sentBefore[result, default: 0])) }
     }
 }

@@ -29,7 +29,8 @@ import Synchronization
 ///   stderr was not being read;
 /// - with a decision log: `luahier_decisions_logged_total`, records its sink took;
 ///   `luahier_decisions_dropped_total{reason}`, records dropped because its buffer was full
-///   (`buffer_full`) or its sink failed (`sink_failed`); and with the HTTP sink
+///   (`buffer_full`), its sink failed (`sink_failed`), or a shadow record found the buffer a
+///   quarter full (`shadow_share`); and with the HTTP sink
 ///   `luahier_decision_batches_total{result}`, batches `sent`, `retried` (a send that failed
 ///   and was made again) and `failed` (dropped after the last attempt);
 /// - the shadow revision's (`ShadowCounters`), and `luahier_shadow_active`;

@@ -182,6 +182,26 @@ struct DecisionLogTests {
         log.close()
     }
 
+    /// A shadow revision's records go only into the first quarter of the buffer: a candidate
+    /// with large answers behind a slow sink dropped 23 of 30 live records (a second attack's
+    /// find). Here 40 shadow records find a quarter of the room; the 30 live ones all fit.
+    @Test func shadowRecordsNeverTakeTheRoomOfLiveOnes() async throws {
+        let sink = MemorySink()
+        sink.gate.set(open: false)
+        let log = DecisionLog(sink: sink, bufferBytes: 4096)
+        let record = Array(#"{"x":""#.utf8) + Array(repeating: UInt8(ascii: "x"), count: 91) + Array("\"}\n".utf8)
+        #expect(record.count == 100)
+        for _ in 1...40 { log.submitShadow(record) }
+        for _ in 1...30 { log.submit(record) }
+        let held = log.statistics
+        #expect(held.droppedShadowShare >= 29, "\(held)")
+        #expect(held.droppedBufferFull == 0, "\(held)")
+        sink.gate.set(open: true)
+        #expect(await log.drained())
+        #expect(log.statistics.logged == 70 - held.droppedShadowShare)
+        log.close()
+    }
+
     @Test func closingWithATimeoutDropsWhatASlowSinkDidNotTake() async throws {
         let sink = MemorySink()
         sink.gate.set(open: false)

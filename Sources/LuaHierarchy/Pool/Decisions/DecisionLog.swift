@@ -23,6 +23,9 @@ public final class DecisionLog: @unchecked Sendable {
         public var droppedBufferFull = 0
         /// Records dropped because the sink failed to take them.
         public var droppedSinkFailed = 0
+        /// A shadow revision's records dropped because the buffer was a quarter full: they
+        /// never take room the live revision's records need.
+        public var droppedShadowShare = 0
 
         /// All counts zero.
         public init() {}
@@ -88,8 +91,15 @@ public final class DecisionLog: @unchecked Sendable {
 
     /// Takes `record` (one JSON object and its newline) if the buffer has room; drops and
     /// counts it otherwise. Never waits for the sink.
-    func submit(_ record: [UInt8]) {
+    func submit(_ record: [UInt8], shadow: Bool = false) {
         monitor.locked {
+            // A shadow record goes only into the first quarter of the buffer: a candidate whose
+            // answers are large or differ often cannot crowd out the live revision's records
+            // (a second attack's find: 23 of 30 live records dropped behind a slow sink).
+            if shadow && !closing && pendingBytes + record.count > bufferBytes / 4 {
+                counts.droppedShadowShare += 1
+                return
+            }
             if closing || pendingBytes + record.count > bufferBytes {
                 counts.droppedBufferFull += 1
                 return
@@ -103,7 +113,7 @@ public final class DecisionLog: @unchecked Sendable {
     /// `submit` for a shadow record (`DecisionRecorder.Comparison`): the masks that reach into
     /// an answer are applied to its live side too, here, on the candidate's thread.
     func submitShadow(_ record: [UInt8]) {
-        submit(livePointers.isEmpty ? record : JSONPointer.mask(record, at: livePointers))
+        submit(livePointers.isEmpty ? record : JSONPointer.mask(record, at: livePointers), shadow: true)
     }
 
     /// Hands every record still buffered to the sink, closes it, and ends the log's thread;
