@@ -65,9 +65,10 @@ public final class HTTPDecisionSink: DecisionSink, Sendable {
         self.options = options
         self.logger = logger
         let timeout = TimeAmount.milliseconds(Int64(options.timeout * 1000))
-        client = HTTPClient(
-            eventLoopGroupProvider: .singleton,
-            configuration: HTTPClient.Configuration(timeout: .init(connect: timeout, read: timeout)))
+        // A redirect is not followed: the records go to the URL given, or are not sent.
+        var configuration = HTTPClient.Configuration(timeout: .init(connect: timeout, read: timeout))
+        configuration.redirectConfiguration = .disallow
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
     /// As `options.batching` says.
@@ -122,8 +123,27 @@ public final class HTTPDecisionSink: DecisionSink, Sendable {
         headers.add(name: "Content-Encoding", value: "gzip")
         let request = try HTTPClient.Request(url: options.url, method: .POST, headers: headers, body: .bytes(body))
         let deadline = NIODeadline.now() + .milliseconds(Int64(options.timeout * 1000))
-        let response = try client.execute(request: request, deadline: deadline).wait()
-        return Int(response.status.code)
+        return try client.execute(request: request, delegate: StatusOnly(), deadline: deadline).wait()
+    }
+
+    /// Reads the status of an answer and lets its body go as it comes. The sink needs no more,
+    /// and a body kept whole could be as large as the receiver liked: the client's own
+    /// accumulator keeps up to 4 GiB (an attacker's collector answering 1.5 GiB raised the
+    /// server's memory by as much).
+    private final class StatusOnly: HTTPClientResponseDelegate, @unchecked Sendable {
+        // Written and read on the request's event loop only.
+        private var status = 0
+
+        func didReceiveHead(task: HTTPClient.Task<Int>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+            status = Int(head.status.code)
+            return task.eventLoop.makeSucceededVoidFuture()
+        }
+
+        func didReceiveBodyPart(task: HTTPClient.Task<Int>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+            task.eventLoop.makeSucceededVoidFuture()
+        }
+
+        func didFinishRequest(task: HTTPClient.Task<Int>) throws -> Int { status }
     }
 
     /// Lets the client go.

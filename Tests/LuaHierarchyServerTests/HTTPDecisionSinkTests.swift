@@ -85,6 +85,34 @@ struct HTTPDecisionSinkTests {
         }
     }
 
+    /// A redirect is not followed: the records go to the URL given or are not sent (the sink
+    /// reads only an answer's status, and lets its body go as it comes).
+    @Test func aRedirectIsNotFollowed() async throws {
+        let redirected = Mutex(0)
+        let router = Router()
+        router.post("/ingest") { _, _ -> Response in
+            Response(status: .temporaryRedirect, headers: [.location: "/elsewhere"])
+        }
+        router.post("/elsewhere") { _, _ -> HTTPResponse.Status in
+            redirected.withLock { $0 += 1 }
+            return .ok
+        }
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        try await app.test(.live) { client in
+            var options = HTTPDecisionSink.Options(url: "http://127.0.0.1:\(client.port!)/ingest")
+            options.maxAttempts = 1
+            let sink = try HTTPDecisionSink(options: options, logger: Self.logger)
+            let log = DecisionLog(sink: sink)
+            let pool = try Self.pool(log)
+            _ = try await pool.dispatch(#"{"id":1,"at":"/app","event":"Ask"}"#)
+            #expect(await log.drained())
+            #expect(redirected.withLock { $0 } == 0)
+            #expect(log.statistics.droppedSinkFailed == 1)
+            await pool.shutDown()
+            log.close()
+        }
+    }
+
     @Test func aBatchRefusedWith500IsSentAgainAfterABackoff() async throws {
         let receiver = Receiver(statuses: [.internalServerError, .serviceUnavailable])
         try await receiver.application.test(.live) { client in
