@@ -105,6 +105,23 @@ struct DecisionLogCommandTests {
         #expect(metrics.contains(#"luahier_decisions_dropped_total{reason="buffer_full"} 0"#), "\(metrics)")
     }
 
+    /// A mask into the request cannot find its field in a body that is not JSON: a trailing
+    /// comma kept a masked e-mail in clear in `request_text` (an attacker's find). Such text
+    /// is masked whole when a pointer reaches into the request.
+    @Test func aMaskIntoTheRequestMasksTheTextOfOneThatIsNotJSON() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let log = folder.appendingPathComponent("d.ndjson").path
+        let server = try ServerProcess(["rules.lua", "--decision-log", log, "--decision-log-mask", "/request/event/user"], in: folder)
+        defer { server.stop() }
+        let refused = try server.post("/v1/dispatch", #"{"at": "/app", "event": {"type": "Ask", "user": "alice@private.example"},}"#)
+        #expect(refused.status == 400)
+        #expect(Luahier.eventually { (try? String(contentsOfFile: log, encoding: .utf8))?.hasSuffix("\n") == true })
+        let text = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(!text.contains("alice"), "\(text)")
+        #expect(Self.records(log).first?["request_text"] as? String == "<masked>", "\(text)")
+    }
+
     /// A single request's body may break its JSON over lines. Its bytes went into the record
     /// as they came, so one record became three lines, the middle one a record of the
     /// client's own making, which `replay` read as a decision (an attacker's find). A line

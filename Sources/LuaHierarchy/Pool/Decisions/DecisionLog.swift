@@ -39,6 +39,9 @@ public final class DecisionLog: @unchecked Sendable {
     public let sink: any DecisionSink
     private let bufferBytes: Int
     private let pointers: [[String]]
+    /// Whether a pointer reaches into the request: then a request that is not JSON, whose
+    /// fields cannot be found, keeps no text (`request_text` is `"<masked>"`).
+    let masksRequest: Bool
     /// `pointers` into the answer (`/outcome/...`) moved under `/live`, for a shadow record's
     /// live side: the live outcome in it is masked as the live revision's own records are.
     private let livePointers: [[String]]
@@ -69,6 +72,7 @@ public final class DecisionLog: @unchecked Sendable {
         self.bufferBytes = max(bufferBytes, 1)
         self.mask = mask
         self.pointers = mask.map(JSONPointer.tokens)
+        self.masksRequest = pointers.contains { $0.first == "request" }
         self.livePointers = pointers.filter { ["outcome", "responder_key", "revision"].contains($0.first) }.map { ["live"] + $0 }
         self.source = source
         self.logger = logger
