@@ -135,6 +135,8 @@ public final class RulesServer: Sendable {
     /// Starts and stops of the shadow asked for so far: a load that finishes after a later one
     /// was asked for is not installed (taken before `shadowing`).
     private let shadowChanges = Mutex(0)
+    /// Whether `POST /v1/shadow` is loading a candidate: one at a time, as reloads are.
+    let shadowLoading = Mutex(false)
     /// The hash `/readyz` waits for (`Options.requiredRevision`, `POST /v1/required-revision`).
     let requiredRevision: Mutex<String?>
     /// Pulls bundles when `Options.bundleSource` is set.

@@ -11,7 +11,9 @@ import Synchronization
 /// - `POST` loads a candidate, replacing the one running and its counts. The body is empty
 ///   or `{"rules": "FILE", "sample": 0.1}`; without `rules` it loads the file last given
 ///   (`--shadow`) again. 200 with the report; 422 `ShadowLoadFailed` when the file does not
-///   load (the candidate running, if any, goes on); 400 `InvalidBody`; 409 `NoShadowFile`.
+///   load (the candidate running, if any, goes on); 400 `InvalidBody`; 409 `NoShadowFile`, or
+///   `ShadowLoadUnderWay` while another `POST` loads one (loads run one at a time: each makes
+///   a pool of states, and twenty at once held twenty pools, an attacker's find).
 /// - `DELETE` stops shadowing and answers the last report.
 ///
 /// `POST` and `DELETE` are behind the reload token, as `POST /v1/reload`: with neither
@@ -79,6 +81,10 @@ extension RulesServer {
         guard let file else {
             return ErrorBody.response(.conflict, type: "NoShadowFile", message: #"no candidate file: give {"rules": "FILE"}, or start luahier serve with --shadow FILE"#)
         }
+        guard shadowLoading.withLock({ loading in defer { loading = true }; return !loading }) else {
+            return ErrorBody.response(.conflict, type: "ShadowLoadUnderWay", message: "a candidate is being loaded; ask again once it has loaded")
+        }
+        defer { shadowLoading.withLock { $0 = false } }
         do {
             try await startShadow(rulesFile: file, sample: sample, workers: workers)
         } catch {

@@ -250,6 +250,26 @@ struct ShadowTests {
         }
     }
 
+    /// Loads run one at a time: a `POST` while another loads a candidate answers 409
+    /// `ShadowLoadUnderWay` before it makes any state (twenty at once held twenty pools of
+    /// states, 2.2 GB: an attacker's find).
+    @Test func aLoadWhileAnotherLoadsIsRefused() async throws {
+        let (server, candidate, _) = try Self.server()
+        try await server.application().test(.router) { client in
+            let body = ByteBuffer(string: #"{"rules": "\#(candidate)"}"#)
+            // Another load under way (as the route marks it while it loads).
+            server.shadowLoading.withLock { $0 = true }
+            let refused = try await client.execute(uri: "/v1/shadow", method: .post, body: body)
+            #expect(refused.status == .conflict)
+            #expect(Self.object(refused)["error"]?["type"]?.stringValue == "ShadowLoadUnderWay")
+            #expect(try await Self.report(client) == .map(["active": false]), "no candidate was made")
+            server.shadowLoading.withLock { $0 = false }
+            let loaded = try await client.execute(uri: "/v1/shadow", method: .post, body: body)
+            #expect(loaded.status == .ok)
+            #expect(server.shadowLoading.withLock { $0 } == false, "a load done lets the next one run")
+        }
+    }
+
     /// A mask written for the rules' own records masks the live side of a shadow record too:
     /// it is run on the live outcome as the live revision's record of the request.
     @Test func theRulesMaskMasksTheLiveSideOfAShadowRecord() async throws {
