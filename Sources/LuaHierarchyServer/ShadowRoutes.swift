@@ -81,7 +81,12 @@ extension RulesServer {
         guard let file else {
             return ErrorBody.response(.conflict, type: "NoShadowFile", message: #"no candidate file: give {"rules": "FILE"}, or start luahier serve with --shadow FILE"#)
         }
-        guard shadowLoading.withLock({ loading in defer { loading = true }; return !loading }) else {
+        let started = shadowLoading.withLock { loading in
+            if loading { return false }
+            loading = true
+            return true
+        }
+        guard started else {
             return ErrorBody.response(.conflict, type: "ShadowLoadUnderWay", message: "a candidate is being loaded; ask again once it has loaded")
         }
         defer { shadowLoading.withLock { $0 = false } }

@@ -62,7 +62,7 @@ extension LuaHost {
 
     /// The most any copy of a value of this state takes: four times what the state holds (a
     /// string whose bytes are not UTF-8 grows up to three times as Swift text), and 1 MiB more.
-    var copyBoundByState: Int {
+    private var copyBoundByState: Int {
         isClosed ? Self.smallestDescriptionBudget : 4 * Int(guardState.pointee.used) + (1 << 20)
     }
 
@@ -307,8 +307,9 @@ extension LuaHost {
 
     /// [-0, +0, m] The value at `index` as a message of `domain` (contract §3): a string is
     /// shorthand; a table keeps its identity, and an error table without `type` gets
-    /// `type = "Error"` (not the sandbox's read-only tables: they stay as they are). A table that already travelled as the other domain is refused, so
-    /// an event cannot come back from an error responder as an error, nor the reverse.
+    /// `type = "Error"` (not the sandbox's read-only tables: they stay as they are). A table
+    /// that already travelled as the other domain is refused, so an event cannot come back
+    /// from an error responder as an error, nor the reverse.
     func message(at index: Int32, as domain: Domain) throws(ShapeError) -> Message {
         let L = thread
         switch lua_type(L, index) {
