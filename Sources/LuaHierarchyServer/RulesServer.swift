@@ -70,6 +70,11 @@ public final class RulesServer: Sendable {
         /// The candidate revision `POST /v1/shadow` loads when its body names none, until one
         /// is loaded (`startShadow` loads one at start).
         public var shadow: ShadowOptions?
+        /// The folder whose `.lua` files `POST /v1/shadow` may load by name (every symbolic
+        /// link followed, the file must stay under it); nil: the live rules file's folder,
+        /// when the pool's rules came from a file. Only this folder and `shadow`'s file: the
+        /// route is a right to run rules, not to read the server's files.
+        public var candidatesFolder: String?
         /// Where signed rule bundles are pulled from while the server runs; nil: the rules are
         /// the pool's own, reloaded as it was told.
         public var bundleSource: BundleSource?

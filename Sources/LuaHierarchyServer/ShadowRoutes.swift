@@ -13,7 +13,10 @@ import Synchronization
 ///   (`--shadow`) again. 200 with the report; 422 `ShadowLoadFailed` when the file does not
 ///   load (the candidate running, if any, goes on); 400 `InvalidBody`; 409 `NoShadowFile`, or
 ///   `ShadowLoadUnderWay` while another `POST` loads one (loads run one at a time: each makes
-///   a pool of states, and twenty at once held twenty pools, an attacker's find).
+///   a pool of states, and twenty at once held twenty pools, an attacker's find); 403
+///   `ShadowFileRefused` for a file that is not a `.lua` file in the live rules' folder
+///   (`Options.candidatesFolder`): any readable file was taken, and Lua's error quoted its
+///   first token, another attacker's find.
 /// - `DELETE` stops shadowing and answers the last report.
 ///
 /// `POST` and `DELETE` are behind the reload token, as `POST /v1/reload`: with neither
@@ -78,8 +81,16 @@ extension RulesServer {
         let file = settings["rules"]?.stringValue ?? running?.file ?? options.shadow?.rulesFile
         let sample = settings["sample"].flatMap(Self.number) ?? running?.sample ?? options.shadow?.sample ?? 0.1
         let workers = settings["workers"]?.intValue.map(Int.init) ?? options.shadow?.workers ?? 1
-        guard let file else {
+        guard var file else {
             return ErrorBody.response(.conflict, type: "NoShadowFile", message: #"no candidate file: give {"rules": "FILE"}, or start luahier serve with --shadow FILE"#)
+        }
+        if let named = settings["rules"]?.stringValue, named != running?.file, named != options.shadow?.rulesFile {
+            guard let allowed = candidateFile(named) else {
+                return ErrorBody.response(
+                    .forbidden, type: "ShadowFileRefused",
+                    message: "\"\(PrintableText.field(named))\" is not a .lua file in the live rules' folder: a candidate named here must be one")
+            }
+            file = allowed
         }
         let started = shadowLoading.withLock { loading in
             if loading { return false }
@@ -97,6 +108,20 @@ extension RulesServer {
                 .unprocessableContent, type: "ShadowLoadFailed", message: error.description, extra: ["shadow": .map(shadowReport())])
         }
         return Response.json(.ok, shadowReport())
+    }
+
+    /// The file a `rules` member names, when the route may load it: a `.lua` file under
+    /// `Options.candidatesFolder`, named from that folder or by a full path, every symbolic
+    /// link followed. Nil for any other, existing or not (the answer says nothing of what
+    /// lies outside the folder): the file's text is run, and a file that does not load is
+    /// answered with Lua's error, which quotes it.
+    private func candidateFile(_ named: String) -> String? {
+        let live = pool.options
+        let fromFile = live.bundle == nil && live.rulesSource == nil
+        guard let folder = options.candidatesFolder ?? (fromFile ? Revision.folder(of: live.rulesFile) : nil),
+              named.hasSuffix(".lua")
+        else { return nil }
+        return FolderPaths.resolve(named.hasPrefix("/") ? named : folder + "/" + named, under: folder)
     }
 
     private static func number(_ value: Value) -> Double? {

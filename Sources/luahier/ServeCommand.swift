@@ -243,6 +243,8 @@ extension ServeRun {
         }
         serverOptions.requiredRevision = requireRevision
         serverOptions.shadow = shadow.map { RulesServer.ShadowOptions(rulesFile: $0, sample: shadowSample, workers: shadowWorkers) }
+        // What `POST /v1/shadow` may load by name: `.lua` files beside the rules (or bundle).
+        serverOptions.candidatesFolder = Revision.folder(of: rules.file)
         for warning in securityWarnings(security) { log.warning("\(warning)") }
         let server = RulesServer(pool: pool, options: serverOptions, printer: printer, logger: log) {
             Self.logReload($0, because: "POST /v1/reload", to: log)

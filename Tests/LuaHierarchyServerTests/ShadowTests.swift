@@ -250,6 +250,43 @@ struct ShadowTests {
         }
     }
 
+    /// `rules` names only a `.lua` file in the live rules' folder, every link followed: any
+    /// readable file was taken, and the 422's Lua error quoted a secret's first token (an
+    /// attacker's find). A refused name answers the same whether the file exists or not.
+    @Test func aCandidateOutsideTheRulesFolderIsRefused() async throws {
+        let (server, _, folder) = try Self.server()
+        let outside = try Self.folder()
+        let secret = outside.appendingPathComponent("secret.lua")
+        try "token abcdef0123456789secret".write(to: secret, atomically: true, encoding: .utf8)
+        let inside = folder.appendingPathComponent("token.txt")
+        try "token abcdef0123456789secret".write(to: inside, atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(
+            atPath: folder.appendingPathComponent("link.lua").path, withDestinationPath: secret.path)
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("next"), withIntermediateDirectories: true)
+        try Self.candidate.write(to: folder.appendingPathComponent("next/candidate.lua"), atomically: true, encoding: .utf8)
+        try await server.application().test(.router) { client in
+            func post(_ rules: String) async throws -> TestResponse {
+                try await client.execute(uri: "/v1/shadow", method: .post, body: ByteBuffer(string: #"{"rules": "\#(rules)"}"#))
+            }
+            let refused = [
+                secret.path, outside.appendingPathComponent("absent.lua").path, inside.path, "token.txt", "link.lua",
+                "../\(outside.lastPathComponent)/secret.lua", "/etc/passwd", "next/../../\(outside.lastPathComponent)/secret.lua",
+            ]
+            for name in refused {
+                let answer = try await post(name)
+                #expect(answer.status == .forbidden, "\(name)")
+                #expect(Self.object(answer)["error"]?["type"]?.stringValue == "ShadowFileRefused", "\(name)")
+                #expect(!String(buffer: answer.body).contains("abcdef"), "\(name): \(String(buffer: answer.body))")
+            }
+            #expect(try await Self.report(client) == .map(["active": false]), "no candidate was made")
+            // Named from the folder, or by a full path under it.
+            let loaded = try await post("next/candidate.lua")
+            #expect(loaded.status == .ok, "\(String(buffer: loaded.body))")
+            #expect(Self.object(loaded)["file"]?.stringValue?.hasSuffix("/next/candidate.lua") == true)
+            #expect(try await post(folder.appendingPathComponent("candidate.lua").path).status == .ok)
+        }
+    }
+
     /// Loads run one at a time: a `POST` while another loads a candidate answers 409
     /// `ShadowLoadUnderWay` before it makes any state (twenty at once held twenty pools of
     /// states, 2.2 GB: an attacker's find).

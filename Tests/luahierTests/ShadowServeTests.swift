@@ -48,6 +48,13 @@ struct ShadowServeTests {
         #expect(try server.post("/v1/shadow", #"{"rules": "candidate.lua"}"#).status == 401)
         #expect(try server.request("DELETE", "/v1/shadow").status == 401)
         #expect(try server.post("/v1/shadow", #"{"rules": "candidate.lua"}"#, headers: ["Authorization": "Bearer wrong"]).status == 403)
+        // The token names only `.lua` files beside the rules: not the token file beside them,
+        // nor a file elsewhere, whose text Lua's error would quote (an attacker's find).
+        for file in ["reload.token", "/etc/passwd", "\(folder.path)/../x.lua"] {
+            let refused = try server.post("/v1/shadow", "{\"rules\": \"\(file)\"}", headers: token)
+            #expect(refused.status == 403 && refused.text.contains("ShadowFileRefused"), "\(file): \(refused.text)")
+            #expect(!refused.text.contains("shadow-reload-token") && !refused.text.contains("root:"), "\(refused.text)")
+        }
         let loaded = try server.post("/v1/shadow", #"{"rules": "candidate.lua", "sample": 1}"#, headers: token)
         #expect(loaded.status == 200, "\(loaded.text)")
         #expect(try server.post("/v1/dispatch", Self.ask).status == 200)

@@ -51,7 +51,7 @@ public struct Revision: Sendable, Hashable, CustomStringConvertible {
 
     /// The folder `require` searches first for the rules file `path`, as `Hierarchy` names
     /// it: `.` for a bare name.
-    static func folder(of path: String) -> String {
+    package static func folder(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return String(path[..<slash])
     }

@@ -30,20 +30,10 @@ extension RuleBundle {
             }
             // Named under the folder, but a symbolic link may lead out of it: followed, it too
             // must stay under the folder (followed as well).
-            guard Self.lies(path, under: folder) else { throw Refusal.outsideFolder(module: path, folder: folder) }
+            guard FolderPaths.resolve(path, under: folder) != nil else { throw Refusal.outsideFolder(module: path, folder: folder) }
             modules[name] = bytes
         }
         try self.init(entry: Revision.baseName(of: rulesFile), rules: text, modules: modules)
-    }
-
-    /// Whether `path`, every symbolic link in it followed, lies under `folder` (followed too).
-    private static func lies(_ path: String, under folder: String) -> Bool {
-        guard let resolvedFolder = realpath(folder, nil) else { return false }
-        defer { free(resolvedFolder) }
-        guard let resolved = realpath(path, nil) else { return false }
-        defer { free(resolved) }
-        let base = String(cString: resolvedFolder)
-        return String(cString: resolved).hasPrefix(base.hasSuffix("/") ? base : base + "/")
     }
 
     /// Reads the bundle file at `path` (a regular file of at most `maxBytes`) as
