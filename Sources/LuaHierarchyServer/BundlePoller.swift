@@ -11,7 +11,8 @@ import Synchronization
 /// changes nothing; a new bundle is read and checked (`RuleBundle(bytes:publicKey:)`: its
 /// size, its files' hashes, its signature) and loaded by a reload of the pool
 /// (`RulesPool.reload(bundle:)`), so every guarantee of a reload holds. A bundle that is
-/// refused (unsigned, badly signed, damaged, too large) or fails to load leaves the running
+/// refused (unsigned, badly signed, damaged, too large, or not newer than the running bundle
+/// by its signed sequence: an older bundle served again) or fails to load leaves the running
 /// revision answering; the refusal is logged (once per ETag), counted and shown in
 /// `/readyz`. A refused bundle is fetched again at the next poll: a refusal may have been
 /// transient (a body cut short), and a publisher may put a good bundle under the same ETag.
@@ -37,16 +38,23 @@ final class BundlePoller: Sendable {
     /// The ETag of the last bundle taken; why the last one fetched was refused (until one is
     /// taken), and its ETag (its refusal is logged once).
     private let state = Mutex<(etag: String?, refusal: String?, refusedETag: String?)>((nil, nil, nil))
+    /// The sequence of the running bundle, the one the pool started with or the last one
+    /// taken: a bundle of other files must come after it (`RuleBundle.checkOrder(after:)`).
+    private let runningSequence: Mutex<Int64?>
 
     init(options: RulesServer.BundleSource, pool: RulesPool, logger: Logger, onPoll: @escaping @Sendable (Result, ReloadResult?) -> Void) {
         self.options = options
         self.pool = pool
+        runningSequence = Mutex(pool.options.bundle?.sequence)
         self.logger = logger
         self.onPoll = onPoll
     }
 
     /// Why the last bundle fetched was refused, while no later one was taken.
     var refusal: String? { state.withLock { $0.refusal } }
+
+    /// The running bundle's sequence, when it has one.
+    var sequence: Int64? { runningSequence.withLock { $0 } }
 
     /// Polls until the task is cancelled: at once, then every `interval` seconds.
     func run() async {
@@ -112,11 +120,17 @@ final class BundlePoller: Sendable {
             state.withLock { $0 = (received, nil, nil) }
             return (.unchanged, .unchanged(pool.revision))
         }
+        do throws(RuleBundle.Refusal) {
+            try bundle.checkOrder(after: sequence)
+        } catch {
+            return refuse("the bundle at \(options.url) was refused: \(error)", etag: received)
+        }
         let reload = await pool.reload(bundle: bundle)
         if case .failed(_, let message) = reload {
             return (refuse("the bundle at \(options.url) did not load: \(message)", etag: received).0, reload)
         }
         state.withLock { $0 = (received, nil, nil) }
+        if case .loaded = reload { runningSequence.withLock { $0 = bundle.sequence } }
         if case .loaded(let revision) = reload {
             logger.notice("bundle: loaded revision \(revision) from \(options.url)")
         }

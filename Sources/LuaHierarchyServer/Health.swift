@@ -74,6 +74,7 @@ extension RulesServer {
         if let required = requiredRevision.withLock({ $0 }) { body["requiredRevision"] = .string(required) }
         if let bundles {
             var source: [String: Value] = ["url": .string(bundles.options.url)]
+            if let sequence = bundles.sequence { source["sequence"] = .int(sequence) }
             if let refusal = bundles.refusal { source["lastRefusal"] = .string(refusal) }
             body["bundle"] = .map(source)
         }

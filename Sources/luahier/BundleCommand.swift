@@ -29,7 +29,9 @@ struct BundleBuild: ParsableCommand {
             The rules run once in the sandbox, as a pool's first state runs them; the modules \
             they required then go into the bundle (one required only while answering a \
             request is not found). A module found outside the rules file's folder is refused. \
-            DIR stands for DIR/rules.lua.
+            DIR stands for DIR/rules.lua. The manifest is numbered --sequence, by default the \
+            time of the build in milliseconds: a replica pulling bundles refuses one that does \
+            not come after the bundle it runs.
             """
     )
 
@@ -38,6 +40,11 @@ struct BundleBuild: ParsableCommand {
 
     @Option(name: [.short, .customLong("output")], help: ArgumentHelp("The bundle file to write.", valueName: "file"))
     var output: String
+
+    @Option(help: ArgumentHelp(
+        "The release number in the manifest, 0 or more; each release needs a larger one (default: now, in milliseconds since 1970).",
+        valueName: "n"))
+    var sequence: Int64?
 
     @OptionGroup(title: "Sandbox and limits")
     var host: HostOptions
@@ -55,13 +62,22 @@ struct BundleBuild: ParsableCommand {
     func validate() throws {
         try Validate.readableFile(rulesFile)
         if host.unsafe { throw ValidationError("a bundle's rules run in the sandbox: --unsafe does not apply") }
+        if let sequence, sequence < 0 { throw ValidationError("--sequence must be 0 or more") }
+    }
+
+    /// `--sequence`, else the time now in milliseconds: a later build gets a larger number.
+    private var releaseNumber: Int64 {
+        if let sequence { return sequence }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
     }
 
     func run() throws {
         let options = try host.hierarchyOptions()
         let bundle: RuleBundle
         do {
-            bundle = try RuleBundle(building: rulesFile, hierarchy: options, arguments: arguments)
+            bundle = try RuleBundle(building: rulesFile, hierarchy: options, arguments: arguments, sequence: releaseNumber)
         } catch let error as ScriptError {
             Console.scriptFailed(error)
             throw ExitCode(ExitStatus.failed(error))
@@ -69,8 +85,13 @@ struct BundleBuild: ParsableCommand {
             throw BundleFiles.refused(rulesFile, error)
         }
         try BundleFiles.write(bundle.bytes, to: output)
-        Console.out("\(output): \(bundle.entry) and \(bundle.files.count - 1) module\(bundle.files.count == 2 ? "" : "s"), unsigned, revision \(bundle.revisionHash)")
+        Console.out("\(output): \(bundle.entry) and \(bundle.files.count - 1) module\(bundle.files.count == 2 ? "" : "s"), unsigned, \(Self.numbered(bundle)), revision \(bundle.revisionHash)")
         try ExitStatus.finishCommand()
+    }
+
+    /// `sequence N`, or `no sequence` for a bundle built without one.
+    static func numbered(_ bundle: RuleBundle) -> String {
+        bundle.sequence.map { "sequence \($0)" } ?? "no sequence"
     }
 }
 
@@ -103,7 +124,7 @@ struct BundleSign: ParsableCommand {
         }
         let target = output ?? bundle
         try BundleFiles.write(signed.bytes, to: target)
-        Console.out("\(target): signed, revision \(signed.revisionHash)")
+        Console.out("\(target): signed, \(BundleBuild.numbered(signed)), revision \(signed.revisionHash)")
         try ExitStatus.finishCommand()
     }
 }
@@ -137,6 +158,7 @@ struct BundleVerify: ParsableCommand {
         let signature = publicKey != nil ? "signed, signature verified" : read.isSigned ? "signed, signature not checked (no --key)" : "unsigned"
         var lines = ["\(bundle): \(signature)", "entry: \(read.entry)"]
         for file in read.files { lines.append("file: \(file.name) \(file.bytes.count) bytes sha256 \(file.sha256)") }
+        lines.append(read.sequence.map { "sequence: \($0)" } ?? "sequence: none")
         lines.append("revision: \(read.revisionHash)")
         for line in lines { Console.out(PrintableText.field(line)) }
         try ExitStatus.finishCommand()

@@ -60,6 +60,11 @@ extension ServeRun {
         if reloadEndpoint && security.reloadTokens == nil && security.dispatchTokens != nil {
             warnings.append("POST /v1/reload takes no token (--reload-endpoint without --reload-token-file): anyone who reaches the port can reload the rules")
         }
+        if let bundleUrl, bundleUrl.hasPrefix("http://") {
+            warnings.append(
+                "--bundle-url over plain http://: the signature refuses a forged bundle and the sequence an older one, "
+                    + "but whoever is on the path can keep new ones from the replicas; use https://")
+        }
         return warnings
     }
 }

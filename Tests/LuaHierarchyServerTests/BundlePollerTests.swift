@@ -57,9 +57,49 @@ struct BundlePollerTests {
         Array(#"hier.root:child("app"):receiveEvent("Ask", function() return {type = "Answer", version = \#(version)} end)"#.utf8)
     }
 
-    static func bundle(_ version: Int, signedWith key: String?) throws -> RuleBundle {
-        let bundle = try RuleBundle(entry: "rules.lua", rules: rules(version), modules: [:])
+    static func bundle(_ version: Int, signedWith key: String?, sequence: Int64? = nil) throws -> RuleBundle {
+        let bundle = try RuleBundle(entry: "rules.lua", rules: rules(version), modules: [:], sequence: sequence)
         return try key.map { try bundle.signed(privateKey: $0) } ?? bundle
+    }
+
+    /// Whoever answers the poll (the bundle host, a stale cache, the network over http://)
+    /// could serve an older signed bundle, and the replica loaded it as a new revision (an
+    /// attacker's find). A bundle of other files must now come after the running one by its
+    /// signed sequence; a rollback is a new release of the old rules.
+    @Test func anOlderBundleServedAgainIsRefused() async throws {
+        let keys = RuleBundle.makeKeyPair()
+        let first = try Self.bundle(1, signedWith: keys.privateKey, sequence: 10)
+        let pool = try RulesPool(options: .init(bundle: first))
+        let published = Published()
+        try await Self.bundleServer(published).test(.live) { client in
+            let source = RulesServer.BundleSource(url: "http://127.0.0.1:\(try #require(client.port))/rules.bundle", publicKey: keys.publicKey)
+            let poller = BundlePoller(options: source, pool: pool, logger: Logger(label: "test")) { _, _ in }
+            #expect(poller.sequence == 10, "the bundle the pool started with")
+            let second = try Self.bundle(2, signedWith: keys.privateKey, sequence: 20)
+            published.publish(second.bytes)
+            #expect(await poller.poll().0 == .loaded)
+            #expect(poller.sequence == 20)
+            let older: [(String, RuleBundle, String)] = [
+                ("the first, served again", first, "it has sequence 10, and the running bundle has sequence 20"),
+                ("other files under the same number", try Self.bundle(3, signedWith: keys.privateKey, sequence: 20), "it has sequence 20"),
+                ("no number", try Self.bundle(3, signedWith: keys.privateKey), "it has no sequence"),
+            ]
+            for (name, bundle, says) in older {
+                published.publish(bundle.bytes)
+                #expect(await poller.poll().0 == .refused, "\(name)")
+                #expect(poller.refusal?.contains("not newer: \(says)") == true, "\(name): \(poller.refusal ?? "")")
+                #expect(pool.revision.hash == second.revisionHash && pool.revision.number == 2, "\(name)")
+            }
+            // The running files under a lower number change nothing.
+            published.publish(try Self.bundle(2, signedWith: keys.privateKey, sequence: 5).bytes)
+            #expect(await poller.poll().0 == .unchanged)
+            // Rolling back on purpose: the old rules, released again under a new number.
+            let rolledBack = try Self.bundle(1, signedWith: keys.privateKey, sequence: 30)
+            published.publish(rolledBack.bytes)
+            #expect(await poller.poll().0 == .loaded)
+            #expect(pool.revision.hash == first.revisionHash && poller.sequence == 30 && poller.refusal == nil)
+        }
+        await pool.shutDown()
     }
 
     @Test func bundlesArePolledWithETagsLoadedAndRefused() async throws {

@@ -135,6 +135,33 @@ struct RuleBundleTests {
         }
     }
 
+    /// The sequence is in the manifest, so under the signature; it reads back, and orders
+    /// bundles: one of other files must come after the running bundle's number.
+    @Test func theSequenceIsSignedAndOrdersBundles() throws {
+        let rules = Array("return 1".utf8)
+        let numbered = try RuleBundle(entry: "rules.lua", rules: rules, modules: [:], sequence: 42).signed(privateKey: Self.keys.privateKey)
+        let read = try RuleBundle(bytes: numbered.bytes, publicKey: Self.keys.publicKey)
+        #expect(read.sequence == 42 && String(decoding: read.manifest, as: UTF8.self).contains(#""sequence":42"#))
+        #expect(try RuleBundle(entry: "rules.lua", rules: rules, modules: [:]).sequence == nil)
+        #expect(throws: RuleBundle.Refusal.self) { try RuleBundle(entry: "rules.lua", rules: rules, modules: [:], sequence: -1) }
+        // The order: none required of a running bundle without a number.
+        #expect(throws: Never.self) { try read.checkOrder(after: nil) }
+        #expect(throws: Never.self) { try read.checkOrder(after: 41) }
+        #expect(throws: RuleBundle.Refusal.notNewer(offered: 42, running: 42)) { try read.checkOrder(after: 42) }
+        #expect(throws: RuleBundle.Refusal.notNewer(offered: 42, running: 43)) { try read.checkOrder(after: 43) }
+        let unnumbered = try RuleBundle(entry: "rules.lua", rules: rules, modules: [:])
+        #expect(throws: RuleBundle.Refusal.notNewer(offered: nil, running: 0)) { try unnumbered.checkOrder(after: 0) }
+        #expect(RuleBundle.Refusal.notNewer(offered: 42, running: 43).description.hasPrefix(
+            "not newer: it has sequence 42, and the running bundle has sequence 43"))
+        // A manifest's sequence that is not a whole number of 0 or more is damage.
+        let hash = Revision.hash(path: "rules.lua", rules: rules, modules: [:])
+        for bad in [#""-1""#, "-1", "1.5", "null"] {
+            let manifest = Self.manifest(entry: "rules.lua", files: [("rules.lua", rules)], revision: hash)
+                .replacingOccurrences(of: #""format":1"#, with: #""format":1,"sequence":\#(bad)"#)
+            #expect(refusal(Self.layout(manifest: manifest, files: [rules])) == .damaged("the manifest's sequence is not a whole number of 0 or more"), "\(bad)")
+        }
+    }
+
     /// Every prefix and every byte flipped (two ways) of a small signed bundle is refused,
     /// with a key, and nothing crashes; random bytes after the magic too.
     @Test func everyDamagedByteIsRefusedWithoutACrash() throws {

@@ -29,10 +29,17 @@ struct BundleCommandTests {
 
     @Test func buildSignVerifyAndDispatchASignedBundle() throws {
         let folder = try Self.rulesFolder()
-        let built = try Luahier.run(["bundle", "build", ".", "-o", "rules.bundle"], in: folder)
+        let built = try Luahier.run(["bundle", "build", ".", "-o", "rules.bundle", "--sequence", "7"], in: folder)
         #expect(built.status == 0, "\(built.stderr)")
-        #expect(built.stdout.hasPrefix("rules.bundle: rules.lua and 1 module, unsigned, revision "))
+        #expect(built.stdout.hasPrefix("rules.bundle: rules.lua and 1 module, unsigned, sequence 7, revision "))
         let hash = try #require(Self.revision(in: built.stdout))
+        // Without --sequence, the build's time in milliseconds: a later build, a larger one.
+        let before = Int64(Date().timeIntervalSince1970 * 1000)
+        let timed = try Luahier.run(["bundle", "build", ".", "-o", "timed.bundle"], in: folder)
+        let after = Int64(Date().timeIntervalSince1970 * 1000)
+        let number = try #require(timed.stdout.firstMatch(of: #/sequence (\d+),/#).flatMap { Int64($0.1) }, "\(timed.stdout)")
+        #expect((before...after).contains(number), "\(number) not in \(before)...\(after)")
+        #expect(try Luahier.run(["bundle", "build", ".", "-o", "x.bundle", "--sequence=-1"], in: folder).stderr.contains("--sequence must be 0 or more"))
 
         let keygen = try Luahier.run(["bundle", "keygen", "ops"], in: folder)
         #expect(keygen.status == 0, "\(keygen.stderr)")
@@ -49,12 +56,12 @@ struct BundleCommandTests {
         #expect(unsignedCheck.stderr.contains("luahier: rules.bundle: unsigned: a signature is required (a key was given) and the bundle has none"))
 
         let signed = try Luahier.run(["bundle", "sign", "rules.bundle", "--key", "ops.key"], in: folder)
-        #expect(signed.status == 0 && signed.stdout == "rules.bundle: signed, revision \(hash)\n", "\(signed.stderr)")
+        #expect(signed.status == 0 && signed.stdout == "rules.bundle: signed, sequence 7, revision \(hash)\n", "\(signed.stderr)")
         let verified = try Luahier.run(["bundle", "verify", "rules.bundle", "--key", "ops.pub"], in: folder)
         #expect(verified.status == 0, "\(verified.stderr)")
         #expect(verified.stdout.contains("rules.bundle: signed, signature verified\nentry: rules.lua\nfile: rules.lua "))
         #expect(verified.stdout.contains("file: lib/prices.lua 53 bytes sha256 "))
-        #expect(verified.stdout.hasSuffix("revision: \(hash)\n"))
+        #expect(verified.stdout.hasSuffix("sequence: 7\nrevision: \(hash)\n"))
 
         // dispatch, told a bundle by its bytes (not its name): the manifest's revision stamps it.
         try FileManager.default.copyItem(at: folder.appendingPathComponent("rules.bundle"), to: folder.appendingPathComponent("shipped.lua"))

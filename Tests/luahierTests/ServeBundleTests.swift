@@ -69,6 +69,16 @@ struct ServeBundleTests {
         #expect((readiness["revision"] as? [String: Any])?["hash"] as? String == second)
         #expect(server.stderr.contains("was refused"))
 
+        // The first bundle, signed and valid but older, served again: refused, not a rollback
+        // dressed as an update (an attacker's find). The replica shows the number it runs.
+        try FileManager.default.removeItem(atPath: published)
+        try FileManager.default.copyItem(atPath: folder.appendingPathComponent("v1.bundle").path, toPath: published)
+        #expect(server.waitForStderr { $0.contains("not newer: it has sequence") })
+        let after = try server.get("/readyz").json
+        #expect((after["revision"] as? [String: Any])?["hash"] as? String == second)
+        #expect(((after["bundle"] as? [String: Any])?["sequence"] as? Int).map { $0 > 0 } == true, "\(after)")
+        #expect(server.stderr.contains("--bundle-url over plain http://"), "the start warns of http://")
+
         #expect(try server.post("/v1/required-revision", #"{"hash": null}"#).status == 401)
         let cleared = try server.post("/v1/required-revision", #"{"hash": null}"#, headers: ["Authorization": "Bearer bundle-reload-token"])
         #expect(cleared.status == 200)

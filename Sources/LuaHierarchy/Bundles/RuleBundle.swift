@@ -12,7 +12,8 @@ import Crypto
 /// The bytes are a 20-byte header (the magic `LHBUNDLE`, then three big-endian 32-bit
 /// numbers: the format version, the manifest's length, the signature's length, 0 or 64),
 /// the manifest (compact JSON: `format`, `entry`, `files` with each file's `name`, `sha256`
-/// and `size`, and `revision`, the content hash a pool running the files reports), the
+/// and `size`, `revision`, the content hash a pool running the files reports, and
+/// optionally `sequence`, the publisher's release number), the
 /// signature (Ed25519, over the manifest's exact bytes), then each file's bytes in the
 /// manifest's order, and nothing after. Reading is bounded by `maxBytes` and checks
 /// everything: any byte string either reads as a whole, consistent bundle or is refused
@@ -51,6 +52,11 @@ public struct RuleBundle: Sendable, Equatable {
     public let manifest: [UInt8]
     /// The Ed25519 signature of the manifest (64 bytes), or nil when unsigned.
     public let signature: [UInt8]?
+    /// The publisher's release number, in the manifest (so under its signature): a replica
+    /// pulling bundles refuses one that does not come after the bundle it runs, as an older
+    /// bundle served again would not (``Refusal/notNewer(offered:running:)``). Nil for a
+    /// bundle built without one.
+    public let sequence: Int64?
 
     /// Whether it carries a signature (checked only when a key was given).
     public var isSigned: Bool { signature != nil }
@@ -64,32 +70,48 @@ public struct RuleBundle: Sendable, Equatable {
     }
 
     /// An unsigned bundle of the rules file `entry` (a base name) and `modules` (texts by
-    /// path relative to the rules file's folder). Refuses a name with `..`, an absolute one,
-    /// or an entry with a folder.
-    public init(entry: String, rules: [UInt8], modules: [String: [UInt8]]) throws(Refusal) {
+    /// path relative to the rules file's folder), numbered `sequence` (0 or more; give each
+    /// release a larger one, so replicas can refuse an older one served again). Refuses a
+    /// name with `..`, an absolute one, or an entry with a folder.
+    public init(entry: String, rules: [UInt8], modules: [String: [UInt8]], sequence: Int64? = nil) throws(Refusal) {
         try Self.checkName(entry)
         if entry.contains("/") { throw .unsafeName(entry) }
         for name in modules.keys { try Self.checkName(name) }
         if modules[entry] != nil { throw .damaged("the rules file \(entry) is named twice") }
         let files = [File(name: entry, bytes: rules)] + modules.keys.sorted().map { File(name: $0, bytes: modules[$0]!) }
         let revision = Revision.hash(path: entry, rules: rules, modules: modules)
-        let manifest: Value = .map([
+        if let sequence, sequence < 0 { throw .damaged("a sequence of \(sequence): it is 0 or more") }
+        var manifest: [String: Value] = [
             "format": .int(Int64(Self.formatVersion)),
             "entry": .string(entry),
             "revision": .string(revision),
             "files": .array(files.map { file in
                 .map(["name": .string(file.name), "sha256": .string(ContentHash.of(file.bytes)), "size": .int(Int64(file.bytes.count))])
             }),
-        ])
-        self.init(entry: entry, files: files, revisionHash: revision, manifest: Array(JSON.encode(manifest).utf8), signature: nil)
+        ]
+        if let sequence { manifest["sequence"] = .int(sequence) }
+        self.init(
+            entry: entry, files: files, revisionHash: revision, sequence: sequence, manifest: Array(JSON.encode(.map(manifest)).utf8),
+            signature: nil)
     }
 
-    init(entry: String, files: [File], revisionHash: String, manifest: [UInt8], signature: [UInt8]?) {
+    init(entry: String, files: [File], revisionHash: String, sequence: Int64?, manifest: [UInt8], signature: [UInt8]?) {
         self.entry = entry
         self.files = files
         self.revisionHash = revisionHash
+        self.sequence = sequence
         self.manifest = manifest
         self.signature = signature
+    }
+
+    /// Refuses this bundle as the successor of a running bundle numbered `running` unless
+    /// its sequence is larger: an older signed bundle, served again by whoever answers the
+    /// poll, would roll the replica back (an attacker's find). A running bundle without a
+    /// sequence refuses none; one with a sequence refuses a bundle without. Asked only of a
+    /// bundle whose files differ from the running one's (the same files change nothing).
+    package func checkOrder(after running: Int64?) throws(Refusal) {
+        guard let running else { return }
+        guard let sequence, sequence > running else { throw .notNewer(offered: sequence, running: running) }
     }
 
     /// The bundle as bytes: header, manifest, signature, files.
@@ -109,7 +131,8 @@ public struct RuleBundle: Sendable, Equatable {
     public func signed(privateKey: String) throws(Refusal) -> RuleBundle {
         let key = try Self.signingKey(privateKey)
         guard let signature = try? key.signature(for: manifest) else { throw .badKey("the private key could not sign") }
-        return RuleBundle(entry: entry, files: files, revisionHash: revisionHash, manifest: manifest, signature: Array(signature))
+        return RuleBundle(
+            entry: entry, files: files, revisionHash: revisionHash, sequence: sequence, manifest: manifest, signature: Array(signature))
     }
 
     /// Checks the signature with `publicKey` (a key file's text: base64 of the 32-byte Ed25519

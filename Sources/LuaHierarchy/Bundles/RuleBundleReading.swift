@@ -33,7 +33,7 @@ extension RuleBundle {
         let manifest = Array(bytes[Self.headerSize..<manifestEnd])
         let signature = signatureSize == 0 ? nil : Array(bytes[manifestEnd..<signatureEnd])
         // The signature first: with a key, nothing unsigned is even parsed.
-        let unverified = RuleBundle(entry: "", files: [], revisionHash: "", manifest: manifest, signature: signature)
+        let unverified = RuleBundle(entry: "", files: [], revisionHash: "", sequence: nil, manifest: manifest, signature: signature)
         if let publicKey { try unverified.verify(publicKey: publicKey) }
         let listing = try Self.readManifest(manifest)
         var files: [File] = []
@@ -50,18 +50,21 @@ extension RuleBundle {
             path: listing.entry, rules: files[0].bytes,
             modules: Dictionary(uniqueKeysWithValues: files.dropFirst().map { ($0.name, $0.bytes) }))
         guard revision == listing.revision else { throw .damaged("the manifest's revision is not the hash of its files") }
-        self.init(entry: listing.entry, files: files, revisionHash: revision, manifest: manifest, signature: signature)
+        self.init(
+            entry: listing.entry, files: files, revisionHash: revision, sequence: listing.sequence, manifest: manifest, signature: signature)
     }
 
     /// What a manifest lists.
     struct Listing {
         var entry: String
         var revision: String
+        var sequence: Int64?
         var files: [(name: String, sha256: String, size: Int)]
     }
 
     /// The manifest's JSON, checked: the format, the entry first among the files, each name
-    /// safe and named once, sizes and hashes well formed.
+    /// safe and named once, sizes and hashes well formed, the sequence, if any, a whole
+    /// number of 0 or more.
     static func readManifest(_ manifest: [UInt8]) throws(Refusal) -> Listing {
         guard let value = manifest.withUnsafeBytes({ try? JSON.parse($0, depthLimit: 4) }), value.mapValue != nil else {
             throw .damaged("the manifest is not a JSON object")
@@ -75,7 +78,12 @@ extension RuleBundle {
         }
         guard let items = value["files"]?.arrayValue, !items.isEmpty else { throw .damaged("the manifest lists no files") }
         guard items.count <= maxFiles else { throw .oversized(what: "the file list", size: items.count, limit: maxFiles) }
-        var listing = Listing(entry: entry, revision: revision, files: [])
+        var sequence: Int64?
+        if let member = value["sequence"] {
+            guard case .int(let number) = member, number >= 0 else { throw .damaged("the manifest's sequence is not a whole number of 0 or more") }
+            sequence = number
+        }
+        var listing = Listing(entry: entry, revision: revision, sequence: sequence, files: [])
         var names = Set<String>()
         for (index, item) in items.enumerated() {
             guard let name = item["name"]?.stringValue, let sha256 = item["sha256"]?.stringValue, isHexDigest(sha256),

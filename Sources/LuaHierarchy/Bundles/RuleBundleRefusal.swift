@@ -25,6 +25,9 @@ extension RuleBundle {
         case badKey(String)
         /// A module the rules required lies outside the rules file's folder (building only).
         case outsideFolder(module: String, folder: String)
+        /// Offered in place of a running bundle numbered `running`, with a sequence that is
+        /// not larger (`offered`, nil for none): an older bundle served again.
+        case notNewer(offered: Int64?, running: Int64)
 
         /// The message, without the bundle's name.
         public var description: String {
@@ -43,6 +46,10 @@ extension RuleBundle {
             case .badKey(let what): return "bad key: \(what)"
             case .outsideFolder(let module, let folder):
                 return "the module \(module) lies outside the rules file's folder \(folder): a bundle holds only files under it"
+            case .notNewer(let offered, let running):
+                let number = offered.map { "sequence \($0)" } ?? "no sequence"
+                return "not newer: it has \(number), and the running bundle has sequence \(running) (an older bundle served again "
+                    + "is refused; to roll back, build the old rules again, which numbers them anew)"
             }
         }
     }

@@ -11,9 +11,12 @@ extension RuleBundle {
     /// runs once in the sandbox (as a pool's first state runs it, with `hierarchy`'s limits
     /// and module paths, and `arguments`): the modules it actually required, so one it
     /// requires only while answering a request, or only on some path, is not in the bundle.
+    /// The manifest is numbered `sequence` (``init(entry:rules:modules:sequence:)``).
     /// Throws the rules' `ScriptError` when they fail to load, and ``Refusal/outsideFolder(module:folder:)``
     /// for a module found outside the rules file's folder (a bundle holds only files under it).
-    public init(building rulesFile: String, hierarchy: Hierarchy.Options = Hierarchy.Options(), arguments: [String] = []) throws {
+    public init(
+        building rulesFile: String, hierarchy: Hierarchy.Options = Hierarchy.Options(), arguments: [String] = [], sequence: Int64? = nil
+    ) throws {
         var options = hierarchy
         options.libraries = .sandboxed
         let text = try readRulesFile(rulesFile, limit: options.limits.memory).get()
@@ -33,7 +36,7 @@ extension RuleBundle {
             guard FolderPaths.resolve(path, under: folder) != nil else { throw Refusal.outsideFolder(module: path, folder: folder) }
             modules[name] = bytes
         }
-        try self.init(entry: Revision.baseName(of: rulesFile), rules: text, modules: modules)
+        try self.init(entry: Revision.baseName(of: rulesFile), rules: text, modules: modules, sequence: sequence)
     }
 
     /// Reads the bundle file at `path` (a regular file of at most `maxBytes`) as
