@@ -202,7 +202,7 @@ public final class RulesServer: Sendable {
             Self.retire(started)
             return
         }
-        logger.notice("shadowing \(rulesFile) (revision \(candidate.revision.shortHash)) on \(sample) of requests")
+        logger.notice("shadowing \(rulesFile) (revision \(started.candidateRevision.shortHash)) on \(sample) of requests")
         if let replaced { Self.retire(replaced) }
     }
 

@@ -18,9 +18,13 @@ import Darwin
 /// candidate's takes: it counts with atomics and hands the request to a `ShadowIntake`, which
 /// only tries its lock. A sampled request that finds the intake busy, or the backlog full, is
 /// skipped and counted. The candidate's side keeps its counts in atomics too; only `recent`
-/// is under a lock, which readers only try.
+/// is under a lock, which readers only try. Its revision is read once, here, not from the
+/// candidate's pool, whose lock its threads take. What its threads hand to the decision log
+/// and to the log handler goes through a `BackgroundRelay`.
 final class Shadow: Sendable {
     let candidate: RulesPool
+    /// The candidate's revision (it never reloads), read when it was installed.
+    let candidateRevision: Revision
     /// The candidate's rules file, as given.
     let file: String
     /// The fraction of requests sampled, 0...1.
@@ -44,6 +48,7 @@ final class Shadow: Sendable {
 
     init(candidate: RulesPool, file: String, sample: Double, counters: ShadowCounters) {
         self.candidate = candidate
+        candidateRevision = candidate.revision
         self.file = file
         self.sample = min(max(sample, 0), 1)
         self.counters = counters
@@ -142,7 +147,7 @@ final class Shadow: Sendable {
     /// What `GET /v1/shadow` shows of it. `recent` is read only if its lock is free now (a
     /// thread of the candidate's may hold it while stopped): else it is left out this time.
     func report(live: Revision) -> [String: Value] {
-        let revision = candidate.revision
+        let revision = candidateRevision
         let count = { (tally: Tally) in Value.int(Int64(tally.value)) }
         let linesCompared = lines.value, linesSame = same.value
         var report: [String: Value] = [

@@ -78,6 +78,9 @@ public final class RulesPool: @unchecked Sendable {
         /// work that must never take the CPU from the requests of others, as a shadow
         /// revision's.
         package var background = false
+        /// What a candidate's (`background`) states hand to what the live threads share goes
+        /// through this relay, closed when the pool shuts down.
+        package var relay: BackgroundRelay?
         /// Errors that pass the root while the first revision loads (a rule that reports at
         /// load time), from its first state only.
         public var presentWhileLoading: (@Sendable (PresentedError) -> Void)?
@@ -542,6 +545,7 @@ public final class RulesPool: @unchecked Sendable {
         }
         generation.retire()
         generation.join()
+        options.relay?.close()
     }
 
     /// Refuses new requests, answers those queued, then closes every state and returns. The

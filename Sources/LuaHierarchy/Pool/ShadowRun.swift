@@ -57,7 +57,7 @@ extension RulesPool {
         worker.request.id = requestID
         defer { worker.request.id = nil }
         var result = ShadowResult(revision: worker.generation.revision)
-        var recorder = log.map { DecisionRecorder(log: $0, revision: worker.generation.revision, shadow: true) }
+        var recorder = log.map { DecisionRecorder(log: $0, revision: worker.generation.revision, shadow: true, relay: options.relay) }
         let held = worker.processor.outputCharge()
         var lineIndex = 0
         var lineStarted = ContinuousClock.now
@@ -104,6 +104,10 @@ extension RulesPool {
     package func candidate(file: String, workers: Int) async throws(ScriptError) -> RulesPool {
         let live = options
         let limit = options.hierarchy.limits.memory
+        // Started here, on a live thread, so that it runs at the live threads' priority.
+        guard let relay = BackgroundRelay() else {
+            throw ScriptError(type: "HostError", message: "could not start a thread to load \(file)")
+        }
         let loaded: Result<RulesPool, ScriptError> = await withCheckedContinuation { continuation in
             let started = LargeStack.spawn(size: 256 << 10) {
                 continuation.resume(returning: readRulesFile(file, limit: limit).flatMap { text in
@@ -116,6 +120,8 @@ extension RulesPool {
                     // Never more states than the live rules have: each holds up to the memory cap.
                     candidate.workers = min(max(workers, 1), live.workers)
                     candidate.background = true
+                    candidate.relay = relay
+                    candidate.hierarchy.logger = relay.logger(relaying: live.hierarchy.logger)
                     candidate.responderKeys = true
                     candidate.decisionLog = nil
                     candidate.printForRequest = nil
@@ -128,6 +134,7 @@ extension RulesPool {
                 continuation.resume(returning: .failure(ScriptError(type: "HostError", message: "could not start a thread to load \(file)")))
             }
         }
+        if case .failure = loaded { relay.close() }
         return try loaded.get()
     }
 }

@@ -1,4 +1,5 @@
 public import Logging
+import Synchronization
 
 /// Where every answered request is recorded, one decision record each (NDJSON, format `v` 1:
 /// `time`, `request_id`, `source`, `revision`, `line`, `request`, `outcome`, `evaluation_ms`;
@@ -50,6 +51,8 @@ public final class DecisionLog: @unchecked Sendable {
     let sourceMember: [UInt8]
 
     private let monitor = Monitor()
+    /// Shadow records a full `BackgroundRelay` refused: counted without the lock.
+    private let relayRefused = Atomic<Int>(0)
     // Guarded by `monitor`.
     private var pending: [[UInt8]] = []
     private var pendingBytes = 0
@@ -88,7 +91,11 @@ public final class DecisionLog: @unchecked Sendable {
     }
 
     /// What the log did so far: records logged and dropped.
-    public var statistics: Statistics { monitor.locked { counts } }
+    public var statistics: Statistics {
+        var statistics = monitor.locked { counts }
+        statistics.droppedShadowShare += relayRefused.load(ordering: .relaxed)
+        return statistics
+    }
 
     /// Records made and not yet handed to the sink (in the buffer, or in the log's hands).
     public var backlog: Int { monitor.locked { pending.count + inHand } }
@@ -115,9 +122,14 @@ public final class DecisionLog: @unchecked Sendable {
     }
 
     /// `submit` for a shadow record (`DecisionRecorder.Comparison`): the masks that reach into
-    /// an answer are applied to its live side too, here, on the candidate's thread.
-    func submitShadow(_ record: [UInt8]) {
-        submit(livePointers.isEmpty ? record : JSONPointer.mask(record, at: livePointers), shadow: true)
+    /// an answer are applied to its live side too, here, on the candidate's thread. With
+    /// `relay`, the record is taken into the buffer on the relay's thread: a candidate's thread
+    /// never holds the lock the live threads' records take (`BackgroundRelay`). A record the
+    /// full relay refuses is counted as one past the shadow's share.
+    func submitShadow(_ record: [UInt8], relay: BackgroundRelay? = nil) {
+        let masked = livePointers.isEmpty ? record : JSONPointer.mask(record, at: livePointers)
+        guard let relay else { return submit(masked, shadow: true) }
+        if !relay.send({ [self] in submit(masked, shadow: true) }) { relayRefused.add(1, ordering: .relaxed) }
     }
 
     /// Hands every record still buffered to the sink, closes it, and ends the log's thread;

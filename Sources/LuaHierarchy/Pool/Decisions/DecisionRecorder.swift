@@ -12,6 +12,8 @@ struct DecisionRecorder {
     private let revisionMember: [UInt8]
     /// `,"source":"..."`: the log's, or `shadow` for a candidate revision's records.
     private let sourceMember: [UInt8]
+    /// How a shadow record reaches the log from a candidate's thread (nil: directly).
+    private let relay: BackgroundRelay?
     /// When the last record was made (or the run began): a line's `evaluation_ms` runs from it.
     var lastAnswer = ContinuousClock.now
     private var writer = JSONWriter()
@@ -20,9 +22,11 @@ struct DecisionRecorder {
     static let maxRequestText = 4096
 
     /// Records of answers by `revision`; `shadow`: answers of a candidate revision to live
-    /// requests (`source` `shadow`, each record with the live side it is compared with).
-    init(log: DecisionLog, revision: Revision, shadow: Bool = false) {
+    /// requests (`source` `shadow`, each record with the live side it is compared with),
+    /// handed to the log through `relay` when given.
+    init(log: DecisionLog, revision: Revision, shadow: Bool = false, relay: BackgroundRelay? = nil) {
         self.log = log
+        self.relay = relay
         revisionMember = Self.revisionMember(revision)
         sourceMember = shadow ? Array(#","source":"shadow""#.utf8) : log.sourceMember
     }
@@ -82,7 +86,7 @@ struct DecisionRecorder {
             log.submit(mask.map { Self.masked(writer.bytes, by: $0) } ?? writer.bytes)
             return
         }
-        log.submitShadow(mask.map { Self.maskedShadow(writer.bytes, by: $0) } ?? writer.bytes)
+        log.submitShadow(mask.map { Self.maskedShadow(writer.bytes, by: $0) } ?? writer.bytes, relay: relay)
     }
 
     /// `,"live":{"revision":...,"outcome":...,"responder_key":...},"differences":[...]`.

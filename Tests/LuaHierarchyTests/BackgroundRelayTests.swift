@@ -1,0 +1,118 @@
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+import Testing
+@testable import LuaHierarchy
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A candidate revision's threads (SCHED_IDLE) never hold a lock the live threads take: what
+/// they hand to the decision log and the log handler goes through a `BackgroundRelay`, whose
+/// thread takes those locks at the live threads' priority (a priority inversion an
+/// independent attack saw in the code).
+@Suite("The background relay")
+struct BackgroundRelayTests {
+    /// Holds the relay's thread inside a piece of work until `open()`.
+    final class Hold: Sendable {
+        private let entered = DispatchSemaphore(value: 0), released = DispatchSemaphore(value: 0)
+
+        func block(_ relay: BackgroundRelay) -> Bool {
+            guard relay.send({ [self] in entered.signal(); released.wait() }) else { return false }
+            return entered.wait(timeout: .now() + 60) == .success   // a bound against hangs only
+        }
+
+        func open() { released.signal() }
+    }
+
+    /// A shadow record is taken into the log by the relay's thread, never by the candidate's:
+    /// while the relay's thread is held, the record waits in the relay, and the live side's
+    /// records go on being logged.
+    @Test func aShadowRecordReachesTheLogOnTheRelaysThread() throws {
+        let sink = DecisionLogTests.MemorySink()
+        let log = DecisionLog(sink: sink)
+        let relay = try #require(BackgroundRelay())
+        let hold = Hold()
+        #expect(hold.block(relay))
+        log.submitShadow(Array(#"{"source":"shadow"}"#.utf8) + [10], relay: relay)
+        log.submit(Array(#"{"source":"serve"}"#.utf8) + [10])
+        #expect(log.flush())
+        #expect(sink.texts == [#"{"source":"serve"}"# + "\n"], "the shadow record is still in the relay")
+        hold.open()
+        relay.close()
+        #expect(log.flush())
+        #expect(sink.texts.count == 2 && sink.texts[1].contains("shadow"))
+        log.close()
+    }
+
+    /// The relay holds at most its capacity; a shadow record it refuses is counted as one
+    /// past the shadow's share, without the log's lock.
+    @Test func aFullRelayRefusesAndTheLogCountsIt() throws {
+        let sink = DecisionLogTests.MemorySink()
+        let log = DecisionLog(sink: sink)
+        let relay = try #require(BackgroundRelay(capacity: 2))
+        let hold = Hold()
+        #expect(hold.block(relay))
+        for _ in 1...5 { log.submitShadow(Array("{}\n".utf8), relay: relay) }
+        #expect(log.statistics.droppedShadowShare == 3)
+        hold.open()
+        relay.close()
+        #expect(log.flush())
+        #expect(log.statistics.logged == 2)
+        let taken = relay.send {}
+        #expect(!taken, "a closed relay takes nothing")
+        log.close()
+    }
+
+    /// A candidate logs to the live handler through the relay: the event reaches it on the
+    /// relay's thread, which runs at the normal priority (SCHED_OTHER) it was started with.
+    @Test func aCandidatesLogReachesTheLiveHandlerOnTheRelaysThread() throws {
+        final class Seen: @unchecked Sendable {
+            let events = Mutex<[(message: String, thread: pthread_t, policy: Int32)]>([])
+        }
+        struct Capture: LogHandler {
+            let seen: Seen
+            var metadata: Logger.Metadata = [:]
+            var logLevel: Logger.Level = .trace
+            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+                get { metadata[key] }
+                set { metadata[key] = newValue }
+            }
+            func log(event: LogEvent) {
+                seen.events.withLock { $0.append((event.message.description, pthread_self(), sched_getscheduler(0))) }
+            }
+        }
+        let seen = Seen()
+        let live = Logger(label: "live") { _ in Capture(seen: seen) }
+        let relay = try #require(BackgroundRelay())
+        let hold = Hold()
+        #expect(hold.block(relay))
+        var relayed = relay.logger(relaying: live)
+        #expect(relayed.logLevel == .trace)
+        relayed.logLevel = .warning
+        relayed.info("dropped by the level")
+        relayed.warning("a candidate's warning")
+        #expect(seen.events.withLock { $0.isEmpty }, "held in the relay")
+        hold.open()
+        relay.close()
+        let events = seen.events.withLock { $0 }
+        #expect(events.map(\.message) == ["a candidate's warning"])
+        #expect(events.first.map { pthread_equal($0.thread, pthread_self()) == 0 } == true)
+        #expect(events.first?.policy == SCHED_OTHER)
+    }
+
+    /// A candidate loaded beside a pool has a relay, and its states log through it.
+    @Test func aCandidateIsMadeWithARelay() async throws {
+        let folder = try RulesPoolTests.folder(version: 1)
+        let live = try RulesPool(options: .init(rulesFile: folder.appendingPathComponent("rules.lua").path))
+        let candidate = try await live.candidate(file: folder.appendingPathComponent("rules.lua").path, workers: 1)
+        #expect(candidate.options.relay != nil)
+        #expect(candidate.options.hierarchy.logger.handler is RelayedLogHandler)
+        await candidate.shutDown()
+        let taken = candidate.options.relay?.send {}
+        #expect(taken == false, "closed with the pool")
+        await live.shutDown()
+    }
+}
