@@ -121,7 +121,9 @@ extension RulesServer {
         guard let folder = options.candidatesFolder ?? (fromFile ? Revision.folder(of: live.rulesFile) : nil),
               named.hasSuffix(".lua")
         else { return nil }
-        return FolderPaths.resolve(named.hasPrefix("/") ? named : folder + "/" + named, under: folder)
+        // The file the name leads to is a `.lua` file too: not a link named so to another.
+        let resolved = FolderPaths.resolve(named.hasPrefix("/") ? named : folder + "/" + named, under: folder)
+        return resolved?.hasSuffix(".lua") == true ? resolved : nil
     }
 
     private static func number(_ value: Value) -> Double? {

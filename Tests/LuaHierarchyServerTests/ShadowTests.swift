@@ -262,6 +262,8 @@ struct ShadowTests {
         try "token abcdef0123456789secret".write(to: inside, atomically: true, encoding: .utf8)
         try FileManager.default.createSymbolicLink(
             atPath: folder.appendingPathComponent("link.lua").path, withDestinationPath: secret.path)
+        try FileManager.default.createSymbolicLink(
+            atPath: folder.appendingPathComponent("token.lua").path, withDestinationPath: inside.path)
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("next"), withIntermediateDirectories: true)
         try Self.candidate.write(to: folder.appendingPathComponent("next/candidate.lua"), atomically: true, encoding: .utf8)
         try await server.application().test(.router) { client in
@@ -269,7 +271,7 @@ struct ShadowTests {
                 try await client.execute(uri: "/v1/shadow", method: .post, body: ByteBuffer(string: #"{"rules": "\#(rules)"}"#))
             }
             let refused = [
-                secret.path, outside.appendingPathComponent("absent.lua").path, inside.path, "token.txt", "link.lua",
+                secret.path, outside.appendingPathComponent("absent.lua").path, inside.path, "token.txt", "link.lua", "token.lua",
                 "../\(outside.lastPathComponent)/secret.lua", "/etc/passwd", "next/../../\(outside.lastPathComponent)/secret.lua",
             ]
             for name in refused {
