@@ -8,11 +8,13 @@
 #include <lauxlib.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Cells live in static memory and are never freed, so the handler and the thread read them
@@ -55,6 +57,39 @@ static void luahier_watchhandler(int sig, siginfo_t *info, void *context) {
 static long seen_progress[LUAHIER_WATCH_CELLS];
 static long seen_tid[LUAHIER_WATCH_CELLS];
 static double stalled_since[LUAHIER_WATCH_CELLS];
+static double stalled_cpu[LUAHIER_WATCH_CELLS];   /* the thread's CPU time then; -1: not known */
+
+int luahier_watchdog_stuck(double wall, double cpu, int runnable) {
+    if (wall <= LUAHIER_STUCK_SECONDS) return 0;
+    if (runnable == 1 && cpu >= 0) return cpu > LUAHIER_STUCK_SECONDS;
+    return 1;
+}
+
+long luahier_thread_id(void) { return (long)syscall(SYS_gettid); }
+
+double luahier_thread_cputime(long tid) {
+    /* The kernel's CPU clock of one thread (what glibc's pthread_getcpuclockid makes from a
+     * tid): a per-thread, scheduler-accounted clock, readable for any thread of the process. */
+    clockid_t clock = (clockid_t)((~(unsigned long)tid << 3) | 6);
+    struct timespec spent;
+    if (clock_gettime(clock, &spent) != 0) return -1;
+    return (double)spent.tv_sec + (double)spent.tv_nsec / 1e9;
+}
+
+int luahier_thread_runnable(long tid) {
+    char path[64], text[512];
+    snprintf(path, sizeof path, "/proc/self/task/%ld/stat", tid);
+    int descriptor = open(path, O_RDONLY | O_CLOEXEC);
+    if (descriptor < 0) return -1;
+    ssize_t length = read(descriptor, text, sizeof text - 1);
+    close(descriptor);
+    if (length <= 0) return -1;
+    text[length] = 0;
+    /* "TID (NAME) STATE ...": NAME may hold spaces and parentheses, so after the last ')'. */
+    const char *end = strrchr(text, ')');
+    if (end == NULL || end[1] != ' ') return -1;
+    return end[2] == 'R' ? 1 : 0;
+}
 static void (*stuck_action)(const char *message, int signal_number);
 
 /* On the watchdog thread: the state of `cell` has been inside one C call for
@@ -110,10 +145,16 @@ static void *luahier_watchloop(void *unused) {
             long progress = __atomic_load_n(&cell->progress, __ATOMIC_ACQUIRE);
             if (stalled_since[i] == 0 || progress != seen_progress[i] || tid != seen_tid[i]) {
                 stalled_since[i] = now;
+                stalled_cpu[i] = luahier_thread_cputime(tid);
                 seen_progress[i] = progress;
                 seen_tid[i] = tid;
             } else if (now - stalled_since[i] > LUAHIER_STUCK_SECONDS) {
-                luahier_stuck(cell, interrupted);
+                /* Only past the wall-time bound are the thread's CPU time and state read. */
+                double cpu = luahier_thread_cputime(tid);
+                double ran = stalled_cpu[i] >= 0 && cpu >= 0 ? cpu - stalled_cpu[i] : -1;
+                if (luahier_watchdog_stuck(now - stalled_since[i], ran, luahier_thread_runnable(tid))) {
+                    luahier_stuck(cell, interrupted);
+                }
             }
             /* One signal at a time: a handler slower than the period (lua_sethook walks every
              * frame of a deep stack) must not find the next ones queued behind it. A stale tid

@@ -47,6 +47,25 @@ void luahier_watchdog_prepare_thread(void);
  * status 1 (128 + the signal for an interrupt). */
 #define LUAHIER_STUCK_SECONDS 5
 
+/* Whether a state stalled for `wall` seconds (past its deadline, with no progress) is stuck,
+ * given that its thread ran `cpu` seconds meanwhile (< 0: not known) and is `runnable` (1:
+ * running or waiting for a CPU; 0: asleep, as in a blocking call; < 0: not known). A thread
+ * waiting for a CPU is not stuck until it has run LUAHIER_STUCK_SECONDS: a thread of a
+ * shadow candidate (SCHED_IDLE) on busy CPUs, or any thread of an overloaded machine, would
+ * otherwise take a C call of 0.1 s for one stuck for 5 (an attacker's find: a candidate took
+ * the live server down). Asleep, or not known, the wall time decides, as before. */
+int luahier_watchdog_stuck(double wall, double cpu, int runnable);
+
+/* The calling thread's id (the kernel's tid, as cells and the two readings below name it). */
+long luahier_thread_id(void);
+
+/* The CPU time the thread `tid` of this process has run, in seconds; -1 when not known. */
+double luahier_thread_cputime(long tid);
+
+/* Whether the thread `tid` of this process is running or waiting for a CPU (1), asleep (0),
+ * or not known (-1): read from /proc/self/task/TID/stat. */
+int luahier_thread_runnable(long tid);
+
 /* Runs `action` (on the watchdog's thread) before the process ends that way, with the message
  * and the interrupting signal (0: a deadline): an embedder's last word. NULL: none. */
 void luahier_watchdog_onstuck(void (*action)(const char *message, int signal_number));
