@@ -185,12 +185,18 @@ public final class RulesServer: Sendable {
     /// A start or stop made while this one loaded supersedes it: the candidate it loaded is
     /// then closed unused (the last change made wins, whichever loads first).
     public func startShadow(rulesFile: String, sample: Double, workers: Int = 1) async throws(ScriptError) {
+        try await startShadow(rulesFile: rulesFile, sample: sample, workers: workers, within: nil)
+    }
+
+    /// `startShadow`, reading the file only as a `.lua` file under `folder` when given (what
+    /// `POST /v1/shadow` loads by a client's name).
+    func startShadow(rulesFile: String, sample: Double, workers: Int, within folder: String?) async throws(ScriptError) {
         let ticket = shadowChanges.withLock { changes in
             changes += 1
             return changes
         }
-        let candidate = try await pool.candidate(file: rulesFile, workers: workers)
-        let started = Shadow(candidate: candidate, file: rulesFile, sample: sample, counters: metrics.shadow)
+        let candidate = try await pool.candidate(file: rulesFile, workers: workers, within: folder)
+        let started = Shadow(candidate: candidate, file: rulesFile, within: folder, sample: sample, counters: metrics.shadow)
         let (current, replaced): (Bool, Shadow?) = shadowChanges.withLock { changes in
             guard changes == ticket else { return (false, nil) }
             return (true, shadowing.withLock { running in

@@ -27,6 +27,9 @@ final class Shadow: Sendable {
     let candidateRevision: Revision
     /// The candidate's rules file, as given.
     let file: String
+    /// The folder `file` was checked against, a client's name (`POST /v1/shadow`); nil for a
+    /// file the operator or the embedder gave, which loading it again does not check.
+    let folder: String?
     /// The fraction of requests sampled, 0...1.
     let sample: Double
     /// When it was loaded (seconds since 1970).
@@ -46,7 +49,8 @@ final class Shadow: Sendable {
     /// Differences kept for `GET /v1/shadow`'s `recent`.
     static let recentKept = 20
 
-    init(candidate: RulesPool, file: String, sample: Double, counters: ShadowCounters) {
+    init(candidate: RulesPool, file: String, within folder: String? = nil, sample: Double, counters: ShadowCounters) {
+        self.folder = folder
         self.candidate = candidate
         candidateRevision = candidate.revision
         self.file = file

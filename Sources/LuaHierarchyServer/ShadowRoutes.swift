@@ -84,13 +84,20 @@ extension RulesServer {
         guard var file else {
             return ErrorBody.response(.conflict, type: "NoShadowFile", message: #"no candidate file: give {"rules": "FILE"}, or start luahier serve with --shadow FILE"#)
         }
-        if let named = settings["rules"]?.stringValue, named != running?.file, named != options.shadow?.rulesFile {
-            guard let allowed = candidateFile(named) else {
+        // Every file a client named is checked, the running candidate's again when a client
+        // named it (it may since have been made a link out), and then read only as a `.lua`
+        // file in the folder as opened: a link swapped in after the check is caught then (an
+        // attacker's find, both). The operator's `--shadow` file and a file the embedder
+        // started are theirs.
+        var folder: String?
+        let given = file == options.shadow?.rulesFile || (file == running?.file && running?.folder == nil)
+        if !given {
+            guard let allowed = candidateFile(file) else {
                 return ErrorBody.response(
                     .forbidden, type: "ShadowFileRefused",
-                    message: "\"\(PrintableText.field(named))\" is not a .lua file in the live rules' folder: a candidate named here must be one")
+                    message: "\"\(PrintableText.field(file))\" is not a .lua file in the live rules' folder: a candidate named here must be one")
             }
-            file = allowed
+            (file, folder) = allowed
         }
         let started = shadowLoading.withLock { loading in
             if loading { return false }
@@ -102,7 +109,7 @@ extension RulesServer {
         }
         defer { shadowLoading.withLock { $0 = false } }
         do {
-            try await startShadow(rulesFile: file, sample: sample, workers: workers)
+            try await startShadow(rulesFile: file, sample: sample, workers: workers, within: folder)
         } catch {
             return ErrorBody.response(
                 .unprocessableContent, type: "ShadowLoadFailed", message: error.description, extra: ["shadow": .map(shadowReport())])
@@ -110,20 +117,23 @@ extension RulesServer {
         return Response.json(.ok, shadowReport())
     }
 
-    /// The file a `rules` member names, when the route may load it: a `.lua` file under
-    /// `Options.candidatesFolder`, named from that folder or by a full path, every symbolic
-    /// link followed. Nil for any other, existing or not (the answer says nothing of what
-    /// lies outside the folder): the file's text is run, and a file that does not load is
-    /// answered with Lua's error, which quotes it.
-    private func candidateFile(_ named: String) -> String? {
+    /// The file a `rules` member names, when the route may load it, and its folder: a `.lua`
+    /// file under `Options.candidatesFolder`, named from that folder or by a full path under
+    /// it, with no `.` or `..` component (judged on the text first: no file system call on
+    /// a name outside), every symbolic link followed. Nil for any other, existing or not
+    /// (the answer says nothing of what lies outside the folder): the file's text is run,
+    /// and a file that does not load is answered with Lua's error, which quotes it.
+    private func candidateFile(_ named: String) -> (file: String, folder: String)? {
         let live = pool.options
         let fromFile = live.bundle == nil && live.rulesSource == nil
         guard let folder = options.candidatesFolder ?? (fromFile ? Revision.folder(of: live.rulesFile) : nil),
-              named.hasSuffix(".lua")
+              named.hasSuffix(".lua"), FolderPaths.plainName(named, under: folder)
         else { return nil }
         // The file the name leads to is a `.lua` file too: not a link named so to another.
-        let resolved = FolderPaths.resolve(named.hasPrefix("/") ? named : folder + "/" + named, under: folder)
-        return resolved?.hasSuffix(".lua") == true ? resolved : nil
+        guard let resolved = FolderPaths.resolve(named.hasPrefix("/") ? named : folder + "/" + named, under: folder),
+              resolved.hasSuffix(".lua")
+        else { return nil }
+        return (resolved, folder)
     }
 
     private static func number(_ value: Value) -> Double? {

@@ -54,13 +54,19 @@ let rulesFileLimitWithoutCap = 256 << 20
 /// that grows while it is read would never end. It is opened without blocking and checked
 /// before a byte is read; one that grows past `limit` is refused once it has, having read no
 /// more than `limit` + 64 KiB. `kind` names the file in messages, with where its limit comes
-/// from (a rules file's is the memory cap).
-func readRulesFile(_ path: String, limit: Int?, kind: ReadFileKind = .rules) -> Result<[UInt8], ScriptError> {
+/// from (a rules file's is the memory cap). With `within`, the file must be a `.lua` file
+/// under that folder as opened (the last component not a link, the descriptor's own path
+/// checked), else it is refused before a byte is read: what a client named may not lead out.
+func readRulesFile(_ path: String, limit: Int?, kind: ReadFileKind = .rules, within folder: String? = nil) -> Result<[UInt8], ScriptError> {
     let limit = limit ?? rulesFileLimitWithoutCap
     func failure(_ message: String) -> Result<[UInt8], ScriptError> {
         .failure(ScriptError(type: "CannotRead", message: message))
     }
-    let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+    let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (folder == nil ? 0 : O_NOFOLLOW))
+    if let folder, descriptor < 0 || !FolderPaths.descriptor(descriptor, liesUnder: folder, suffix: ".lua") {
+        if descriptor >= 0 { close(descriptor) }
+        return failure("cannot read \(path): not a .lua file in \(folder)")
+    }
     guard descriptor >= 0 else { return failure("cannot open \(path): \(String(cString: strerror(errno)))") }
     defer { close(descriptor) }
     var info = stat()

@@ -100,8 +100,9 @@ extension RulesPool {
     /// named (`responder`, `FILE#NODEPATH#N`) as the live ones they are compared with; the
     /// modules it requires are found as the live rules' are. Its `print` is discarded, and it
     /// keeps no decision log of its own (`shadow` records its differences). The loading runs
-    /// on a thread of its own; a file that does not load throws its error.
-    package func candidate(file: String, workers: Int) async throws(ScriptError) -> RulesPool {
+    /// on a thread of its own; a file that does not load throws its error. With `within`, the
+    /// file is read only as a `.lua` file under that folder (`readRulesFile(within:)`).
+    package func candidate(file: String, workers: Int, within folder: String? = nil) async throws(ScriptError) -> RulesPool {
         let live = options
         let limit = options.hierarchy.limits.memory
         // Started here, on a live thread, so that it runs at the live threads' priority.
@@ -110,7 +111,7 @@ extension RulesPool {
         }
         let loaded: Result<RulesPool, ScriptError> = await withCheckedContinuation { continuation in
             let started = LargeStack.spawn(size: 256 << 10) {
-                continuation.resume(returning: readRulesFile(file, limit: limit).flatMap { text in
+                continuation.resume(returning: readRulesFile(file, limit: limit, within: folder).flatMap { text in
                     // A bundle is checked against a key the pool does not hold: not taken here.
                     if RuleBundle.looksLikeBundle(text) {
                         return .failure(ScriptError(type: "CannotRead", message: "\(file) is a bundle: a shadow candidate is a rules file"))
