@@ -117,6 +117,12 @@ final class BundlePoller: Sendable {
             return refuse("the bundle at \(options.url) was refused: \(error)", etag: received)
         }
         if bundle.revisionHash == pool.revision.hash {
+            // The running files under a later number (a release of the same rules, as a rollback
+            // is): the number is taken, so an older bundle is refused after it (an attack's find:
+            // kept at the old number, the replica then took a bundle the rollback superseded).
+            if let offered = bundle.sequence {
+                runningSequence.withLock { running in running = max(running ?? offered, offered) }
+            }
             state.withLock { $0 = (received, nil, nil) }
             return (.unchanged, .unchanged(pool.revision))
         }

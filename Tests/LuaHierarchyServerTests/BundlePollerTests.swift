@@ -93,6 +93,14 @@ struct BundlePollerTests {
             // The running files under a lower number change nothing.
             published.publish(try Self.bundle(2, signedWith: keys.privateKey, sequence: 5).bytes)
             #expect(await poller.poll().0 == .unchanged)
+            #expect(poller.sequence == 20)
+            // Under a higher one, the number is taken: a bundle between the two is then older.
+            published.publish(try Self.bundle(2, signedWith: keys.privateKey, sequence: 25).bytes)
+            #expect(await poller.poll().0 == .unchanged)
+            #expect(poller.sequence == 25)
+            published.publish(try Self.bundle(3, signedWith: keys.privateKey, sequence: 22).bytes)
+            #expect(await poller.poll().0 == .refused)
+            #expect(pool.revision.hash == second.revisionHash)
             // Rolling back on purpose: the old rules, released again under a new number.
             let rolledBack = try Self.bundle(1, signedWith: keys.privateKey, sequence: 30)
             published.publish(rolledBack.bytes)
