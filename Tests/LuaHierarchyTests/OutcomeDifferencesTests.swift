@@ -13,6 +13,22 @@ struct OutcomeDifferencesTests {
         #expect(OutcomeDifferences.fields(old, new, oldKey: nil, newKey: nil) == ["status", "type", "by", "responder", "value"])
     }
 
+    /// Lines nested past the reader's depth cannot be compared: they differ in every field,
+    /// never count as the same (both were read as nothing, and a shadow's change was hidden).
+    @Test func linesThatCannotBeReadDifferInEveryField() {
+        func deep(_ verdict: String) -> [UInt8] {
+            Array((#"{"status":"handled","value":{"verdict":"\#(verdict)","audit":"# + String(repeating: "[", count: 201)
+                + String(repeating: "]", count: 201) + "}}").utf8)
+        }
+        let shallow = Array(#"{"status":"handled","value":{"verdict":"allow"}}"#.utf8)
+        for (old, new) in [(deep("allow"), deep("deny")), (deep("allow"), deep("allow")), (shallow, deep("allow"))] {
+            let fields = old.withUnsafeBytes { old in new.withUnsafeBytes { OutcomeDifferences.fields(lines: old, $0, oldKey: nil, newKey: nil) } }
+            #expect(fields == OutcomeDifferences.compared)
+        }
+        let same = shallow.withUnsafeBytes { OutcomeDifferences.fields(lines: $0, $0, oldKey: nil, newKey: nil) }
+        #expect(same.isEmpty)
+    }
+
     @Test func respondersAreComparedByKeyWhenBothHaveOne() throws {
         let old = try Self.outcome(#"{"status":"handled","by":"/org","responder":"r.lua:5"}"#)
         let moved = try Self.outcome(#"{"status":"handled","by":"/org","responder":"r.lua:8"}"#)

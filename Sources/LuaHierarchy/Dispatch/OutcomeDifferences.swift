@@ -32,6 +32,15 @@ package enum OutcomeDifferences {
         return changed
     }
 
+    /// The same for two outcome lines as written. One that cannot be read (nested past the
+    /// reader's depth of 200, which the writer is not held to) differs in every field: two
+    /// such lines were both read as nothing, and a change between them went uncounted (an
+    /// attacker's find). `luahier replay` reports such a record unreadable.
+    package static func fields(lines old: UnsafeRawBufferPointer, _ new: UnsafeRawBufferPointer, oldKey: String?, newKey: String?) -> [String] {
+        guard let oldValue = try? JSON.parse(old), let newValue = try? JSON.parse(new) else { return compared }
+        return fields(oldValue, newValue, oldKey: oldKey, newKey: newKey)
+    }
+
     /// `value` with what names a line of the rules taken out, so that lines moving in the
     /// rules do not change it: an error's `traceback` is dropped, and a `where` naming a Lua
     /// file (`rules.lua:55`) keeps the file only. A `where` naming an input line

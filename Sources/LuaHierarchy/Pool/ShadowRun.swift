@@ -87,9 +87,7 @@ extension RulesPool {
 
     /// The fields in which `answer` (the candidate's outcome line) differs from `live`'s.
     private static func differences(_ live: LiveAnswer, _ answer: UnsafeRawBufferPointer, key: String?) -> [String] {
-        let old = live.json.withUnsafeBytes { try? JSON.parse($0) } ?? .null
-        let new = (try? JSON.parse(answer)) ?? .null
-        return OutcomeDifferences.fields(old, new, oldKey: live.responderKey, newKey: key)
+        live.json.withUnsafeBytes { OutcomeDifferences.fields(lines: $0, answer, oldKey: live.responderKey, newKey: key) }
     }
 }
 
