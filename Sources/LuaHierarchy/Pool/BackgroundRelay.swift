@@ -1,5 +1,5 @@
 import Dispatch
-public import Logging
+import Logging
 import Synchronization
 
 /// Work that a candidate revision's threads hand to what the live threads share (the decision
