@@ -66,41 +66,28 @@ struct BackgroundRelayTests {
         log.close()
     }
 
-    /// A candidate logs to the live handler through the relay: the event reaches it on the
-    /// relay's thread, which runs at the normal priority (SCHED_OTHER) it was started with.
-    @Test func aCandidatesLogReachesTheLiveHandlerOnTheRelaysThread() throws {
-        final class Seen: @unchecked Sendable {
-            let events = Mutex<[(message: String, thread: pthread_t, policy: Int32)]>([])
-        }
-        struct Capture: LogHandler {
-            let seen: Seen
-            var metadata: Logger.Metadata = [:]
-            var logLevel: Logger.Level = .trace
-            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-                get { metadata[key] }
-                set { metadata[key] = newValue }
-            }
-            func log(event: LogEvent) {
-                seen.events.withLock { $0.append((event.message.description, pthread_self(), sched_getscheduler(0))) }
-            }
-        }
-        let seen = Seen()
-        let live = Logger(label: "live") { _ in Capture(seen: seen) }
+    /// A candidate logs to the live handler through the relay: the event waits while the
+    /// relay's thread is held, and reaches the handler once it goes on. That thread runs at
+    /// the normal priority (SCHED_OTHER) of the thread that started it, not the caller's.
+    @Test func aCandidatesLogReachesTheLiveHandlerThroughTheRelay() throws {
+        let captured = LoggingTests.Captured()
         let relay = try #require(BackgroundRelay())
         let hold = Hold()
         #expect(hold.block(relay))
-        var relayed = relay.logger(relaying: live)
+        var relayed = relay.logger(relaying: captured.logger)
         #expect(relayed.logLevel == .trace)
         relayed.logLevel = .warning
         relayed.info("dropped by the level")
         relayed.warning("a candidate's warning")
-        #expect(seen.events.withLock { $0.isEmpty }, "held in the relay")
+        #expect(captured.entries.withLock { $0.isEmpty }, "held in the relay")
+        let caller = pthread_self()
+        let ranOn = Mutex<(other: Bool, policy: Int32)?>(nil)
+        #expect(relay.send { ranOn.withLock { $0 = (pthread_equal(pthread_self(), caller) == 0, sched_getscheduler(0)) } })
         hold.open()
         relay.close()
-        let events = seen.events.withLock { $0 }
-        #expect(events.map(\.message) == ["a candidate's warning"])
-        #expect(events.first.map { pthread_equal($0.thread, pthread_self()) == 0 } == true)
-        #expect(events.first?.policy == SCHED_OTHER)
+        #expect(captured.entries.withLock { $0.map(\.message) } == ["a candidate's warning"])
+        let seen = ranOn.withLock { $0 }
+        #expect(seen?.other == true && seen?.policy == SCHED_OTHER)
     }
 
     /// A candidate loaded beside a pool has a relay, and its states log through it.
