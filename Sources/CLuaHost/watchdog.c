@@ -29,6 +29,7 @@ static int cells_used;                       /* high-water mark, under `lock` */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int state;                            /* 0: not started, 1: running, -1: unavailable */
 static long signals_sent;
+static long stuck_spared;
 
 /* On the Lua thread: for each state this thread is running an entry of whose deadline has
  * passed, make its running thread's next instruction run the hook. Host code (Swift) counts as
@@ -153,7 +154,8 @@ static void *luahier_watchloop(void *unused) {
                 double cpu = luahier_thread_cputime(tid);
                 double ran = stalled_cpu[i] >= 0 && cpu >= 0 ? cpu - stalled_cpu[i] : -1;
                 if (luahier_watchdog_stuck(now - stalled_since[i], ran, luahier_thread_runnable(tid))) {
-                    luahier_stuck(cell, interrupted);
+                    if (__atomic_load_n(&cell->background, __ATOMIC_ACQUIRE)) __atomic_add_fetch(&stuck_spared, 1, __ATOMIC_RELAXED);
+                    else luahier_stuck(cell, interrupted);
                 }
             }
             /* One signal at a time: a handler slower than the period (lua_sethook walks every
@@ -217,6 +219,7 @@ void *luahier_watch(void *guard) {
             found->pending = 0;
             found->entry_line = 0;
             found->entry_name[0] = 0;
+            found->background = 0;
             found->guard = guard;
             if (i >= cells_used) __atomic_store_n(&cells_used, i + 1, __ATOMIC_RELEASE);
         }
@@ -224,6 +227,12 @@ void *luahier_watch(void *guard) {
     pthread_mutex_unlock(&lock);
     return found;
 }
+
+void luahier_watchdog_background(void *cell) {
+    if (cell != NULL) __atomic_store_n(&((luahier_WatchCell *)cell)->background, 1, __ATOMIC_RELEASE);
+}
+
+long luahier_watchdog_spared(void) { return __atomic_load_n(&stuck_spared, __ATOMIC_RELAXED); }
 
 void luahier_unwatch(void *cell) {
     luahier_WatchCell *watched = (luahier_WatchCell *)cell;

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import Testing
+@testable import LuaHierarchy
 
 /// The watchdog's rule for a state stuck inside one C call (Sources/CLuaHost/watchdog.c):
 /// past its deadline with no progress for LUAHIER_STUCK_SECONDS, the process ends. Starved of
@@ -60,5 +61,40 @@ struct WatchdogTests {
         #expect(state == 0, "thread \(sleeper) asleep")
         #expect(luahier_thread_cputime(sleeper) >= 0)
         #expect(luahier_thread_runnable(Int.max) == -1, "no such thread")
+    }
+
+    /// A shadow candidate's state (a background pool's) stuck inside one C call is left there:
+    /// the watchdog ended the whole process for it, the live server with it (an attacker's
+    /// find, with a rehash of colliding keys). Here the call is a blocking open of a FIFO no one
+    /// writes (the full libraries); once the watchdog has found it stuck and spared the
+    /// process, the FIFO is written, the call returns, and the dispatch ends at its limit.
+    @Test func aCandidatesStateStuckInOneCCallDoesNotEndTheProcess() async throws {
+        let fifo = "/tmp/lh-stuck-\(UUID().uuidString.prefix(8))"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        defer { unlink(fifo) }
+        var options = RulesPool.Options(rulesSource: """
+            hier.root:child("app"):receiveEvent("Wait", function()
+              local f = io.open("\(fifo)") f:read() f:close() return "handled"
+            end)
+            """)
+        options.background = true
+        options.hierarchy.libraries = .full
+        options.hierarchy.limits.dispatchTime = 0.1
+        let pool = try RulesPool(options: options)
+        let spared = luahier_watchdog_spared()
+        let answer = Task { try await pool.dispatch(#"{"at": "/app", "event": "Wait"}"#) }
+        // Until the watchdog has judged it stuck (past its 5 s) and let the process go on: an
+        // event the watchdog counts; the bound only ends a hang.
+        for _ in 0..<6_000 where luahier_watchdog_spared() == spared {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(luahier_watchdog_spared() > spared)
+        let writer = open(fifo, O_WRONLY)
+        #expect(writer >= 0)
+        _ = "go\n".withCString { write(writer, $0, 3) }
+        close(writer)
+        let outcome = try await answer.value.value
+        #expect(outcome["value"]?["type"]?.stringValue == "TimeLimitExceeded", "\(outcome)")
+        await pool.shutDown()
     }
 }

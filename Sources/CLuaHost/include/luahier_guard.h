@@ -72,6 +72,8 @@ typedef struct luahier_WatchCell {
     volatile long entry_line;      /* the input line the entry answers (0: none), and */
     char entry_name[96];           /* what the entry runs (a script, an input), for the
                                     * message when the process must stop (luahier_watchdog.h) */
+    volatile int background;       /* a shadow candidate's state: one stuck is left to finish
+                                    * its call, and the process goes on */
 } luahier_WatchCell;
 
 /* Blocks Lua asks for of at most 264 bytes come in 16 size classes (limits.c). */

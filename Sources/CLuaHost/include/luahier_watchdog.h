@@ -66,6 +66,16 @@ double luahier_thread_cputime(long tid);
  * or not known (-1): read from /proc/self/task/TID/stat. */
 int luahier_thread_runnable(long tid);
 
+/* Marks the state watched by `cell` as a shadow candidate's (a background pool's): stuck,
+ * it is left inside its call, which may end in the end (a rehash, a collection) or not (a
+ * blocking call); the candidate falls behind, and the process, whose live states it holds
+ * nothing of, goes on. Ending the process for it ended the live server (an attacker's find). */
+void luahier_watchdog_background(void *cell);
+
+/* How many times the watchdog found a background state stuck and let the process go on
+ * (for tests). */
+long luahier_watchdog_spared(void);
+
 /* Runs `action` (on the watchdog's thread) before the process ends that way, with the message
  * and the interrupting signal (0: a deadline): an embedder's last word. NULL: none. */
 void luahier_watchdog_onstuck(void (*action)(const char *message, int signal_number));

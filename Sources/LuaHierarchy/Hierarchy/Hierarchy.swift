@@ -235,6 +235,12 @@ public final class Hierarchy {
         host.nameEntries(name, line: line)
     }
 
+    /// Marks the state as a shadow candidate's, which the watchdog never ends the process for
+    /// (LuaHost.markBackground).
+    func markBackground() {
+        host.markBackground()
+    }
+
     /// The shallowest dispatch depth whose unhandled errors reach `presenter` (Dispatcher).
     var presentsFromDepth: Int {
         get { dispatcher.presentsFromDepth }

@@ -331,6 +331,12 @@ final class LuaHost {
         if let name { luahier_watchdog_name(cell, name, line) } else { luahier_watchdog_name(cell, nil, line) }
     }
 
+    /// Marks this state as a shadow candidate's: stuck in one C call, it is left there, and
+    /// the process goes on (luahier_watchdog_background).
+    func markBackground() {
+        if let cell = guardState.pointee.watch { luahier_watchdog_background(cell) }
+    }
+
     /// Runs host function `index` for the C trampoline. Returns its result count, or -1
     /// with the error value pushed for the trampoline to raise.
     fileprivate func runFunction(_ index: Int, on L: LuaState) -> Int32 {

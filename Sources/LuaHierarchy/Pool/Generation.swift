@@ -198,6 +198,7 @@ final class Generation: @unchecked Sendable {
                 return modules!
             }
             let hierarchy = try Hierarchy(options: options.hierarchy)
+            if options.background { hierarchy.markBackground() }
             let request = RequestTag()
             if let print = options.printForRequest {
                 hierarchy.output = { [request] line in print(line, request.id) }
