@@ -179,6 +179,30 @@ struct HostFlagTests {
         #expect(elapsed > 5, "ended after \(elapsed) s")
     }
 
+    /// A `require` whose module the memory cap refuses while it is read closes the file all the
+    /// same: one descriptor leaked per refusal (the raise left the reader before its fclose),
+    /// and a server out of descriptors took one connection a second (an attacker's find).
+    @Test func aRequireRefusedAtTheMemoryCapClosesItsFile() throws {
+        let rules = try Luahier.script("""
+            hier.root:child("app"):receiveEvent("Load", function() require("big") return "handled" end)
+            """, name: "rules.lua")
+        let folder = URL(fileURLWithPath: rules).deletingLastPathComponent()
+        try String(repeating: "local x = 1\n", count: 6 << 19).write(
+            to: folder.appendingPathComponent("big.lua"), atomically: true, encoding: .utf8)
+        let child = try LuahierProcess(["dispatch", "rules.lua", "--max-memory", "4M"], folder: folder)
+        defer { child.closeInput() }
+        func answer() -> String? {
+            child.write(#"{"at": "/app", "event": "Load"}"# + "\n")
+            return child.readLine()
+        }
+        let first = try #require(answer())
+        #expect(first.contains("MemoryLimitExceeded"), "\(first)")
+        let before = try #require(child.openDescriptors)
+        for _ in 1...20 { #expect(answer()?.contains("MemoryLimitExceeded") == true) }
+        let after = try #require(child.openDescriptors)
+        #expect(after == before, "\(after - before) descriptors left open by 20 refused requires")
+    }
+
     @Test func limitErrorsNameTheirSettingAndLine() throws {
         let script = try Luahier.script("local x = 0\nwhile true do x = x + 1 end", name: "spin.lua")
         let result = try Luahier.run(["run", "--max-instructions", "1000", script])

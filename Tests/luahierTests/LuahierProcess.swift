@@ -216,6 +216,11 @@ final class LuahierProcess: @unchecked Sendable {
         kill(process.processIdentifier, signal)
     }
 
+    /// The descriptors the child has open (`/proc/PID/fd`); nil once it is gone.
+    var openDescriptors: Int? {
+        try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.processIdentifier)/fd").count
+    }
+
     /// CPU time the child has used, in clock ticks (`/proc/PID/stat`: user plus system).
     var cpuTicks: Int {
         guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
