@@ -221,6 +221,15 @@ final class LuahierProcess: @unchecked Sendable {
         try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.processIdentifier)/fd").count
     }
 
+    /// The child's memory mappings (lines of `/proc/PID/maps`); nil once it is gone.
+    var mappings: Int? {
+        // Read to its end: a /proc file's size reads as 0, and a read by that size stops short.
+        guard let file = FileHandle(forReadingAtPath: "/proc/\(process.processIdentifier)/maps"),
+            let text = try? file.readToEnd()
+        else { return nil }
+        return text.split(separator: UInt8(ascii: "\n")).count
+    }
+
     /// CPU time the child has used, in clock ticks (`/proc/PID/stat`: user plus system).
     var cpuTicks: Int {
         guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),

@@ -30,7 +30,7 @@ public final class DetachedPrinter: @unchecked Sendable {
     public init(descriptor: Int32 = 2, capacity: Int = 1 << 20) {
         self.descriptor = descriptor
         self.capacity = capacity
-        _ = LargeStack.spawn(size: 128 << 10) { [self] in writeForever() }
+        _ = LargeStack.detached(size: 128 << 10) { [self] in writeForever() }
     }
 
     /// Queues one printed line (from any thread, never blocking on the descriptor).

@@ -165,9 +165,23 @@ final class Generation: @unchecked Sendable {
         }
     }
 
-    /// Waits until every thread ended (after `retire`).
+    /// Waits until every thread ended (after `retire`). Each thread is joined once: a second
+    /// call, or `detach` after it, finds none.
     func join() {
-        for thread in monitor.locked({ threads }) { thread.join() }
+        for thread in takeThreads() { thread.join() }
+    }
+
+    /// Lets the threads end unwaited for (after `retire`), their stacks given back as they do:
+    /// for a pool let go without a shutdown.
+    func detach() {
+        for thread in takeThreads() { thread.detach() }
+    }
+
+    private func takeThreads() -> [LargeStack.Joinable] {
+        monitor.locked {
+            defer { threads = [] }
+            return threads
+        }
     }
 
     /// Jobs queued and not yet taken.

@@ -222,6 +222,7 @@ public final class RulesPool: @unchecked Sendable {
 
     deinit {
         current.retire()
+        current.detach()
     }
 
     /// The revision answering new requests.
@@ -529,7 +530,7 @@ public final class RulesPool: @unchecked Sendable {
 
     private func reload(with bundle: RuleBundle?) async -> ReloadResult {
         await withCheckedContinuation { continuation in
-            if LargeStack.spawn(size: 256 << 10, { continuation.resume(returning: self.reloadBlocking(bundle: bundle)) }) == nil {
+            if !LargeStack.detached(size: 256 << 10, { continuation.resume(returning: self.reloadBlocking(bundle: bundle)) }) {
                 continuation.resume(returning: .failed(running: revision, message: "could not start a thread to reload"))
             }
         }
@@ -552,7 +553,7 @@ public final class RulesPool: @unchecked Sendable {
     /// waiting runs on a thread of its own, off the caller's task.
     public func shutDown() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            if LargeStack.spawn(size: 256 << 10, { self.shutDownBlocking(); continuation.resume() }) == nil {
+            if !LargeStack.detached(size: 256 << 10, { self.shutDownBlocking(); continuation.resume() }) {
                 shutDownBlocking()
                 continuation.resume()
             }

@@ -45,7 +45,7 @@ public final class RulesWatcher: @unchecked Sendable {
             running = false
             monitor.broadcast()
         }
-        if waiting { thread?.join() }
+        if waiting { thread?.join() } else { thread?.detach() }
         thread = nil
     }
 

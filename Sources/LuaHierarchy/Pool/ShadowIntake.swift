@@ -39,7 +39,7 @@ package final class ShadowIntake: @unchecked Sendable {
     /// An intake into `pool`, the candidate's, with its thread started.
     package init(pool: RulesPool) {
         self.pool = pool
-        if LargeStack.spawn(size: 256 << 10, { [self] in feed() }) == nil {
+        if !LargeStack.detached(size: 256 << 10, { [self] in feed() }) {
             closing.store(true, ordering: .releasing)
         }
     }

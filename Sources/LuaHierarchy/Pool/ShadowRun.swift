@@ -108,7 +108,7 @@ extension RulesPool {
             throw ScriptError(type: "HostError", message: "could not start a thread to load \(file)")
         }
         let loaded: Result<RulesPool, ScriptError> = await withCheckedContinuation { continuation in
-            let started = LargeStack.spawn(size: 256 << 10) {
+            let started = LargeStack.detached(size: 256 << 10) {
                 continuation.resume(returning: readRulesFile(file, limit: limit, within: folder).flatMap { text in
                     // A bundle is checked against a key the pool does not hold: not taken here.
                     if RuleBundle.looksLikeBundle(text) {
@@ -129,7 +129,7 @@ extension RulesPool {
                     return Result { () throws(ScriptError) in try RulesPool(options: candidate) }
                 })
             }
-            if started == nil {
+            if !started {
                 continuation.resume(returning: .failure(ScriptError(type: "HostError", message: "could not start a thread to load \(file)")))
             }
         }
