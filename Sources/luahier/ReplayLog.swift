@@ -13,6 +13,8 @@ struct DecisionLogReader {
     let descriptor: Int32
     let maxRecord: Int
     private var buffer: [UInt8] = []
+    /// What one read fills.
+    private var chunk = [UInt8](repeating: 0, count: 256 << 10)
     private var start = 0
     /// Where the search for the next newline goes on (the bytes before it have none).
     private var searched = 0
@@ -31,7 +33,7 @@ struct DecisionLogReader {
     /// The next line, or nil at the end of the log (or an interrupt).
     mutating func next() -> Line? {
         while true {
-            if let newline = buffer[max(start, searched)...].firstIndex(of: UInt8(ascii: "\n")) {
+            if let newline = Self.newline(in: buffer, from: max(start, searched)) {
                 number += 1
                 let line = buffer[start..<newline]
                 start = newline + 1
@@ -65,7 +67,20 @@ struct DecisionLogReader {
                 start = 0
             }
             searched = buffer.count
+            // A signal ends the reading between reads too: a read of a log that never ends (or
+            // a long line being skipped) is never cut short, and the skip went on for good (an
+            // attacker's find: SIGTERM was ignored until SIGKILL).
+            if Interruption.signal != nil { return nil }
             fill()
+        }
+    }
+
+    /// The index of the first newline in `buffer` from `start`, by `memchr`: a long line is
+    /// searched at the C library's pace.
+    private static func newline(in buffer: [UInt8], from start: Int) -> Int? {
+        guard start < buffer.count else { return nil }
+        return buffer.withUnsafeBytes { bytes in
+            memchr(bytes.baseAddress! + start, 0x0A, bytes.count - start).map { UnsafeRawPointer($0) - bytes.baseAddress! }
         }
     }
 
@@ -77,17 +92,13 @@ struct DecisionLogReader {
     }
 
     private mutating func fill() {
-        let chunk = 256 << 10
-        let old = buffer.count
-        buffer.reserveCapacity(old + chunk)
-        buffer.append(contentsOf: repeatElement(0, count: chunk))
-        let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + old, chunk) }
+        // Read into a chunk of its own, then appended: room made by appending zeros went a
+        // byte at a time, and with room for just one more chunk each read copied the whole line
+        // so far (a long line took seconds a megabyte to skip).
+        let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
         let error = errno
-        if count < 0 && error == EINTR && Interruption.signal == nil {
-            buffer.removeLast(chunk)
-            return
-        }
-        buffer.removeLast(chunk - max(count, 0))
+        if count < 0 && error == EINTR && Interruption.signal == nil { return }
+        if count > 0 { buffer.append(contentsOf: chunk[..<count]) }
         // A signal that cut the read short ends the reading; it is no failure of the log's.
         if count < 0 && error != EINTR { failure = "cannot read the log: \(String(cString: strerror(error)))" }
         if count <= 0 { ended = true }

@@ -65,6 +65,17 @@ struct ReplayCommandTests {
         try Luahier.run(["replay", rules, log] + flags + more)
     }
 
+    /// A log that never ends, read while a line longer than --max-record is skipped, stops on
+    /// SIGTERM as any replay does: no read blocks, so no signal cut one short, and the skip
+    /// went on until SIGKILL (an attacker's find, with /dev/zero).
+    @Test func aSkipThatNeverEndsStopsOnSIGTERM() throws {
+        let child = try LuahierProcess(["replay", "scripts/alerts.lua", "/dev/zero"] + Self.flags, stdin: false)
+        #expect(child.waitForCPU(), "it is reading")
+        let stopped = child.stop(by: SIGTERM)
+        #expect(stopped.status == 143, "\(stopped)")
+        #expect(stopped.stderr.contains("interrupted"), "\(stopped.stderr)")
+    }
+
     @Test func unchangedRulesChangeNothing() throws {
         let result = try Self.replay("scripts/alerts.lua", log: try Self.logFile())
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
