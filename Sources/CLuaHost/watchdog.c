@@ -194,6 +194,7 @@ static int luahier_startwatchdog(void) {
     sigaddset(&blocked, signal_number);
     sigaddset(&blocked, SIGINT);
     sigaddset(&blocked, SIGTERM);
+    sigaddset(&blocked, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &blocked, &previous);
     pthread_t thread;
     pthread_attr_t attributes;
@@ -303,6 +304,7 @@ static void luahier_interrupthandler(int sig) {
      * when something other than Lua code is stuck. */
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
+    if (sig == SIGHUP) signal(SIGHUP, SIG_DFL);
     luahier_stopall(sig);
     errno = saved_errno;
 }
@@ -320,11 +322,16 @@ int luahier_interrupt_install(void) {
     return luahier_installstop(SIGINT) == 0 && luahier_installstop(SIGTERM) == 0 ? 0 : -1;
 }
 
+int luahier_interrupt_install_hangup(void) {
+    return luahier_installstop(SIGHUP);
+}
+
 void luahier_interrupt_block(void) {
     sigset_t stops;
     sigemptyset(&stops);
     sigaddset(&stops, SIGINT);
     sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &stops, NULL);
 }
 

@@ -39,6 +39,9 @@ struct Luahier: ParsableCommand {
         Interruption.blockSignalsOnThisThread()
         LargeStack.run {
             Interruption.installSignalHandlers()
+            // SIGHUP too, unless the command reloads on it (`serve`, `dispatch --watch` put
+            // their own handler in its place).
+            Interruption.installHangUpHandler()
             runCommand()
         }
     }

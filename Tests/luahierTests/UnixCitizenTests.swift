@@ -511,6 +511,19 @@ struct UnixCitizenTests {
         #expect(result.stderr.hasSuffix("luahier: 0 lines: 0 handled, 0 unhandled, 0 detached, 0 invalid; interrupted by SIGINT, 0 lines read but not answered\n"))
     }
 
+    /// SIGHUP (a closed terminal or session) stops `dispatch` as SIGTERM does: the answers
+    /// made are written and summed up, exit 129. It ended the process the default way, and
+    /// answers its decision log held as answered were never written (an attacker's find).
+    @Test func aHangUpEndsTheRunKeepingWhatWasAnswered() throws {
+        let rules = try Luahier.script(Self.slowRules)
+        let child = try LuahierProcess(["dispatch", rules])
+        child.write(Self.request(1))
+        #expect(child.readLine()?.hasPrefix(#"{"line":1,"#) == true)
+        let result = child.stop(by: SIGHUP)
+        #expect(result.status == 129)
+        #expect(result.stderr == "luahier: 1 line: 1 handled, 0 unhandled, 0 detached, 0 invalid; interrupted by SIGHUP, 0 lines read but not answered\n")
+    }
+
     @Test func aSignalWhileWaitingForInputEndsTheRun() throws {
         let rules = try Luahier.script(Self.slowRules)
         let child = try LuahierProcess(["dispatch", rules])

@@ -100,8 +100,14 @@ long luahier_watchdog_signals(void);
  * 0 on success. The handler does not restart system calls: a blocked read returns EINTR. */
 int luahier_interrupt_install(void);
 
-/* Blocks SIGINT and SIGTERM in the calling thread (one that only waits), so they reach a
- * thread that runs Lua or reads input. */
+/* Installs the same handler for SIGHUP: a closed terminal or session stops a command as
+ * SIGTERM does, its output kept (`luahier dispatch` lost answers it had logged when SIGHUP
+ * ended it the default way: an attacker's find). A service that reloads on SIGHUP installs
+ * its own handler after it. 0 on success. */
+int luahier_interrupt_install_hangup(void);
+
+/* Blocks SIGINT, SIGTERM and SIGHUP in the calling thread (one that only waits), so they reach
+ * a thread that runs Lua or reads input. */
 void luahier_interrupt_block(void);
 
 /* Does what the handler does, for `sig`, from any thread (embedders, tests). */

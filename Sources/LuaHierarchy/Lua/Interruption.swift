@@ -29,7 +29,25 @@ public enum Interruption {
         luahier_interrupt_install() == 0
     }
 
-    /// Blocks SIGINT and SIGTERM in the calling thread, one that only waits (for a thread
+    /// Handles SIGHUP as SIGTERM is handled (`installSignalHandlers`), for a command that
+    /// does not reload on it: a closed terminal stops it with its output kept, and its exit
+    /// status is 129.
+    @discardableResult
+    package static func installHangUpHandler() -> Bool {
+        luahier_interrupt_install_hangup() == 0
+    }
+
+    /// The name of a signal that asks to stop, for messages.
+    package static func name(of signal: Int32) -> String {
+        switch signal {
+        case SIGINT: "SIGINT"
+        case SIGTERM: "SIGTERM"
+        case SIGHUP: "SIGHUP"
+        default: "signal \(signal)"
+        }
+    }
+
+    /// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread, one that only waits (for a thread
     /// that runs scripts): the signal then goes to a thread whose wait it cuts short.
     public static func blockSignalsOnThisThread() {
         luahier_interrupt_block()

@@ -111,7 +111,7 @@ package enum LineDispatcher {
             let parts = LineStatus.allCases.map { "\(counts[$0, default: 0]) \($0.rawValue)" }
             var text = "\(answered) line\(answered == 1 ? "" : "s"): " + parts.joined(separator: ", ")
             if let interruption {
-                text += "; interrupted by \(interruption == SIGTERM ? "SIGTERM" : "SIGINT")"
+                text += "; interrupted by \(Interruption.name(of: interruption))"
                 text += ", \(unanswered) line\(unanswered == 1 ? "" : "s") read but not answered"
             }
             return text
