@@ -221,7 +221,15 @@ local function fromFolders(name)
       if folders[i] == "." then path = strsub(path, 3) end
       local chunk, message = loadModule(path)
       if chunk then return chunk, path end
-      if not strfind(message, "^cannot open ") then error(message, 0) end
+      -- An error the parser raises with no line (nesting past its C stack: "C stack
+      -- overflow") may come back as the host's error table, and names no file: the module's
+      -- path is put in front, so the message says which file failed.
+      if type(message) == "table" then message = rawget(message, "message") end
+      message = tostring(message)
+      if not strfind(message, "^cannot open ") then
+        if strsub(message, 1, #path + 1) ~= path .. ":" then message = path .. ": " .. message end
+        error(message, 0)
+      end
       tried[#tried + 1] = "\n\tno file '" .. path .. "'" .. (rawget(folders, "sealed") and " in the bundle" or "")
     end
   end

@@ -203,6 +203,22 @@ struct HostFlagTests {
         #expect(after == before, "\(after - before) descriptors left open by 20 refused requires")
     }
 
+    /// A file nested past the parser's C stack fails naming the file, loaded as the rules or
+    /// required as a module: the message was a bare "C stack overflow", and through `require`
+    /// an unrelated argument error at the requiring line (an attacker's find).
+    @Test func nestingPastTheParsersLimitNamesTheFile() throws {
+        let deep = "local x = " + String(repeating: "{", count: 300) + String(repeating: "}", count: 300) + "\n"
+        let script = try Luahier.script(deep, name: "deep.lua")
+        let folder = URL(fileURLWithPath: script).deletingLastPathComponent()
+        let checked = try Luahier.run(["check", "deep.lua"], in: folder)
+        #expect(checked.status == 1)
+        #expect(checked.stderr.hasPrefix("luahier: deep.lua: C stack overflow"), "\(checked.stderr)")
+        try "require('deep')\n".write(to: folder.appendingPathComponent("rules.lua"), atomically: true, encoding: .utf8)
+        let required = try Luahier.run(["run", "rules.lua"], in: folder)
+        #expect(required.status == 1)
+        #expect(required.stderr.hasPrefix("luahier: rules.lua:1: deep.lua: C stack overflow"), "\(required.stderr)")
+    }
+
     @Test func limitErrorsNameTheirSettingAndLine() throws {
         let script = try Luahier.script("local x = 0\nwhile true do x = x + 1 end", name: "spin.lua")
         let result = try Luahier.run(["run", "--max-instructions", "1000", script])

@@ -36,8 +36,11 @@ extension LuaHost {
             }
         }
         guard status == LUA_OK else {
-            let text = string(at: -1) ?? "cannot load \(name)"
+            var text = string(at: -1) ?? "cannot load \(name)"
             luahier_pop(L, 1)
+            // What the parser raises with no line (nesting past its C stack, a binary chunk)
+            // names no file: the chunk is named in front (file:line was the promise).
+            if !text.hasPrefix(name + ":") { text = "\(name): \(text)" }
             throw ScriptError(syntaxError: text)
         }
         luahier_pushglobaltable(L)
