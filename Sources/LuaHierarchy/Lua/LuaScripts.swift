@@ -39,8 +39,12 @@ extension LuaHost {
             var text = string(at: -1) ?? "cannot load \(name)"
             luahier_pop(L, 1)
             // What the parser raises with no line (nesting past its C stack, a binary chunk)
-            // names no file: the chunk is named in front (file:line was the promise).
-            if !text.hasPrefix(name + ":") { text = "\(name): \(text)" }
+            // names no file: the chunk is named in front (file:line was the promise). Not a
+            // read that failed, whose message names what it read.
+            let shown: String
+            if case .standardInput = chunk { shown = "stdin" } else { shown = name }
+            // LUA_ERRFILE (lauxlib.h: LUA_ERRERR + 1, a macro Swift does not import).
+            if status != LUA_ERRERR + 1 && !text.hasPrefix(shown + ":") { text = "\(shown): \(text)" }
             throw ScriptError(syntaxError: text)
         }
         luahier_pushglobaltable(L)
