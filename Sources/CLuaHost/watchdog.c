@@ -91,6 +91,7 @@ int luahier_thread_runnable(long tid) {
     if (end == NULL || end[1] != ' ') return -1;
     return end[2] == 'R' ? 1 : 0;
 }
+
 static void (*stuck_action)(const char *message, int signal_number);
 
 /* On the watchdog thread: the state of `cell` has been inside one C call for
