@@ -268,7 +268,7 @@ extension ServeRun {
             return try await server.run { address in
                 log.notice("serving \(revision.files[0]) (revision \(revision), \(workers) worker\(workers == 1 ? "" : "s")) on \(address)")
             } onDraining: { signal in
-                let name = signal == SIGTERM ? "SIGTERM" : "SIGINT"
+                let name = Interruption.name(of: signal)
                 log.notice("draining (\(name)): /readyz answers 503; still serving for \(delay) s (--shutdown-delay), or until a second signal")
             }
         }
@@ -342,7 +342,7 @@ extension ServeRun {
 
     /// `stopped (SIGTERM); the 4 requests in flight were answered`, and the like.
     static func describe(_ stopped: RulesServer.Stopped, grace: Double) -> String {
-        let signal = stopped.signal.map { $0 == SIGTERM ? "SIGTERM" : "SIGINT" } ?? "shutdown"
+        let signal = stopped.signal.map(Interruption.name(of:)) ?? "shutdown"
         let after = stopped.graceRanOut ? " after the \(seconds(grace)) s grace" : ""
         func requests(_ count: Int) -> String { count == 1 ? "1 request" : "\(count) requests" }
         if stopped.inFlight == 0 { return "stopped (\(signal)); no request was in flight" }
