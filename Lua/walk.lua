@@ -30,21 +30,49 @@ local ERROR <const> = LUAHIER_STATE_ERROR
 local BEFORE <const> = LUAHIER_STATE_BEFORE
 local RECORD <const> = LUAHIER_STATE_RECORD
 local PASSED <const> = LUAHIER_STATE_PASSED
+local PASSEDTO <const> = LUAHIER_STATE_PASSEDTO
 local HANDLED <const> = LUAHIER_STATUS_HANDLED
 local STEP <const> = LUAHIER_STEP_STRIDE
 local FIRSTSTEP <const> = LUAHIER_TRACE_STEPS
+local KEPT <const> = LUAHIER_PLAN_RECORDS
+-- A traced dispatch makes its record at its first step but one: a run of receives that passed
+-- the value by waits (`pfrom` to `pto` in the walk, state[PASSED] and state[PASSEDTO]) until
+-- another step is recorded. One whose record would say no more than "the entries from `from` to
+-- `to` passed a value of type `vtype` by, then the entry at `at` handled it" (no `at`: the end)
+-- shares a record its plan keeps, which no one writes to: most traced dispatches record just
+-- that. Kept by `key`: the slot that handled the value, the domain's last slot (an entry's last
+-- field) for the end, 0 for a record of no step; the walk takes the kept one when its steps are
+-- the same, and else has this make and keep another.
+--T|local function keptrecord(plan, key, from, to, vtype, at)
+--T|  local record = newrecord(plan)
+--T|  local n = FIRSTSTEP
+--T|  if from and to >= from then record[n], record[n + 1], record[n + 3] = from, vtype, to n = n + STEP end
+--T|  if at then record[n], record[n + 1], record[n + 2] = at, vtype, 'handled' end
+--T|  plan[KEPT][key] = record
+--T|  return record
+--T|end
+-- The record of a dispatch, made at its first step but one, with the run that waited (to `to`)
+-- written first; returns it and where its next step goes.
+--T|local function openrecord(plan, state, from, to, vtype)
+--T|  local record = newrecord(plan)
+--T|  state[RECORD] = record
+--T|  if not to then return record, FIRSTSTEP end
+--T|  record[FIRSTSTEP], record[FIRSTSTEP + 1], record[FIRSTSTEP + 3] = from, vtype, to
+--T|  state[PASSED], state[PASSEDTO] = false, false
+--T|  return record, FIRSTSTEP + STEP
+--T|end
 return function(plan, state, value, vtype, iserror, slot, raised)
---T|local record, full, n
+--T|local record, full, n, pfrom, pto
   local last
   if not slot then
---T|  record, full, n = newrecord(plan), plan[TRACE] == 'full', FIRSTSTEP state[RECORD] = record
+--T|  record, full, n = false, plan[TRACE] == 'full', FIRSTSTEP state[RECORD] = true
     if iserror then slot, last = plan[ERRORS], plan[LAST] - 1 else slot, last = plan[EVENTS], plan[ERRORS] - 1 end
   else
---T|  record, full = state[RECORD], plan[TRACE] == 'full'
+--T|  record, full = state[RECORD], plan[TRACE] == 'full' if record == true then record = newrecord(plan) state[RECORD] = record end
   -- The steps recorded before the error left the walk, up to the first with no entry; and
   -- if it left inside a run of plain receives, the ones of the run that passed the value by.
 --T|  n = FIRSTSTEP while record[n] do n = n + STEP end
---T|  local from = state[PASSED] if from and slot > from then record[n], record[n + 1], record[n + 3] = from, vtype, slot - STRIDE n = n + STEP end state[PASSED] = false
+--T|  local from = state[PASSED] if from and slot > from then record[n], record[n + 1], record[n + 3] = from, vtype, state[PASSEDTO] or slot - STRIDE n = n + STEP end state[PASSED], state[PASSEDTO] = false, false
   -- The position rule: the raised error replaces the value at the entry that raised it.
 --T|  local input = vtype
     value, vtype = accept(plan, slot, raised, true, value, iserror, true)
@@ -67,11 +95,19 @@ return function(plan, state, value, vtype, iserror, slot, raised)
         -- contract error, which accept raises). Traced, the entries that pass the value by
         -- are one step of the record, from `from` to the last of them, written when one does
         -- not (or the run ends); state[PASSED] says where they start while they are unwritten.
+--T|    if pto then record, n = openrecord(plan, state, pfrom, pto, vtype) pto = nil end
 --T|    local from = i state[PASSED] = i
         for j = i, run, STRIDE do
           state[REACHED] = j
           local answer = plan[j](value)
           if answer ~= 'notHandled' and answer ~= 'unhandled' then
+--T|          if answer == 'handled' and not record then
+--T|            record = plan[KEPT][j]
+--T|            if not record or record[FIRSTSTEP] ~= from or record[FIRSTSTEP + 1] ~= vtype then record = keptrecord(plan, j, from, j - STRIDE, vtype, j) end
+--T|            state[RECORD], state[PASSED] = false, false
+--T|            return HANDLED, j, nil, record
+--T|          end
+--T|          if not record then record, n = openrecord(plan, state) end
 --T|          if j > from then record[n], record[n + 1], record[n + 3] = from, vtype, j - STRIDE n = n + STEP end from = j + STRIDE state[PASSED] = from
             if answer == 'handled' then
 --T|            record[n], record[n + 1], record[n + 2] = j, vtype, 'handled'
@@ -86,7 +122,10 @@ return function(plan, state, value, vtype, iserror, slot, raised)
             end
           end
         end
---T|    if run >= from then record[n], record[n + 1], record[n + 3] = from, vtype, run n = n + STEP end state[PASSED] = false
+        -- With no record yet, the run's step waits.
+--T|    if run < from then state[PASSED] = false
+--T|    elseif record then record[n], record[n + 1], record[n + 3] = from, vtype, run n = n + STEP state[PASSED] = false
+--T|    else pfrom, pto = from, run state[PASSEDTO] = run end
         i = run + STRIDE
       else
         local filter = plan[i + FILTER]
@@ -98,8 +137,16 @@ return function(plan, state, value, vtype, iserror, slot, raised)
           if answer == SKIP then
           -- Removed during this dispatch: passed by.
           elseif class == RECEIVE and (answer == 'notHandled' or answer == 'unhandled') then
+--T|          if not record then record, n = openrecord(plan, state, pfrom, pto, vtype) pto = nil end
 --T|          record[n], record[n + 1] = i, vtype n = n + STEP
           elseif class == HANDLE or (class == RECEIVE and answer == 'handled') or (class == ALERT and answer ~= nil) then
+--T|          if not record then
+--T|            local first = pto and pfrom or i
+--T|            record = plan[KEPT][i]
+--T|            if not record or record[FIRSTSTEP] ~= first or record[FIRSTSTEP + 1] ~= vtype or record[FIRSTSTEP + 3] ~= pto then record = keptrecord(plan, i, first, pto or i - STRIDE, vtype, i) end
+--T|            state[BEFORE], state[RECORD], state[PASSED], state[PASSEDTO] = false, false, false, false
+--T|            return HANDLED, i, class == ALERT and extra or nil, record
+--T|          end
 --T|          record[n], record[n + 1], record[n + 2] = i, vtype, 'handled'
 --T|          state[BEFORE], state[RECORD] = false, false
 --T|          do return HANDLED, i, class == ALERT and extra or nil, record end
@@ -107,6 +154,7 @@ return function(plan, state, value, vtype, iserror, slot, raised)
           elseif class == ARRIVE then
             -- The safety check at a declaring node: nil passes; a violation replaces the value.
             if answer ~= nil then
+--T|          if pto then record, n = openrecord(plan, state, pfrom, pto, vtype) pto = nil end
               value, vtype = answer, extra
               state[VALUE], state[TYPE], state[ERROR] = value, vtype, true
               if not iserror then iserror, last, slot = true, plan[LAST] - 1, plan[i + CROSS] goto walk end
@@ -115,6 +163,7 @@ return function(plan, state, value, vtype, iserror, slot, raised)
             -- A replacement: receive and transform keep the domain; catch makes it an event.
             -- Whatever a kind may not return is a contract error, which accept raises.
             local input, toerror = vtype, iserror and class ~= CATCH
+--T|          if not record then record, n = openrecord(plan, state, pfrom, pto, vtype) pto = nil end
             value, vtype = accept(plan, i, answer, toerror, value, iserror, false)
 --T|          record[n], record[n + 1], record[n + 2], record[n + 3] = i, input, toerror and 'error' or 'event', vtype if full then record[n + 4], record[n + 5] = state[BEFORE], copy(value) end n = n + STEP
             state[VALUE], state[TYPE], state[ERROR] = value, vtype, toerror
@@ -129,7 +178,12 @@ return function(plan, state, value, vtype, iserror, slot, raised)
       end
     end
   end
---T|state[BEFORE], state[RECORD] = false, false
+--T|if not record then
+--T|  local from, key, input = pto and pfrom, pto and last or 0, pto and vtype
+--T|  record = plan[KEPT][key]
+--T|  if not record or record[FIRSTSTEP] ~= from or record[FIRSTSTEP + 1] ~= input or record[FIRSTSTEP + 3] ~= pto then record = keptrecord(plan, key, from, pto, input) end
+--T|end
+--T|state[BEFORE], state[RECORD], state[PASSED], state[PASSEDTO] = false, false, false, false
 --T|do return plan[ENDED], last + 1, nil, record end
   return plan[ENDED], last + 1
 end

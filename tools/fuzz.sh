@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The fuzzers for longer than CI's slices. The dispatcher fuzzer (CI: 300 cases): random chains of random
-# responders (Lua and Swift), checked against the reference model, and random payloads. The mutation
+# The fuzzers for longer than CI's slices. The dispatcher fuzzer (CI: 300 cases of each): random chains of
+# random responders (Lua and Swift), and chains mostly of runs of plain receives, their outcomes and traces
+# checked against the reference model, and random payloads. The mutation
 # fuzzer (CI: 400 cases of each): responders and subscribers that change the tree and the registrations
 # during a dispatch or a publish, through every entry, checked against MutationModel. The JSON
 # reader's fuzz (CI: 6,000 texts): generated and edited texts read by the C reader and by the Swift

@@ -72,17 +72,24 @@ static void luahier_pushlimitend(lua_State *L, luahier_Engine *e, int out_of_mem
     if (is_error && !lua_rawequal(L, value, error)) luahier_setifabsent(L, e, error, LUAHIER_WORD_CAUSE, value);
 }
 
-/* [-0, +0, m] The trace of a dispatch a limit ended, made whole. The entries of a run of plain
- * receives that passed the value by before the one reached (luahier_enginetypes.h,
- * LUAHIER_STATE_PASSED) become the run's step, as the walk records them; then the entry the
+/* [-0, +0, m] The trace of a dispatch a limit ended, made whole (made first, when the limit
+ * stopped a traced walk before its first step). The entries of a run of plain
+ * receives that passed the value by before the one reached, or a run whose step waited
+ * (luahier_enginetypes.h, LUAHIER_STATE_PASSED), become the run's step, as the walk records
+ * them; then the entry the
  * limit stopped (state[REACHED]) raised the limit's error (of type `type`), called with a value
  * of type `input`, as the walk records a responder's raise. Not that step when it is the last
  * one recorded already: the limit tripped after that entry answered. */
-static void luahier_recordlimitend(lua_State *L, int state, int input, int type) {
+static void luahier_recordlimitend(lua_State *L, int plan, int state, int input, int type) {
     int top = lua_gettop(L);
-    if (lua_rawgeti(L, state, LUAHIER_STATE_RECORD) != LUA_TTABLE) {
+    int held = lua_rawgeti(L, state, LUAHIER_STATE_RECORD);
+    if (held != LUA_TTABLE) {
+        int traced = held == LUA_TBOOLEAN && lua_toboolean(L, -1);
         lua_settop(L, top);
-        return;
+        if (!traced) return;
+        luahier_pushrecord(L, plan);
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, state, LUAHIER_STATE_RECORD);
     }
     int record = lua_gettop(L);
     lua_Integer reached = luahier_slot(L, state, LUAHIER_STATE_REACHED);
@@ -100,7 +107,9 @@ static void luahier_recordlimitend(lua_State *L, int state, int input, int type)
             lua_rawseti(L, record, step + LUAHIER_STEP_ENTRY);
             lua_pushvalue(L, input);
             lua_rawseti(L, record, step + LUAHIER_STEP_INPUT);
-            lua_pushinteger(L, reached - LUAHIER_ENTRY_STRIDE);
+            /* A run that ended waits with its last entry; one under way ends before `reached`. */
+            lua_Integer to = luahier_slot(L, state, LUAHIER_STATE_PASSEDTO);
+            lua_pushinteger(L, to > 0 ? to : reached - LUAHIER_ENTRY_STRIDE);
             lua_rawseti(L, record, step + LUAHIER_STEP_TYPE);
             last = from;
             step += LUAHIER_STEP_STRIDE;
@@ -193,7 +202,7 @@ int luahier_rundispatch(lua_State *L, luahier_Engine *e, int plan, int value, in
             luahier_asvalue(L, e, base + 4, 1);
             lua_replace(L, base + 5);
             /* [+ 3 error, + 4 limit error, + 5 its type, + 6 the type the entry was called with] */
-            luahier_recordlimitend(L, state, base + 6, base + 5);
+            luahier_recordlimitend(L, plan, state, base + 6, base + 5);
             lua_pop(L, 1);
             /* [+ 3 error, + 4 limit error, + 5 its type] -> the walk's layout */
             lua_pushinteger(L, LUAHIER_STATUS_UNHANDLED);
@@ -208,7 +217,7 @@ int luahier_rundispatch(lua_State *L, luahier_Engine *e, int plan, int value, in
             /* [status, limit error, type, slot, choice, record] -> [status, slot, choice, record, value, type] */
             lua_rotate(L, base + 4, -2);
             static const int held[] = {LUAHIER_STATE_VALUE, LUAHIER_STATE_BEFORE, LUAHIER_STATE_RECORD,
-                                       LUAHIER_STATE_PASSED};
+                                       LUAHIER_STATE_PASSED, LUAHIER_STATE_PASSEDTO};
             for (size_t i = 0; i < sizeof held / sizeof *held; i++) {
                 lua_pushboolean(L, 0);
                 lua_rawseti(L, state, held[i]);

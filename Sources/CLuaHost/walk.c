@@ -48,14 +48,14 @@ static const struct { const char *name; int value; } luahier_walk_constants[] = 
     {"LUAHIER_ENTRY_RUN", LUAHIER_ENTRY_RUN},
     {"LUAHIER_PLAN_EVENTS", LUAHIER_PLAN_EVENTS}, {"LUAHIER_PLAN_ERRORS", LUAHIER_PLAN_ERRORS},
     {"LUAHIER_PLAN_LAST", LUAHIER_PLAN_LAST}, {"LUAHIER_PLAN_TRACE", LUAHIER_PLAN_TRACE},
-    {"LUAHIER_PLAN_END", LUAHIER_PLAN_END},
+    {"LUAHIER_PLAN_END", LUAHIER_PLAN_END}, {"LUAHIER_PLAN_RECORDS", LUAHIER_PLAN_RECORDS},
     {"LUAHIER_CLASS_RECEIVE", LUAHIER_CLASS_RECEIVE}, {"LUAHIER_CLASS_HANDLE", LUAHIER_CLASS_HANDLE},
     {"LUAHIER_CLASS_CATCH", LUAHIER_CLASS_CATCH}, {"LUAHIER_CLASS_ALERT", LUAHIER_CLASS_ALERT},
     {"LUAHIER_CLASS_ARRIVE", LUAHIER_CLASS_ARRIVE},
     {"LUAHIER_STATE_REACHED", LUAHIER_STATE_REACHED}, {"LUAHIER_STATE_VALUE", LUAHIER_STATE_VALUE},
     {"LUAHIER_STATE_TYPE", LUAHIER_STATE_TYPE}, {"LUAHIER_STATE_ERROR", LUAHIER_STATE_ERROR},
     {"LUAHIER_STATE_BEFORE", LUAHIER_STATE_BEFORE}, {"LUAHIER_STATE_RECORD", LUAHIER_STATE_RECORD},
-    {"LUAHIER_STATE_PASSED", LUAHIER_STATE_PASSED},
+    {"LUAHIER_STATE_PASSED", LUAHIER_STATE_PASSED}, {"LUAHIER_STATE_PASSEDTO", LUAHIER_STATE_PASSEDTO},
     {"LUAHIER_STATUS_HANDLED", LUAHIER_STATUS_HANDLED}, {"LUAHIER_STEP_STRIDE", LUAHIER_STEP_STRIDE},
     {"LUAHIER_TRACE_STEPS", LUAHIER_TRACE_STEPS},
 };
@@ -482,15 +482,21 @@ static int luahier_copy(lua_State *L) {
  * costs more than the walk's stores into empty slots save. */
 enum { LUAHIER_RECORD_ROOM = LUAHIER_TRACE_STEPS - 1 + LUAHIER_STEP_STRIDE + LUAHIER_STEP_BEFORE };
 
-/* lua_CFunction newrecord(plan) -> a trace record of a dispatch along `plan`
- * (luahier_enginetypes.h): its plan and itself first, so that it is the pair a traced outcome
- * keeps for its lazy trace (luahier_keeptrace) with no table of its own. */
-static int luahier_newrecord(lua_State *L) {
+/* A trace record of a dispatch along `plan` (luahier_enginetypes.h): its plan and itself
+ * first, so that it is the pair a traced outcome keeps for its lazy trace (luahier_keeptrace)
+ * with no table of its own. */
+void luahier_pushrecord(lua_State *L, int plan) {
+    plan = lua_absindex(L, plan);
     lua_createtable(L, LUAHIER_RECORD_ROOM, 0);
-    lua_pushvalue(L, 1);
+    lua_pushvalue(L, plan);
     lua_rawseti(L, -2, LUAHIER_TRACE_PLAN);
     lua_pushvalue(L, -1);
     lua_rawseti(L, -2, LUAHIER_TRACE_SELF);
+}
+
+/* lua_CFunction newrecord(plan) -> luahier_pushrecord's record, for the walk. */
+static int luahier_newrecord(lua_State *L) {
+    luahier_pushrecord(L, 1);
     return 1;
 }
 

@@ -42,28 +42,44 @@ enum ReferenceModel {
     }
 
     static func run(_ chain: [(path: String, responders: [GeneratedResponder])], start: (Domain, String)) -> Result {
+        var steps: [String] = []
+        return run(chain, start: start, steps: &steps)
+    }
+
+    /// The same, with the trace's steps ("PATH#INDEX INPUT -> RESULT", as
+    /// TraceStep.resultDescription words the result) appended to `steps`.
+    static func run(_ chain: [(path: String, responders: [GeneratedResponder])], start: (Domain, String),
+                    steps: inout [String]) -> Result {
         var (domain, type) = start
         for (path, responders) in chain {
             for (offset, responder) in responders.enumerated() {
                 guard responder.kind.domain == domain else { continue }
                 if let filter = responder.filter, !filter.contains(type) { continue }
                 let handled = Result(status: "handled", kind: domain, type: type, by: path, index: offset + 1)
+                let step = "\(path)#\(offset + 1) \(type) -> "
                 switch (responder.kind, responder.behaviour) {
                 case (_, .raise):
                     (domain, type) = (.error, responder.produces)
+                    steps.append(step + "raised \(type)")
                 case (.handleEvent, _), (.handleError, _):
+                    steps.append(step + "handled")
                     return handled
                 case (.receiveEvent, .handled), (.receiveError, .handled):
+                    steps.append(step + "handled")
                     return handled
                 case (.receiveEvent, .notHandled), (.receiveError, .notHandled):
+                    steps.append(step + "notHandled")
                     continue
                 case (.receiveEvent, .replace), (.receiveError, .replace), (.transformEvent, .replace),
                     (.transformError, .replace):
                     type = responder.produces
+                    steps.append(step + "\(domain == .event ? "event" : "error") \(type)")
                 case (.catchError, .replace):
                     (domain, type) = (.event, responder.produces)
+                    steps.append(step + "event \(type)")
                 default:
                     (domain, type) = (.error, "ResponderContractError")
+                    steps.append(step + "raised \(type)")
                 }
             }
         }
@@ -79,7 +95,9 @@ struct DispatchFuzzTests {
 
     static let types = ["A", "B", "C"]
 
-    static func generateChain(_ random: inout SplitMix64) -> [(path: String, responders: [GeneratedResponder])] {
+    /// A random chain. `runs`: most responders plain receives that pass the value by, so the
+    /// chain has runs of them (walk.lua), whose trace steps are kept apart from other steps.
+    static func generateChain(_ random: inout SplitMix64, runs: Bool = false) -> [(path: String, responders: [GeneratedResponder])] {
         let depth = Int.random(in: 1...4, using: &random)
         var paths: [String] = []
         var path = ""
@@ -89,7 +107,13 @@ struct DispatchFuzzTests {
         }
         return paths.reversed().map { path in
             let responders = (0..<Int.random(in: 0...4, using: &random)).map { _ in
-                GeneratedResponder(
+                if runs, Int.random(in: 0..<3, using: &random) > 0 {
+                    return GeneratedResponder(
+                        kind: Bool.random(using: &random) ? .receiveEvent : .receiveError, filter: nil,
+                        behaviour: Int.random(in: 0..<4, using: &random) > 0 ? .notHandled : Behaviour.allCases.randomElement(using: &random)!,
+                        produces: types.randomElement(using: &random)!, inSwift: Int.random(in: 0..<4, using: &random) == 0)
+                }
+                return GeneratedResponder(
                     kind: ResponderKind.allCases.filter { $0 != .handleAlertErrors }.randomElement(using: &random)!,
                     filter: Bool.random(using: &random) ? nil : Array(types.shuffled(using: &random).prefix(Int.random(in: 1...2, using: &random))),
                     behaviour: Behaviour.allCases.randomElement(using: &random)!,
@@ -166,10 +190,12 @@ struct DispatchFuzzTests {
         }
     }
 
-    @Test func randomChainsMatchTheReferenceModel() throws {
+    /// Random chains, and chains made mostly of runs of plain receives (`runs`).
+    @Test(arguments: [false, true])
+    func randomChainsMatchTheReferenceModel(runs: Bool) throws {
         for seed in Self.firstSeed..<(Self.firstSeed + UInt64(Self.caseCount)) {
             var random = SplitMix64(state: seed)
-            let chain = Self.generateChain(&random)
+            let chain = Self.generateChain(&random, runs: runs)
             let start: (Domain, String) = (Bool.random(using: &random) ? .event : .error, Self.types.randomElement(using: &random)!)
             let expected = ReferenceModel.run(chain, start: start)
 
@@ -192,7 +218,19 @@ struct DispatchFuzzTests {
             #expect(dispatches == 3, "seed \(seed): exactly one outcome per dispatch")
             #expect(f.hierarchy.engineCounts.plans == 1, "seed \(seed): the last two went along the kept plan")
             #expect(f.hierarchy.luaStackTop == 0, "seed \(seed)")
-            if actual != [expected, expected, expected] { break }
+            // Traced by path and in full, twice each (the second may take a record its plan
+            // kept): the steps the model takes, with the same outcome.
+            var steps: [String] = []
+            _ = ReferenceModel.run(chain, start: start, steps: &steps)
+            var traces: [[String]] = []
+            for level in [TraceLevel.path, .path, .full, .full] {
+                f.hierarchy.traceLevel = level
+                let outcome = try start.0 == .event ? f.hierarchy.trigger(value, at: leaf) : f.hierarchy.report(value, at: leaf)
+                traces.append((outcome.trace ?? []).map { "\($0.node)#\($0.responder.index) \($0.input) -> \($0.resultDescription)" })
+                #expect(outcome.status.rawValue == expected.status && outcome.value.typeName == expected.type, "seed \(seed), traced \(level)")
+            }
+            #expect(traces == Array(repeating: steps, count: 4), "seed \(seed): traces \(traces), the model's \(steps)")
+            if actual != [expected, expected, expected] || traces != Array(repeating: steps, count: 4) { break }
         }
     }
 

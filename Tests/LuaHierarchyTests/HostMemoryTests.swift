@@ -152,14 +152,15 @@ struct HostMemoryTests {
     }
 
     @Test func pathTracesKeptByOutcomes() throws {
-        // Each outcome keeps its trace (until the script reads it): the traces count.
+        // Each outcome keeps its trace (until the script reads it): the traces count. Each value
+        // has a type of its own, so no two dispatches share a kept record (walk.lua).
         try expectRefused("""
             hier.tracing = true
             local n = hier.root:child(("p"):rep(100))
             for i = 1, 2000 do n:receiveEvent(function() return "notHandled" end) end
             local kept = {}
             for i = 1, 1e6 do
-              local o = n:triggerEvent(("T"):rep(100))
+              local o = n:triggerEvent(("T"):rep(100) .. i)
               if o.value.type == "MemoryLimitExceeded" then error(o.value) end
               kept[i] = o
             end

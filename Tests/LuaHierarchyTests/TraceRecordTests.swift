@@ -61,6 +61,137 @@ struct TraceRecordTests {
             + ["/ #1 transformEvent (test.lua:3): Tap -> event Done"])
     }
 
+    /// A dispatch that records no more than a run passed by and the entry that ended it shares
+    /// a record its plan keeps (walk.lua's keptrecord). Each outcome still reads its own trace:
+    /// after the kept record of its shape was made again for another type, for a run handled
+    /// early, for an entry handled alone, for a chain with no step at all, from Lua and Swift.
+    @Test func outcomesThatShareAKeptRecordReadTheirOwnTraces() throws {
+        let f = try Fixture(steps + """
+
+            hier.tracing = "path"
+            a = hier.root:child("a")
+            for i = 1, 3 do a:receiveEvent(function(e) if e.stop == i then return "handled" end return "notHandled" end) end
+            alone = hier.root:child("alone")
+            alone:handleEvent(function() end)
+            none = hier.root:child("none")
+            none:handleEvent("Never", function() end)
+            """)
+        #expect(try f.output("""
+            local sent = {{type = "Tap"}, {type = "Key"}, {type = "Tap", stop = 2}, {type = "Key", stop = 2},
+                {type = "Tap", stop = 1}, {type = "Tap"}}
+            local outcomes = {}
+            for i, e in ipairs(sent) do outcomes[i] = a:triggerEvent(e) end
+            outcomes[#outcomes + 1] = alone:triggerEvent("Tap")
+            outcomes[#outcomes + 1] = alone:triggerEvent("Key")
+            outcomes[#outcomes + 1] = none:triggerEvent("Tap")
+            outcomes[#outcomes + 1] = none:triggerEvent("Key")
+            outcomes[1].trace[1].input = "Changed"
+            for _, o in ipairs(outcomes) do print(steps(o)) end
+            print(rawequal(outcomes[1].trace, outcomes[6].trace))
+            """) == [
+                "unhandled: /a#1 Changed -> notHandled, /a#2 Tap -> notHandled, /a#3 Tap -> notHandled",
+                "unhandled: /a#1 Key -> notHandled, /a#2 Key -> notHandled, /a#3 Key -> notHandled",
+                "handled: /a#1 Tap -> notHandled, /a#2 Tap -> handled",
+                "handled: /a#1 Key -> notHandled, /a#2 Key -> handled",
+                "handled: /a#1 Tap -> handled",
+                "unhandled: /a#1 Tap -> notHandled, /a#2 Tap -> notHandled, /a#3 Tap -> notHandled",
+                "handled: /alone#1 Tap -> handled",
+                "handled: /alone#1 Key -> handled",
+                "unhandled: ",
+                "unhandled: ",
+                "false",
+            ])
+        f.hierarchy.traceLevel = .path
+        for type in ["Tap", "Key", "Tap"] {
+            let trace = try #require(try f.hierarchy.trigger(.event(type), at: "/a").trace)
+            #expect(trace.map(\.description) == (1...3).map { "/a #\($0) receiveEvent (test.lua:8): \(type) -> notHandled" })
+        }
+    }
+
+    /// Traced dispatches that record the same share one record: 20,000 outcomes kept, each of a
+    /// run passed by (for half, to its last receive, which handles), hold about what untraced
+    /// ones do, where a record each would be ~250 bytes more an outcome.
+    @Test func tracedOutcomesOfOneShapeShareTheirRecord() throws {
+        let f = try Fixture("""
+            a = hier.root:child("a")
+            for i = 1, 3 do a:receiveEvent(function(e) return e.type == "Stop" and i == 3 and "handled" or "notHandled" end) end
+            """)
+        /// Bytes held a kept outcome, with tracing as `tracing` says.
+        func held(_ tracing: String) throws -> Double {
+            _ = try f.output("kept = nil")
+            f.hierarchy.collectGarbage()
+            f.hierarchy.collectGarbage()
+            let before = f.hierarchy.luaMemory.used
+            _ = try f.output("""
+                hier.tracing = \(tracing)
+                kept = {}
+                for i = 1, 10000 do kept[2 * i - 1], kept[2 * i] = a:triggerEvent("Tap"), a:triggerEvent("Stop") end
+                """)
+            f.hierarchy.collectGarbage()
+            f.hierarchy.collectGarbage()
+            return Double(f.hierarchy.luaMemory.used - before) / 20000
+        }
+        let untraced = try held("false")
+        let traced = try held("'path'")
+        #expect(traced - untraced < 100, "\(traced - untraced) bytes more a traced outcome")
+        #expect(try f.output("print(#kept[1].trace, #kept[2].trace, kept[20000].trace[3].result)") == ["3\t3\thandled"])
+    }
+
+    /// A run's step waits, with no record made, until the next step: then it is written first,
+    /// whatever that step is (handled, filtered entries passed over before it, a raise, a
+    /// replacement, a safety violation at a declaring node, a second run), and a nested
+    /// dispatch counts it among the steps before its responder.
+    @Test func aRunsWaitingStepComesBeforeTheNextStep() throws {
+        let f = try Fixture(steps + """
+
+            hier.tracing = "path"
+            hier.safety = "strict"
+            function chain(name, last)
+                local n = hier.root:child(name)
+                for i = 1, 2 do n:receiveEvent(function() return "notHandled" end) end
+                n:handleEvent("Never", function() end)
+                last(n)
+                return n
+            end
+            hier.root:catchError(function(e) return "Mended" end)
+            hier.root:handleEvent(function() end)
+            """)
+        var enclosing: [Int?] = []
+        f.hierarchy.onDispatch = { outcome, depth in if depth == 2 { enclosing.append(outcome.enclosingStep) } }
+        #expect(try f.output("""
+            local cases = {
+                chain("handler", function(n) end),
+                chain("raise", function(n) n:handleEvent(function() error({type = "Broken"}) end) end),
+                chain("spin", function(n) n:transformEvent(function() return "Spun" end) end),
+                chain("again", function(n) n:receiveError(function() return "notHandled" end) n:receiveEvent(function() return "notHandled" end) end),
+                chain("nest", function(n) n:handleEvent(function() hier.root:child("inner"):triggerEvent("Inner") end) end),
+            }
+            local declaring = hier.root:child("declaring")
+            declaring:triggers{"Tap"}
+            local below = declaring:child("below")
+            for i = 1, 2 do below:receiveEvent(function() return "notHandled" end) end
+            below:handleEvent("Never", function() end)
+            cases[#cases + 1] = below
+            for _, n in ipairs(cases) do
+                for _, type in ipairs{"Tap", "Key"} do print(steps(n:triggerEvent(type))) end
+            end
+            """) == [
+                "handled: /handler#1 Tap -> notHandled, /handler#2 Tap -> notHandled, /#2 Tap -> handled",
+                "handled: /handler#1 Key -> notHandled, /handler#2 Key -> notHandled, /#2 Key -> handled",
+                "handled: /raise#1 Tap -> notHandled, /raise#2 Tap -> notHandled, /raise#4 Tap -> raised Broken, /#1 Broken -> event Mended, /#2 Mended -> handled",
+                "handled: /raise#1 Key -> notHandled, /raise#2 Key -> notHandled, /raise#4 Key -> raised Broken, /#1 Broken -> event Mended, /#2 Mended -> handled",
+                "handled: /spin#1 Tap -> notHandled, /spin#2 Tap -> notHandled, /spin#4 Tap -> event Spun, /#2 Spun -> handled",
+                "handled: /spin#1 Key -> notHandled, /spin#2 Key -> notHandled, /spin#4 Key -> event Spun, /#2 Spun -> handled",
+                "handled: /again#1 Tap -> notHandled, /again#2 Tap -> notHandled, /again#5 Tap -> notHandled, /#2 Tap -> handled",
+                "handled: /again#1 Key -> notHandled, /again#2 Key -> notHandled, /again#5 Key -> notHandled, /#2 Key -> handled",
+                "handled: /nest#1 Tap -> notHandled, /nest#2 Tap -> notHandled, /nest#4 Tap -> handled",
+                "handled: /nest#1 Key -> notHandled, /nest#2 Key -> notHandled, /nest#4 Key -> handled",
+                "handled: /declaring/below#1 Tap -> notHandled, /declaring/below#2 Tap -> notHandled, /#2 Tap -> handled",
+                "handled: /declaring/below#1 Key -> notHandled, /declaring/below#2 Key -> notHandled, /#1 SafetyViolation -> event Mended, /#2 Mended -> handled",
+            ])
+        #expect(enclosing == [2, 2])
+    }
+
     /// A record is made with room for a run of receives and one step after it (walk.c): one
     /// that records more grows, and reads the same, in both tracing modes.
     @Test(arguments: ["path", "full"])
@@ -82,7 +213,8 @@ struct TraceRecordTests {
 
     /// The steps before the limit are kept, and the responder the limit stopped has its own
     /// step: it raised the limit's error (line-protocol.md: a failing responder's step is in
-    /// the trace), inside a run of receives and alone, in both tracing modes.
+    /// the trace), inside a run of receives, alone, and after a run whose step waited (entries
+    /// passed over between), in both tracing modes.
     @Test(arguments: ["path", "full"])
     func aDispatchALimitEndedKeepsTheStepsBeforeTheLimit(mode: String) throws {
         var options = Hierarchy.Options()
@@ -100,9 +232,16 @@ struct TraceRecordTests {
             b:handleEvent("Spun", function() while true do end end)
             o = b:triggerEvent("Tap")
             print(#o.trace, o.trace[1].result, o.trace[2].input, o.trace[2].result)
+            local c = hier.root:child("c")
+            for i = 1, 2 do c:receiveEvent(function() return "notHandled" end) end
+            c:handleEvent("Never", function() end)
+            c:handleEvent(function() while true do end end)
+            o = c:triggerEvent("Tap")
+            print(#o.trace, o.trace[2].index, o.trace[2].result, o.trace[3].index, o.trace[3].result)
             """) == [
                 "InstructionLimitExceeded\t3\tnotHandled\tnotHandled\traised InstructionLimitExceeded\t3",
                 "2\tevent Spun\tSpun\traised InstructionLimitExceeded",
+                "3\t2\tnotHandled\t4\traised InstructionLimitExceeded",
             ])
     }
 }

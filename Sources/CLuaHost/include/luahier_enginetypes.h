@@ -37,7 +37,9 @@ enum {
     LUAHIER_PLAN_LAST = 8,     /* and the slot after them */
     LUAHIER_PLAN_HOSTONLY = 9, /* no entry hands the value to Lua code: the host may keep what a
                                 * value it made stands for (LuaEngine.swift) */
-    LUAHIER_PLAN_ENTRIES = 10
+    LUAHIER_PLAN_RECORDS = 10, /* a traced plan's: the trace records its dispatches share (the
+                                * walk's keptrecord), a table; false when it does not trace */
+    LUAHIER_PLAN_ENTRIES = 11
 };
 
 /* One entry: its fields at these offsets from its first slot. */
@@ -87,15 +89,21 @@ enum {
     LUAHIER_STATE_TYPE = 3,    /* its type, */
     LUAHIER_STATE_ERROR = 4,   /* and whether it is an error */
     LUAHIER_STATE_BEFORE = 5,  /* full tracing: a copy of the value the entry was called with */
-    LUAHIER_STATE_RECORD = 6,  /* the trace record, while a traced walk is under way (else false) */
+    LUAHIER_STATE_RECORD = 6,  /* the trace record, while a traced walk is under way (true until its
+                                * first step makes it; false when not traced) */
     LUAHIER_STATE_PASSED = 7,  /* the traced walk in a run of plain receives: the slot of the first
                                 * of those that passed the value by and are not in the record yet
-                                * (false outside a run) */
-    LUAHIER_STATE_SIZE = 7
+                                * (false outside a run, unless the run's step waits: below) */
+    LUAHIER_STATE_PASSEDTO = 8, /* a run that ended with no record made: the slot of its last
+                                 * entry, whose step waits for the next (false otherwise) */
+    LUAHIER_STATE_SIZE = 8
 };
 
 /* A trace record: its plan, itself (so the record is the pair {plan, record} a traced outcome
- * keeps for its lazy trace), then its steps, up to the first with no entry. A step writes only
+ * keeps for its lazy trace), then its steps, up to the first with no entry. Made at a traced
+ * dispatch's first step (until then state[LUAHIER_STATE_RECORD] is true); a dispatch that
+ * ends with no more than a run passed by and the handling entry returns one its plan keeps
+ * (LUAHIER_PLAN_RECORDS), which is never written to again. A step writes only
  * what it has, and the entries of a run of plain receives (LUAHIER_ENTRY_RUN) that pass the value
  * by one after another are one step of the record: the walk writes them once the run ends or an
  * entry of it does not pass (until then state[LUAHIER_STATE_PASSED] says where they start). */

@@ -304,6 +304,8 @@ final class LuaEngine: DispatchEngine {
         }
         lua_pushboolean(L, hostOnly ? 1 : 0)
         set(Int(LUAHIER_PLAN_HOSTONLY))
+        if plan.trace == .off { lua_pushboolean(L, 0) } else { lua_createtable(L, 0, 2) }
+        set(Int(LUAHIER_PLAN_RECORDS))
         for (slot, value) in [(LUAHIER_PLAN_EVENTS, first), (LUAHIER_PLAN_ERRORS, errorsFirst), (LUAHIER_PLAN_LAST, last)] {
             lua_pushinteger(L, lua_Integer(value))
             set(Int(slot))
@@ -544,12 +546,20 @@ final class LuaEngine: DispatchEngine {
         let state = lua_gettop(L)
         lua_rawgeti(L, state, lua_Integer(LUAHIER_STATE_RECORD))
         defer { luahier_pop(L, 2) }
-        guard lua_type(L, -1) == LUA_TTABLE else { return nil }
-        // With the entries of the run under way that passed the value by, not written yet.
+        // True: traced, and no step written yet (luahier_enginetypes.h).
+        let written = lua_type(L, -1) == LUA_TTABLE ? stepPlaces(ofRecordAt: lua_gettop(L)).count
+            : lua_toboolean(L, -1) != 0 ? 0 : nil
+        guard let written else { return nil }
+        // With the entries of a run that passed the value by, not written yet: the run under
+        // way, up to the entry reached, or one whose step waits, up to its last entry.
         let passedFrom = integer(Int(LUAHIER_STATE_PASSED), of: state)
+        let passedTo = integer(Int(LUAHIER_STATE_PASSEDTO), of: state)
         let reached = integer(Int(LUAHIER_STATE_REACHED), of: state)
-        let unwritten = passedFrom > 0 && reached > passedFrom ? (reached - passedFrom) / Int(LUAHIER_ENTRY_STRIDE) : 0
-        return stepPlaces(ofRecordAt: lua_gettop(L)).count + unwritten
+        let stride = Int(LUAHIER_ENTRY_STRIDE)
+        let unwritten = passedFrom <= 0 ? 0
+            : passedTo > 0 ? (passedTo - passedFrom) / stride + 1
+            : reached > passedFrom ? (reached - passedFrom) / stride : 0
+        return written + unwritten
     }
 
     /// `push_failure`: [-0, +1] a host-made error.
