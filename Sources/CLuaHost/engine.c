@@ -78,8 +78,8 @@ static void luahier_pushlimitend(lua_State *L, luahier_Engine *e, int out_of_mem
  * (luahier_enginetypes.h, LUAHIER_STATE_PASSED), become the run's step, as the walk records
  * them; then the entry the
  * limit stopped (state[REACHED]) raised the limit's error (of type `type`), called with a value
- * of type `input`, as the walk records a responder's raise. Not that step when it is the last
- * one recorded already: the limit tripped after that entry answered. */
+ * of type `input`, as the walk records a responder's raise. Not that step when the last step
+ * recorded has that entry already: the limit tripped after it answered. */
 static void luahier_recordlimitend(lua_State *L, int plan, int state, int input, int type) {
     int top = lua_gettop(L);
     int held = lua_rawgeti(L, state, LUAHIER_STATE_RECORD);
@@ -93,29 +93,35 @@ static void luahier_recordlimitend(lua_State *L, int plan, int state, int input,
     }
     int record = lua_gettop(L);
     lua_Integer reached = luahier_slot(L, state, LUAHIER_STATE_REACHED);
-    lua_Integer step = LUAHIER_TRACE_STEPS, last = 0;
+    /* The last step's entries: `last` to `last_to` (a run's step names its last entry). */
+    lua_Integer step = LUAHIER_TRACE_STEPS, last = 0, last_to = 0;
     while (lua_rawgeti(L, record, step + LUAHIER_STEP_ENTRY) == LUA_TNUMBER) {
-        last = lua_tointegerx(L, -1, NULL);
-        lua_pop(L, 1);
+        last = last_to = lua_tointegerx(L, -1, NULL);
+        if (lua_rawgeti(L, record, step + LUAHIER_STEP_TYPE) == LUA_TNUMBER) last_to = lua_tointegerx(L, -1, NULL);
+        lua_pop(L, 2);
         step += LUAHIER_STEP_STRIDE;
     }
     lua_pop(L, 1);
     if (lua_rawgeti(L, state, LUAHIER_STATE_PASSED) == LUA_TNUMBER) {
         lua_Integer from = lua_tointegerx(L, -1, NULL);
-        if (reached > from) {
+        /* The walk moves forward only, so a last step at `from` is this run's, written before the
+         * limit stopped the walk from saying so (state[PASSED] is cleared after the write). */
+        if (reached > from && last != from) {
             lua_pushinteger(L, from);
             lua_rawseti(L, record, step + LUAHIER_STEP_ENTRY);
             lua_pushvalue(L, input);
             lua_rawseti(L, record, step + LUAHIER_STEP_INPUT);
             /* A run that ended waits with its last entry; one under way ends before `reached`. */
             lua_Integer to = luahier_slot(L, state, LUAHIER_STATE_PASSEDTO);
-            lua_pushinteger(L, to > 0 ? to : reached - LUAHIER_ENTRY_STRIDE);
+            if (to <= 0) to = reached - LUAHIER_ENTRY_STRIDE;
+            lua_pushinteger(L, to);
             lua_rawseti(L, record, step + LUAHIER_STEP_TYPE);
             last = from;
+            last_to = to;
             step += LUAHIER_STEP_STRIDE;
         }
     }
-    if (reached > 0 && last != reached) {
+    if (reached > 0 && (reached < last || reached > last_to)) {
         lua_pushinteger(L, reached);
         lua_rawseti(L, record, step + LUAHIER_STEP_ENTRY);
         lua_pushvalue(L, input);
@@ -126,6 +132,23 @@ static void luahier_recordlimitend(lua_State *L, int plan, int state, int input,
         lua_rawseti(L, record, step + LUAHIER_STEP_TYPE);
     }
     lua_settop(L, top);
+}
+
+/* [-0, +0, m] The record a walk returned before its trip was noticed, made the dispatch's
+ * (state[RECORD]) for the limit's end: a copy, as it may be one its plan keeps, which no one
+ * writes to. */
+static void luahier_takerecord(lua_State *L, int plan, int state, int returned) {
+    luahier_pushrecord(L, plan);
+    lua_Integer step = LUAHIER_TRACE_STEPS;
+    for (; lua_rawgeti(L, returned, step + LUAHIER_STEP_ENTRY) == LUA_TNUMBER; step += LUAHIER_STEP_STRIDE) {
+        lua_rawseti(L, -2, step + LUAHIER_STEP_ENTRY);
+        for (int field = LUAHIER_STEP_ENTRY + 1; field < LUAHIER_STEP_STRIDE; field++) {
+            lua_rawgeti(L, returned, step + field);
+            lua_rawseti(L, -2, step + field);
+        }
+    }
+    lua_pop(L, 1);
+    lua_rawseti(L, state, LUAHIER_STATE_RECORD);
 }
 
 int luahier_rundispatch(lua_State *L, luahier_Engine *e, int plan, int value, int type, int is_error,
@@ -185,6 +208,7 @@ int luahier_rundispatch(lua_State *L, luahier_Engine *e, int plan, int value, in
         }
         if (status == LUA_OK) {
             /* A trip the walk returned from: [+ 3 .. 6 its results, + 7 value, + 8 type]. */
+            if (lua_type(L, base + 6) == LUA_TTABLE) luahier_takerecord(L, plan, state, base + 6);
             lua_copy(L, base + 7, base + 4);
             lua_copy(L, base + 8, base + 5);
             lua_settop(L, base + 5);

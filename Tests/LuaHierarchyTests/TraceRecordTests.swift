@@ -192,6 +192,51 @@ struct TraceRecordTests {
         #expect(enclosing == [2, 2])
     }
 
+    /// A limit that trips anywhere in a traced dispatch leaves a trace: the steps of the
+    /// dispatch without the limit, up to where it stopped, each once; the last may be the
+    /// responder the limit stopped, `raised` it. Swept over every instruction count up to past
+    /// the whole dispatch, in a chain of runs, a transform, a raise, a catch and handlers,
+    /// dispatched three times (the kept records, the walk returned before the trip was seen).
+    @Test(arguments: ["path", "full"])
+    func aLimitAtAnyInstructionLeavesAPrefixOfTheTrace(mode: String) throws {
+        let chain = steps + """
+
+            a = hier.root:child("a") b = a:child("b") c = b:child("c")
+            local function nh(e) local x = 0 for i = 1, 3 do x = x + i end return "notHandled" end
+            c:receiveEvent(nh) c:receiveEvent(nh) c:receiveEvent(nh)
+            b:transformEvent("T", function(e) return {type = "U"} end)
+            b:receiveEvent(nh) b:receiveEvent(nh)
+            b:receiveEvent(function(e) if e.type == "U" then error("fail") end return "notHandled" end)
+            b:receiveError(nh) b:receiveError(nh)
+            a:receiveEvent(function(e) if e.type == "H" then return "handled" end return "notHandled" end)
+            a:catchError("LuaError", function(e) return {type = "Caught"} end)
+            a:receiveEvent(nh) a:receiveEvent(nh)
+            a:handleEvent("Caught", function(e) end)
+            function shown(o) return o.trace and steps(o):gsub("^%w+: ?", "") or "no trace" end
+            """
+        func traces(limit: Int?) throws -> [[String]] {
+            var options = Hierarchy.Options()
+            options.limits.dispatchInstructions = limit
+            let f = try Fixture(chain, options: options)
+            return try f.output("""
+                hier.tracing = "\(mode)"
+                for _, type in ipairs{"T", "H", "T"} do print(shown(c:triggerEvent(type))) end
+                """).map { $0.isEmpty ? [] : $0.components(separatedBy: ", ") }
+        }
+        let whole = try traces(limit: nil)
+        #expect(whole.map(\.count) == [13, 7, 13])
+        for limit in 1...300 {
+            for (got, all) in zip(try traces(limit: limit), whole) {
+                let place = "limit \(limit): \(got) against \(all)"
+                #expect(got.count <= all.count && Array(got.dropLast()) == Array(all.prefix(max(got.count - 1, 0))), "\(place)")
+                guard let last = got.last, got.count <= all.count else { continue }
+                let expected = all[got.count - 1]
+                let raised = expected.components(separatedBy: " -> ")[0] + " -> raised InstructionLimitExceeded"
+                #expect(last == expected || last == raised, "\(place)")
+            }
+        }
+    }
+
     /// A record is made with room for a run of receives and one step after it (walk.c): one
     /// that records more grows, and reads the same, in both tracing modes.
     @Test(arguments: ["path", "full"])
