@@ -48,7 +48,9 @@ struct DecisionLogSettings {
         guard (Size.bytes(maxBytes) ?? 0) > 0 else {
             throw ValidationError("--decision-log-max-bytes takes a size such as 64M, not '\(maxBytes)'")
         }
-        guard keep >= 1 else { throw ValidationError("--decision-log-keep must be 1 or more") }
+        guard keep >= 1 && keep <= DecisionFileSink.keepLimit else {
+            throw ValidationError("--decision-log-keep takes 1 to \(DecisionFileSink.keepLimit) files, not \(keep)")
+        }
         for pointer in mask where !pointer.hasPrefix("/") {
             throw ValidationError("--decision-log-mask takes a JSON pointer such as /request/event/user/email, not '\(pointer)'")
         }

@@ -370,11 +370,10 @@ struct APIDocumentTests {
     /// request (one, or a batch) is refused 503 once `maxWait` passes.
     private func driveOverload(_ conformance: APIConformance) async throws {
         let release = DispatchSemaphore(value: 0)
-        let (server, _) = try Self.server { pool, _ in RouteTests.holdUntil(release, &pool) }
+        let holds = RouteTests.Holds()
+        let (server, _) = try Self.server { pool, _ in RouteTests.holdUntil(release, holds, &pool) }
         try await server.application().test(.router) { client in
-            let held = Task {
-                try await client.execute(uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: #"{"at": "/app", "event": "Hold"}"#))
-            }
+            let held = try await RouteTests.holdTheState(client, holds)
             defer { release.signal() }
             #expect(try await RouteTests.eventually { try await client.execute(uri: "/readyz", method: .get).status == .serviceUnavailable })
             for path in ["/readyz", "/healthz"] {

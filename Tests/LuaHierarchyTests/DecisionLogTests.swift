@@ -232,6 +232,16 @@ struct DecisionLogTests {
         log.close()
     }
 
+    /// Each rotation renames every file kept: their number is bounded, and past it the sink
+    /// is refused as it opens, before any file is touched.
+    @Test func theFileSinkKeepsAtMostAThousandFiles() throws {
+        let path = "/tmp/lhdecisions-\(UUID().uuidString.prefix(8)).ndjson"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(throws: DecisionFileSink.Failure.self) { try DecisionFileSink(path: path, keep: DecisionFileSink.keepLimit + 1) }
+        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(try DecisionFileSink(path: path, keep: DecisionFileSink.keepLimit).keep == 1000)
+    }
+
     @Test func theFileSinkRotatesBySizeKeepingTheNewestFiles() throws {
         let folder = URL(fileURLWithPath: "/tmp/lhdecisions-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

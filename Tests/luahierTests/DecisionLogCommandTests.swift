@@ -83,6 +83,28 @@ struct DecisionLogCommandTests {
         }
     }
 
+    /// Each rotation renames every file kept, so their number is bounded: a billion (a typo in
+    /// a config file) is refused at once, on the command line and in `--config`, where it
+    /// made one rotation a billion renames (the run never ended).
+    @Test func keepingMoreThanAThousandFilesIsRefused() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let flags = ["--decision-log", "d.ndjson", "--decision-log-max-bytes", "1K"]
+        let refused = try Luahier.run(["dispatch", "rules.lua"] + flags + ["--decision-log-keep", "1000000000"], stdin: "", in: folder)
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("--decision-log-keep takes 1 to 1000 files, not 1000000000"), "\(refused.stderr)")
+        let lines = String(repeating: #"{"at": "/app", "event": "Ask"}"# + "\n", count: 200)
+        let kept = try Luahier.run(["dispatch", "rules.lua"] + flags + ["--decision-log-keep", "1000"], stdin: lines, in: folder)
+        #expect(kept.status == 0, "\(kept.stderr)")
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("d.ndjson.1").path))
+        #if Server
+        try Data(#"{"decision-log": "d.ndjson", "decision-log-keep": 1000000000}"#.utf8).write(to: folder.appendingPathComponent("serve.json"))
+        let config = try Luahier.run(["serve", "rules.lua", "--config", "serve.json", "--print-config"], stdin: "", in: folder)
+        #expect(config.status == 2, "\(config.stdout)")
+        #expect(config.stderr.contains("--decision-log-keep takes 1 to 1000 files"), "\(config.stderr)")
+        #endif
+    }
+
     #if Server
     @Test func serveRecordsCarryTheRequestsId() throws {
         let folder = try Self.folder()

@@ -25,8 +25,15 @@ public final class DecisionFileSink: DecisionSink, @unchecked Sendable {
     private var descriptor: Int32
     private var size: Int
 
-    /// Opens (or creates) `path` to append to.
+    /// The most files a sink keeps: each rotation renames every one of them, so the number
+    /// bounds a rotation's work.
+    public static let keepLimit = 1000
+
+    /// Opens (or creates) `path` to append to. `keep` is at least 1 and at most `keepLimit`.
     public init(path: String, maxBytes: Int = 64 << 20, keep: Int = 5) throws(Failure) {
+        guard keep <= Self.keepLimit else {
+            throw Failure(description: "keep \(keep) files: at most \(Self.keepLimit) are kept (each rotation renames them all)")
+        }
         self.path = path
         self.maxBytes = max(maxBytes, 1)
         self.keep = max(keep, 1)
