@@ -286,7 +286,7 @@ extension RulesServer {
                 shadow.submit(body, batch: true, requestID: requestID, live: answers, liveRevision: revision, log: log)
             }
         }
-        let gate = FirstAnswer()
+        let gate = FirstAnswer<RulesPool.Refusal?>()
         let metrics = self.metrics
         let notes = context.notes
         let bodyBytes = body.count
@@ -357,7 +357,7 @@ extension RulesServer {
 
     private func reload(context: ServerContext) async -> Response {
         if let refused = reloadRoutesRefused(doing: "reloading") { return refused }
-        let result = await pool.reload()
+        guard let result = await unlessDraining({ await self.pool.reload() }) else { return shuttingDown("the reload") }
         metrics.recordReload(result)
         onReload(result)
         func revision(_ revision: Revision) -> [String: Value] {
@@ -376,30 +376,34 @@ extension RulesServer {
     }
 }
 
-/// Resumes one waiter once: with nil when a batch's first answer (or its end) is ready, or
-/// with the refusal.
-final class FirstAnswer: Sendable {
-    private let state = Mutex<(opened: Bool, result: RulesPool.Refusal?, waiter: CheckedContinuation<RulesPool.Refusal?, Never>?)>((false, nil, nil))
+/// Resumes one waiter once, with the first answer opened: for a batch, nil when its first
+/// answer (or its end) is ready, or the refusal; for `RulesServer.unlessDraining`, a load's
+/// result or nil at the drain. Later answers are dropped.
+final class FirstAnswer<Answer: Sendable>: Sendable {
+    private let state = Mutex<(opened: Bool, result: Answer?, waiter: CheckedContinuation<Answer, Never>?)>((false, nil, nil))
 
-    func open(_ error: RulesPool.Refusal?) {
-        let waiter: CheckedContinuation<RulesPool.Refusal?, Never>? = state.withLock { state in
+    func open(_ answer: Answer) {
+        let waiter: CheckedContinuation<Answer, Never>? = state.withLock { state in
             guard !state.opened else { return nil }
             state.opened = true
-            state.result = error
+            state.result = answer
             defer { state.waiter = nil }
             return state.waiter
         }
-        waiter?.resume(returning: error)
+        waiter?.resume(returning: answer)
     }
 
-    func wait() async -> RulesPool.Refusal? {
+    /// Whether an answer was opened.
+    var isOpen: Bool { state.withLock { $0.opened } }
+
+    func wait() async -> Answer {
         await withCheckedContinuation { continuation in
-            let ready: (Bool, RulesPool.Refusal?) = state.withLock { state in
-                if state.opened { return (true, state.result) }
+            let ready: Answer? = state.withLock { state in
+                if state.opened { return state.result }
                 state.waiter = continuation
-                return (false, nil)
+                return nil
             }
-            if ready.0 { continuation.resume(returning: ready.1) }
+            if let ready { continuation.resume(returning: ready) }
         }
     }
 }

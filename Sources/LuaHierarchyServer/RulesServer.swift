@@ -323,6 +323,27 @@ public final class RulesServer: Sendable {
 
     private var hasEnded: Bool { ended.withLock { $0 } }
 
+    /// `load`'s result, or nil once SIGTERM's drain has begun: a reload or a candidate still
+    /// loading is left to the process's end (as a SIGHUP reload is), and its request answered
+    /// at once, so the drain does not wait on rules that may load for up to `--timeout`.
+    func unlessDraining<T: Sendable>(_ load: @escaping @Sendable () async -> T) async -> T? {
+        let first = FirstAnswer<T?>()
+        Task { first.open(await load()) }
+        Task {
+            while !first.isOpen && !draining.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(50)) }
+            first.open(nil)
+        }
+        return await first.wait()
+    }
+
+    /// The 503 `ShuttingDown` a reload or candidate route answers once the drain has begun.
+    func shuttingDown(_ what: String) -> Response {
+        ErrorBody.response(
+            .serviceUnavailable, type: "ShuttingDown",
+            message: "the server is shutting down: \(what) goes on until the process ends, unanswered",
+            headers: [.retryAfter: "1"])
+    }
+
     /// The application `run` serves, for the package's tests to drive in process
     /// (HummingbirdTesting), without a socket or signals.
     package func application() throws -> some ApplicationProtocol {

@@ -108,13 +108,23 @@ extension RulesServer {
             return ErrorBody.response(.conflict, type: "ShadowLoadUnderWay", message: "a candidate is being loaded; ask again once it has loaded")
         }
         defer { shadowLoading.withLock { $0 = false } }
-        do {
-            try await startShadow(rulesFile: file, sample: sample, workers: workers, within: folder)
-        } catch {
+        let loaded = await unlessDraining { [file, folder] () async -> Result<Void, ScriptError> in
+            do throws(ScriptError) {
+                try await self.startShadow(rulesFile: file, sample: sample, workers: workers, within: folder)
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch loaded {
+        case nil:
+            return shuttingDown("the candidate's load")
+        case .failure(let error):
             return ErrorBody.response(
                 .unprocessableContent, type: "ShadowLoadFailed", message: error.description, extra: ["shadow": .map(shadowReport())])
+        case .success:
+            return Response.json(.ok, shadowReport())
         }
-        return Response.json(.ok, shadowReport())
     }
 
     /// The file a `rules` member names, when the route may load it, and its folder: a `.lua`

@@ -365,6 +365,51 @@ struct RouteTests {
         }
     }
 
+    /// SIGTERM's drain does not wait on rules still loading: a reload or a candidate's load
+    /// under way when the drain begins is answered 503 `ShuttingDown` at once, and the load
+    /// goes on to the process's end (an attacker's find: the drain waited 18 s for one).
+    @Test func aLoadUnderWayDoesNotHoldTheDrain() async throws {
+        let answers = try await Self.loadsAnsweredAsTheDrainBegins()
+        #expect(answers.map(\.response.status) == [.serviceUnavailable, .serviceUnavailable])
+        for answer in answers {
+            #expect(Self.object(answer.response)["error"].flatMap { ($0 as? [String: Any])?["type"] as? String } == "ShuttingDown")
+        }
+    }
+
+    /// `POST /v1/reload`, then `POST /v1/shadow`, each of rules that hold their load until the
+    /// drain has begun (and the answer came, or the wait's bound passed): their answers, with
+    /// each request's method and path.
+    static func loadsAnsweredAsTheDrainBegins() async throws -> [(response: TestResponse, method: HTTPRequest.Method, path: String)] {
+        let release = DispatchSemaphore(value: 0)
+        let holds = Holds()
+        let (server, rules) = try Self.server { pool, server in
+            RouteTests.holdUntil(release, holds, &pool)
+            server.reloadEndpoint = true
+        }
+        let folder = rules.deletingLastPathComponent()
+        let slow = Self.rules(version: 2) + "\nhold()\n"
+        try slow.write(to: rules, atomically: true, encoding: .utf8)
+        try slow.write(to: folder.appendingPathComponent("candidate.lua"), atomically: true, encoding: .utf8)
+        let candidate = ByteBuffer(string: #"{"rules": "\#(folder.appendingPathComponent("candidate.lua").path)"}"#)
+        return try await server.application().test(.router) { client in
+            var answers: [(response: TestResponse, method: HTTPRequest.Method, path: String)] = []
+            for (number, (path, body)) in [("/v1/reload", ByteBuffer()), ("/v1/shadow", candidate)].enumerated() {
+                server.draining.withLock { $0 = false }
+                let load = Task {
+                    defer { holds.answered.withLock { $0 += 1 } }
+                    return try await client.execute(uri: path, method: .post, body: body)
+                }
+                #expect(await Self.eventually { holds.begun.withLock { $0 } == number + 1 })
+                server.draining.withLock { $0 = true }
+                // Answered while the load still holds its state (a bound against a hang only).
+                #expect(await Self.eventually { holds.answered.withLock { $0 } == number + 1 }, "\(path)")
+                release.signal()
+                answers.append((try await load.value, .post, path))
+            }
+            return answers
+        }
+    }
+
     /// A runaway rule fails only its own request; each limit is set alone, so which trips is
     /// never a race between them.
     @Test(arguments: ["time", "memory"])
