@@ -58,6 +58,9 @@ public final class DecisionLog: @unchecked Sendable {
     private var pendingBytes = 0
     /// Records taken by the log's thread and not yet handed to the sink.
     private var inHand = 0
+    /// Whether `close(timeout:)` counted the records in hand as dropped, its sink too slow:
+    /// the write, if it ever ends, counts them no more.
+    private var inHandDropped = false
     private var counts = Statistics()
     private var closing = false
     private var thread: LargeStack.Joinable?
@@ -134,9 +137,9 @@ public final class DecisionLog: @unchecked Sendable {
 
     /// Hands every record still buffered to the sink, closes it, and ends the log's thread;
     /// records made after it are dropped. Blocks the calling thread until then, or for at most
-    /// `timeout` seconds: past it, the records still buffered are dropped (counted as the
-    /// sink's failure, and logged), and a write under way is left to the process's end (a
-    /// receiver that is down cannot hold a shutdown up).
+    /// `timeout` seconds: past it, the records still buffered and those of a write under way
+    /// are dropped (counted as the sink's failure, and logged), and the write is left to the
+    /// process's end (a receiver that is down cannot hold a shutdown up).
     public func close(timeout: Double? = nil) {
         let running: LargeStack.Joinable? = monitor.locked {
             closing = true
@@ -150,8 +153,9 @@ public final class DecisionLog: @unchecked Sendable {
             let abandoned: Int = monitor.locked {
                 while !(pending.isEmpty && inHand == 0) {
                     if Monitor.now >= deadline {
-                        let count = pending.count
+                        let count = pending.count + inHand
                         counts.droppedSinkFailed += count
+                        inHandDropped = inHand > 0
                         pending = []
                         pendingBytes = 0
                         return count
@@ -233,7 +237,13 @@ public final class DecisionLog: @unchecked Sendable {
                 logger.warning("decision log: \(records.count) records dropped: \(error)")
             }
             monitor.locked {
-                if failed { counts.droppedSinkFailed += records.count } else { counts.logged += records.count }
+                if inHandDropped {
+                    inHandDropped = false
+                } else if failed {
+                    counts.droppedSinkFailed += records.count
+                } else {
+                    counts.logged += records.count
+                }
                 inHand = 0
                 monitor.broadcast()
             }
