@@ -325,8 +325,10 @@ public final class RulesServer: Sendable {
 
     /// `load`'s result, or nil once SIGTERM's drain has begun: a reload or a candidate still
     /// loading is left to the process's end (as a SIGHUP reload is), and its request answered
-    /// at once, so the drain does not wait on rules that may load for up to `--timeout`.
+    /// at once, so the drain does not wait on rules that may load for up to `--timeout`. A load
+    /// asked for once the drain has begun is not started (each would make a pool of states).
     func unlessDraining<T: Sendable>(_ load: @escaping @Sendable () async -> T) async -> T? {
+        if draining.withLock({ $0 }) { return nil }
         let first = FirstAnswer<T?>()
         Task { first.open(await load()) }
         Task {

@@ -401,6 +401,9 @@ struct RouteTests {
                 server.draining.withLock { $0 = true }
                 // Answered while the load still holds its state (a bound against a hang only).
                 #expect(await Self.eventually { holds.answered.withLock { $0 } == 1 }, "\(path)")
+                // Asked for during the drain, no load starts: the hold is not begun again.
+                let during = try await client.execute(uri: path, method: .post, body: body)
+                #expect(during.status == .serviceUnavailable && holds.begun.withLock { $0 } == 1, "\(path)")
                 for _ in 1...4 { release.signal() }
                 return (try await load.value, .post, path)
             })
