@@ -51,7 +51,7 @@ struct PoolHandOffTests {
         let ranBounded = Mutex(false)
         #expect(pool.submit(PoolJob(work: { _ in
             busy.signal()
-            release.wait()
+            _ = release.wait(timeout: .now() + 600)   // a bound against hangs only
         })) == nil)
         #expect(busy.wait(timeout: .now() + 60) == .success)
         // Bounds a tenth of a second apart, set by the jobs themselves, not by pauses between

@@ -70,7 +70,7 @@ struct RouteTests {
         pool.setup = { hierarchy in
             hierarchy.register(function: "hold") { _ in
                 holds.begun.withLock { $0 += 1 }
-                release.wait()
+                _ = release.wait(timeout: .now() + 600)   // a bound against hangs only
                 return .null
             }
         }

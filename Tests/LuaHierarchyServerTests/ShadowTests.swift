@@ -49,7 +49,7 @@ struct ShadowTests {
         pool.setup = { hierarchy in
             hierarchy.register(function: "hold") { _ in
                 entered?.signal()
-                release.wait()
+                _ = release.wait(timeout: .now() + 600)   // a bound against hangs only
                 return .null
             }
         }
@@ -149,7 +149,7 @@ struct ShadowTests {
             let first = try await client.execute(uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: bodies[0]))
             await withCheckedContinuation { continuation in
                 DispatchQueue.global().async {
-                    entered.wait()
+                    _ = entered.wait(timeout: .now() + 600)   // a bound against hangs only
                     continuation.resume()
                 }
             }

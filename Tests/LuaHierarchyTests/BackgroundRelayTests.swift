@@ -20,7 +20,7 @@ struct BackgroundRelayTests {
         private let entered = DispatchSemaphore(value: 0), released = DispatchSemaphore(value: 0)
 
         func block(_ relay: BackgroundRelay) -> Bool {
-            guard relay.send({ [self] in entered.signal(); released.wait() }) else { return false }
+            guard relay.send({ [self] in entered.signal(); _ = released.wait(timeout: .now() + 600) }) else { return false }
             return entered.wait(timeout: .now() + 60) == .success   // a bound against hangs only
         }
 

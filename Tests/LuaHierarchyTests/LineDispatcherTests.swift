@@ -53,7 +53,7 @@ struct LineDispatcherTests {
             for n in 1...lines {
                 let line = #"{"id": \#(n), "at": "/a", "event": {"type": "X", "n": \#(n)}}"# + "\n"
                 _ = line.utf8CString.withUnsafeBufferPointer { write(inputWrite, $0.baseAddress, $0.count - 1) }
-                answering.wait()
+                _ = answering.wait(timeout: .now() + 600)   // a bound against hangs only
             }
             close(inputWrite)
         }
@@ -73,7 +73,7 @@ struct LineDispatcherTests {
         }
         close(outputRead)
         close(inputRead)
-        ended.wait()
+        #expect(ended.wait(timeout: .now() + 600) == .success)   // a bound against hangs only
 
         // At most 4 MiB and the one batch that passed it (a batch holding more writes its own).
         let most = waits.withLock { $0.max() ?? 0 }

@@ -130,7 +130,7 @@ struct RulesPoolTests {
         let refusedAt = Locked<Date?>(nil), ranAt = Locked<Date?>(nil)
         #expect(pool.submit(PoolJob(work: { _ in
             busy.signal()
-            release.wait()
+            _ = release.wait(timeout: .now() + 600)   // a bound against hangs only
             freed.signal()
         })) == nil)
         #expect(busy.wait(timeout: .now() + 60) == .success)
@@ -163,7 +163,7 @@ struct RulesPoolTests {
         let busy = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), after = DispatchSemaphore(value: 0)
         #expect(pool.submit(PoolJob(work: { _ in
             busy.signal()
-            release.wait()
+            _ = release.wait(timeout: .now() + 600)   // a bound against hangs only
         })) == nil)
         #expect(busy.wait(timeout: .now() + 60) == .success)
         weak var held: Sentinel?
@@ -329,7 +329,7 @@ struct RulesPoolTests {
                 done.leave()
             }), maxWaiting: .max)
         }
-        done.wait()
+        #expect(done.wait(timeout: .now() + 600) == .success)   // a bound against hangs only
         #expect(versions.value == Array(repeating: 1, count: 8))
     }
 }

@@ -43,7 +43,7 @@ struct WatchdogTests {
         let release = DispatchSemaphore(value: 0)
         let thread = Thread {
             asleep.withLock { $0 = Self.threadID() }
-            release.wait()
+            _ = release.wait(timeout: .now() + 600)   // a bound against hangs only
         }
         thread.start()
         defer { release.signal() }

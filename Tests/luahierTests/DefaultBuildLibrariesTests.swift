@@ -9,14 +9,8 @@ import Testing
 @Suite("luahier without the Server trait: the libraries it loads")
 struct DefaultBuildLibrariesTests {
     @Test func neitherFoundationNorICUIsNeeded() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["readelf", "--dynamic", Luahier.binary.path]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let readelf = try Luahier.run(["readelf", "--dynamic", Luahier.binary.path], input: nil, executable: URL(fileURLWithPath: "/usr/bin/env"))
+        let text = readelf.stdout
         let needed = text.split(separator: "\n").filter { $0.contains("(NEEDED)") }
         // A binary linked statically needs no library at all; this one is the dynamic build.
         guard !needed.isEmpty else { return }

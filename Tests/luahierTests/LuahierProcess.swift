@@ -30,6 +30,12 @@ final class LuahierProcess: @unchecked Sendable {
     private var stdoutEnded = false
     private var stderrEnded = false
     private var exited = false
+    /// How it ended, as the termination handler read it.
+    private var exitStatus: ExitStatus?
+    private enum ExitStatus {
+        case exit(Int32)
+        case signal(Int32)
+    }
     private var stderrPaused = false
 
     init(
@@ -51,10 +57,11 @@ final class LuahierProcess: @unchecked Sendable {
             guard let handle = FileHandle(forWritingAtPath: path) else { throw CocoaError(.fileNoSuchFile) }
             process.standardOutput = handle
         }
-        process.terminationHandler = { [weak self] _ in
+        process.terminationHandler = { [weak self] ended in
             guard let self else { return }
             changed.lock()
             exited = true
+            exitStatus = ended.terminationReason == .exit ? .exit(ended.terminationStatus) : .signal(ended.terminationStatus)
             changed.broadcast()
             changed.unlock()
         }
@@ -77,7 +84,7 @@ final class LuahierProcess: @unchecked Sendable {
                 if !isStdout {
                     // Paused: the pipe fills and the child's writes there block, until it exits.
                     changed.lock()
-                    while stderrPaused && !exited { changed.wait() }
+                    while stderrPaused && !exited { _ = changed.wait(until: Date().addingTimeInterval(1)) }
                     changed.unlock()
                 }
                 let count = read(descriptor, &buffer, buffer.count)
@@ -306,11 +313,18 @@ final class LuahierProcess: @unchecked Sendable {
             // SIGKILL: a child stuck with its signals blocked would ignore SIGTERM.
             send(SIGKILL)
         }
-        process.waitUntilExit()
-        _ = waitUntil(timeout: 60) { exited && stdoutEnded && stderrEnded }
-        let byExit = process.terminationReason == .exit
-        return Ended(
-            status: byExit ? process.terminationStatus : nil, signal: byExit ? nil : process.terminationStatus, stderr: stderr)
+        // The termination handler's word, not `Process.waitUntilExit`: that one runs the
+        // calling thread's run loop until Foundation notices the exit, and off the main thread
+        // it has been seen to wait forever. The bound is against hangs only.
+        _ = waitUntil(timeout: 600) { exited && stdoutEnded && stderrEnded }
+        changed.lock()
+        let status = exitStatus
+        changed.unlock()
+        switch status {
+        case .exit(let code): return Ended(status: code, signal: nil, stderr: stderr)
+        case .signal(let number): return Ended(status: nil, signal: number, stderr: stderr)
+        case nil: return Ended(status: nil, signal: nil, stderr: stderr + "\n(the test's bound passed and it had not exited)")
+        }
     }
 
     /// As `waitForExit`: the exit status (nil: ended by a signal) and all of stderr.

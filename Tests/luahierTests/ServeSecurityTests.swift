@@ -175,18 +175,9 @@ enum Curl {
         var arguments = ["curl", "-sS", "--max-time", "60", "--cacert", caCertificate, "-X", method, "-D", head, "-o", answer, "-w", "%{http_code}"]
         for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
         if let body { arguments += ["-H", "Content-Type: application/json", "--data-binary", body] }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments + [url]
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let code = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let failure = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0, let status = Int(code) else {
-            throw ServerFailure(message: "curl \(url) exited \(process.terminationStatus): \(failure)")
+        let curl = try Luahier.run(arguments + [url], input: nil, timeout: 90, executable: URL(fileURLWithPath: "/usr/bin/env"))
+        guard curl.status == 0, !curl.signaled, let status = Int(curl.stdout) else {
+            throw ServerFailure(message: "curl \(url) exited \(curl.status): \(curl.stderr)")
         }
         var fields: [String: String] = [:]
         for line in (try? String(contentsOfFile: head, encoding: .utf8))?.components(separatedBy: "\r\n") ?? [] {

@@ -40,6 +40,8 @@ struct ServeTests {
 
         // Clients send single requests and batches without a pause while the rules change.
         let stop = Locked(false)
+        // Set however the test ends: the clients' threads end with it.
+        defer { stop.mutate { $0 = true } }
         let seen = Locked<[(revision: String, versions: Set<Int>, status: Int)]>([])
         let failures = Locked<[String]>([])
         let clients = Clients(4) { client in
@@ -75,7 +77,7 @@ struct ServeTests {
         }
         #expect(answered(by: 4))
         stop.mutate { $0 = true }
-        clients.wait()
+        #expect(clients.allEnded())
 
         #expect(failures.value.isEmpty, "\(failures.value.prefix(3))")
         let answered = seen.value
@@ -131,7 +133,7 @@ struct ServeTests {
         // All four in: two running, two waiting for a state.
         #expect(server.waitForMetric("luahier_pool_waiting", 2))
         server.signal(SIGTERM)
-        clients.wait()
+        #expect(clients.allEnded())
         let status = server.waitForExit()
         #expect(replies.value == [200, 200, 200, 200], "\(failures.value) \(server.stderr)")
         #expect(status == 0)
@@ -194,7 +196,7 @@ struct ServeTests {
             #expect(readiness.json["reason"] as? String == "overloaded")
             #expect((readiness.json["error"] as? [String: Any])?["type"] as? String == "NotReady")
         }
-        slow.wait()
+        #expect(slow.allEnded())
         #expect(try server.get("/readyz").status == 200)
         #expect(try server.post("/v1/dispatch", #"{"at": "/app", "event": "Ask"}"#).status == 200)
         let metrics = try server.get("/metrics").text
@@ -304,7 +306,9 @@ final class Clients: @unchecked Sendable {
         }
     }
 
-    func wait() { group.wait() }
+    /// Whether every body ended within `seconds` (a bound against hangs only).
+    @discardableResult
+    func allEnded(within seconds: Double = 600) -> Bool { group.wait(timeout: .now() + seconds) == .success }
 }
 
 /// A value shared between test threads (closures that escape cannot hold a `Mutex` itself).
