@@ -53,6 +53,10 @@ struct BundlePollerTests {
         return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
     }
 
+    /// A poll's timeout where the test is not about it: a bound against hangs only (a loaded
+    /// machine was seen to keep an exchange waiting past the default 10 s).
+    static let pollBound = 300.0
+
     static func rules(_ version: Int) -> [UInt8] {
         Array(#"hier.root:child("app"):receiveEvent("Ask", function() return {type = "Answer", version = \#(version)} end)"#.utf8)
     }
@@ -72,7 +76,8 @@ struct BundlePollerTests {
         let pool = try RulesPool(options: .init(bundle: first))
         let published = Published()
         try await Self.bundleServer(published).test(.live) { client in
-            let source = RulesServer.BundleSource(url: "http://127.0.0.1:\(try #require(client.port))/rules.bundle", publicKey: keys.publicKey)
+            var source = RulesServer.BundleSource(url: "http://127.0.0.1:\(try #require(client.port))/rules.bundle", publicKey: keys.publicKey)
+            source.timeout = Self.pollBound
             let poller = BundlePoller(options: source, pool: pool, logger: Logger(label: "test")) { _, _ in }
             #expect(poller.sequence == 10, "the bundle the pool started with")
             let second = try Self.bundle(2, signedWith: keys.privateKey, sequence: 20)
@@ -119,6 +124,7 @@ struct BundlePollerTests {
         try await Self.bundleServer(published).test(.live) { client in
             var source = RulesServer.BundleSource(url: "http://127.0.0.1:\(try #require(client.port))/rules.bundle", publicKey: keys.publicKey)
             source.maxBytes = 4096
+            source.timeout = Self.pollBound
             let poller = BundlePoller(options: source, pool: pool, logger: Logger(label: "test")) { _, _ in }
 
             #expect(await poller.poll().0 == .unchanged)
@@ -189,6 +195,7 @@ struct BundlePollerTests {
             var options = RulesServer.Options()
             var source = RulesServer.BundleSource(url: "http://127.0.0.1:\(try #require(bundles.port))/rules.bundle", publicKey: keys.publicKey)
             source.interval = 0.05
+            source.timeout = Self.pollBound
             options.bundleSource = source
             let server = RulesServer(pool: try RulesPool(options: .init(bundle: first)), options: options)
             let poller = try #require(server.bundles)

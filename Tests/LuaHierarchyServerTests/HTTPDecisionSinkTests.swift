@@ -59,10 +59,16 @@ struct HTTPDecisionSinkTests {
 
     static let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
 
+    /// The sink's timeout where the test is not about it: a bound against hangs only. At the
+    /// default 10 s, an exchange that a loaded machine kept waiting that long was sent again,
+    /// and the receiver counted its records twice (sending again is what the sink is for).
+    static let exchangeBound = 300.0
+
     @Test func recordsArriveInGzippedBatches() async throws {
         let receiver = Receiver()
         try await receiver.application.test(.live) { client in
             var options = HTTPDecisionSink.Options(url: "http://127.0.0.1:\(client.port!)/ingest")
+            options.timeout = Self.exchangeBound
             options.batching = DecisionBatching(records: 10, bytes: 1 << 20, interval: 0.05)
             let sink = try HTTPDecisionSink(options: options, logger: Self.logger)
             let log = DecisionLog(sink: sink, source: "serve")
@@ -100,6 +106,7 @@ struct HTTPDecisionSinkTests {
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
         try await app.test(.live) { client in
             var options = HTTPDecisionSink.Options(url: "http://127.0.0.1:\(client.port!)/ingest")
+            options.timeout = Self.exchangeBound
             options.maxAttempts = 1
             let sink = try HTTPDecisionSink(options: options, logger: Self.logger)
             let log = DecisionLog(sink: sink)
@@ -117,6 +124,7 @@ struct HTTPDecisionSinkTests {
         let receiver = Receiver(statuses: [.internalServerError, .serviceUnavailable])
         try await receiver.application.test(.live) { client in
             var options = HTTPDecisionSink.Options(url: "http://127.0.0.1:\(client.port!)/ingest")
+            options.timeout = Self.exchangeBound
             options.initialBackoff = 0.05
             let sink = try HTTPDecisionSink(options: options, logger: Self.logger)
             let log = DecisionLog(sink: sink)

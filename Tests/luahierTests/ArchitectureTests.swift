@@ -4,7 +4,7 @@ import Testing
 /// The layering docs/architecture.md describes: the tree and dispatch know nothing of Lua, the Lua
 /// bridge is the only code that imports CLua, and the CLI uses the library's public and
 /// package API only (never @testable).
-@Suite("Architecture")
+@Suite("Architecture", .ownThreads)
 struct ArchitectureTests {
     static func swiftFiles(under folder: String) throws -> [(path: String, text: String)] {
         let root = Luahier.packageRoot.appendingPathComponent(folder)

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `luahier bundle build|sign|verify|keygen`, and `dispatch` and `run` on a bundle.
-@Suite("luahier bundle")
+@Suite("luahier bundle", .ownThreads)
 struct BundleCommandTests {
     /// A folder with rules.lua requiring lib/prices.lua, and an input line for it.
     static func rulesFolder() throws -> URL {

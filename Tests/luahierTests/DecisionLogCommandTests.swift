@@ -3,7 +3,7 @@ import Testing
 
 /// `--decision-log` on the real binary: `dispatch` and `serve` record each answered request
 /// (docs/decision-log.md).
-@Suite("Decision log flags")
+@Suite("Decision log flags", .ownThreads)
 struct DecisionLogCommandTests {
     static let rules = """
         local app = hier.root:child("app")

@@ -6,7 +6,7 @@ import Testing
 /// and swift-argument-parser take FoundationEssentials, swift-crypto from 4.0 too): a build
 /// with Swift's runtime as shared libraries loads neither Foundation nor ICU at its start
 /// (docs/performance.md, Startup). With the trait, the server's packages bring Foundation in.
-@Suite("luahier without the Server trait: the libraries it loads")
+@Suite("luahier without the Server trait: the libraries it loads", .ownThreads)
 struct DefaultBuildLibrariesTests {
     @Test func neitherFoundationNorICUIsNeeded() throws {
         let readelf = try Luahier.run(["readelf", "--dynamic", Luahier.binary.path], input: nil, executable: URL(fileURLWithPath: "/usr/bin/env"))

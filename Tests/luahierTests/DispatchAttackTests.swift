@@ -5,7 +5,7 @@ import Testing
 /// answers held outside the memory cap, requests the cap cannot hold, the wording of a memory
 /// error, ids not echoed as they came, null payload members, and descriptions that changed from
 /// run to run.
-@Suite("luahier dispatch, after the attack")
+@Suite("luahier dispatch, after the attack", .ownThreads)
 struct DispatchAttackTests {
     static func outcomes(_ stdout: String) throws -> [[String: Any]] {
         try stdout.split(separator: "\n").map { line in

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `luahier dispatch`: the rules engine over JSON lines (contract §5, §8), run as a user would.
-@Suite("luahier dispatch")
+@Suite("luahier dispatch", .ownThreads)
 struct DispatchCommandTests {
     /// A small tree: /app handles Tap; /app/feed turns "Oops" errors into a Retry event and
     /// echoes any "Echo" event unchanged (it passes the root unhandled).

@@ -4,7 +4,7 @@ import Testing
 /// `luahier dispatch` as a stage of a distributed engine (docs/spark.md): each partition of an
 /// input, run apart with `--line-offset`, `--source` and `--rules-name`, answers exactly as one
 /// run over the whole input does, and `--invalid-ok` keeps invalid lines from failing the stage.
-@Suite("luahier dispatch, partitioned")
+@Suite("luahier dispatch, partitioned", .ownThreads)
 struct DispatchPartitionTests {
     static let input = Luahier.packageRoot.appendingPathComponent("scripts/alerts.jsonl")
     static let flags = ["--source", "alerts", "--rules-name", "alerts.lua"]

@@ -4,7 +4,7 @@ import Testing
 /// What a user reads when something goes wrong (issue: every message helps): an error table
 /// shows what it holds, a cause shows what it is, argument errors read as stock Lua's, and
 /// nothing on stderr is raw or unbounded.
-@Suite("Error messages a person can act on")
+@Suite("Error messages a person can act on", .ownThreads)
 struct ErrorMessageTests {
     /// The folder `Luahier.script` wrote the script to, as messages name it (`/tmp/lh-X/`).
     static func folder(_ result: Luahier.Result) -> String {
@@ -97,7 +97,7 @@ struct ErrorMessageTests {
 /// Found by the attack on the issue's work: what the host copies to describe an error stays
 /// under the memory cap, a reported table's `__tostring` is its message as a raised one's
 /// is, and `dispatch` presents errors its rules report while they load.
-@Suite("Descriptions bounded, nothing dropped")
+@Suite("Descriptions bounded, nothing dropped", .ownThreads)
 struct DescriptionTests {
     /// Runs `script` under `--max-memory 64M` and checks its peak against the limits table's
     /// bound (HostMemoryProcessTests.withinBounds; not under ASan, whose shadow memory the

@@ -4,7 +4,7 @@ import Testing
 /// Every script in `scripts/` runs here, and its stdout, stderr and exit status are checked
 /// against golden files in `Tests/luahierTests/Golden/`. Set `UPDATE_GOLDEN=1` to rewrite
 /// them after a deliberate change (and read the diff).
-@Suite("Example scripts")
+@Suite("Example scripts", .ownThreads)
 struct ExampleScriptTests {
     /// How each example runs: the golden files' name, the command line, the exit status.
     static let examples: [String: (arguments: [String], status: Int32)] = [

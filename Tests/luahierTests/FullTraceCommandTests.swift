@@ -3,7 +3,7 @@ import Testing
 
 /// `--trace full` through the binary: a trace's copies keep every key, never change what a
 /// line is answered, and stay within the memory bound (limits.md).
-@Suite("luahier --trace full")
+@Suite("luahier --trace full", .ownThreads)
 struct FullTraceCommandTests {
     static func dispatch(_ rules: String, _ line: String, flags: [String]) throws -> [String: Any] {
         let result = try Luahier.run(["dispatch", Luahier.script(rules, name: "rules.lua")] + flags, stdin: line + "\n", timeout: 120)

@@ -4,7 +4,7 @@ import Testing
 /// Cases that would crash or hang an undefended host, run through the built binary in a
 /// child process: the exit status is never a signal, stderr names the error once, the time
 /// is bounded, and the peak memory stays within the cap plus a fixed overhead.
-@Suite("Hostile scripts through luahier (contract §7)")
+@Suite("Hostile scripts through luahier (contract §7)", .ownThreads)
 struct HostileProcessTests {
     /// The binary's own footprint (Swift runtime, Foundation, the 256 MiB stack's touched
     /// pages) on top of the Lua cap; measured about 22 MiB idle.
@@ -75,7 +75,7 @@ struct HostileProcessTests {
 /// the host copy what the Lua heap holds once (node names, nodes, responders, full traces,
 /// string arguments). It must end with `MemoryLimitExceeded`, and the process must stay
 /// within 1.3 × the cap + 64 MiB.
-@Suite("Host copies under the memory cap, through luahier (contract §7)")
+@Suite("Host copies under the memory cap, through luahier (contract §7)", .ownThreads)
 struct HostMemoryProcessTests {
     struct Case: Sendable, CustomTestStringConvertible {
         var name: String
@@ -149,7 +149,7 @@ struct HostMemoryProcessTests {
     }
 }
 
-@Suite("luahier host flags")
+@Suite("luahier host flags", .ownThreads)
 struct HostFlagTests {
     @Test func unsafeOpensTheFullLibrary() throws {
         let script = try Luahier.script("print(io ~= nil, os.getenv ~= nil, debug ~= nil)")
@@ -239,7 +239,7 @@ struct HostFlagTests {
 
 /// The domain tags (Sources/CLuaHost/tags.c) against finalizers, which only the full libraries
 /// let a script write: what a review found.
-@Suite("Domain tags and finalizers")
+@Suite("Domain tags and finalizers", .ownThreads)
 struct DomainTagFinalizerTests {
     static let chain = """
         local root = hier.root

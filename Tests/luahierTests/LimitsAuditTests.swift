@@ -4,7 +4,7 @@ import Testing
 /// What the limits audit found (docs/limits.md: each host entry's cost), held here through the
 /// binary, as a user meets it: host work that no limit covered, a memory trip `pcall` could
 /// swallow, rules files read whole and outside the cap, traces that dropped values silently.
-@Suite("Limits that bound everything")
+@Suite("Limits that bound everything", .ownThreads)
 struct LimitsAuditTests {
     /// contract §7's bound for the process at a 64M cap: 1.3 × the cap + 64 MiB (not under ASan,
     /// whose shadow memory and quarantine it does not count).

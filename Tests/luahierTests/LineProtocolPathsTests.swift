@@ -7,7 +7,7 @@ import Testing
 /// the same line but for the id. What is left on two paths is the JSON of a value: plain data
 /// by C, anything else by the host's careful writer (JSONWriterTests holds the two to the same
 /// text for the same value).
-@Suite("The line protocol: one judge, one writer")
+@Suite("The line protocol: one judge, one writer", .ownThreads)
 struct LineProtocolPathsTests {
     /// Rules whose answers take every field (tools/compare-dispatch.sh answers with them too).
     private var rules: String {

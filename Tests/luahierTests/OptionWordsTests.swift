@@ -6,7 +6,7 @@ import Testing
 /// an empty value after `=`, which the parser would fill with the next word. Each is a
 /// usage error (exit 2, the message on stderr), alike whether the plain reading or the parser
 /// reads the rest, and alike from serve's environment and config file.
-@Suite("luahier: option values that read as something else")
+@Suite("luahier: option values that read as something else", .ownThreads)
 struct OptionWordsTests {
     static let script = "print('ran')"
 

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// Publishing, safety, alerts and the detached policy as the CLI shows them (contract §6, §8).
-@Suite("luahier run: alerts, safety warnings, detached errors")
+@Suite("luahier run: alerts, safety warnings, detached errors", .ownThreads)
 struct ParityCommandTests {
     private let upload = """
         local app = hier.root:child("app")
@@ -93,7 +93,7 @@ struct ParityCommandTests {
     }
 }
 
-@Suite("luahier dispatch: alerts and safety")
+@Suite("luahier dispatch: alerts and safety", .ownThreads)
 struct DispatchParityTests {
     @Test func anAlertsChoiceIsInTheOutcomeLineAndStrictSafetyApplies() throws {
         let rules = try Luahier.script("""

@@ -6,7 +6,7 @@ import Testing
 /// what the parser makes of it: every case runs once as written and once in a form only the
 /// parser reads (a `--` before run's FILE; the options after the other commands' positional
 /// words), and both runs must end alike, and differently from a run without the option.
-@Suite("luahier: command lines read without the parser")
+@Suite("luahier: command lines read without the parser", .ownThreads)
 struct PlainCommandLineTests {
     static let loop = "while true do end"
     static let dispatchLoop = """

@@ -12,7 +12,7 @@ import Testing
 ///   is run, and each `print(...)  --> expected` must print that;
 /// - every relative link points to a file that exists, and no page cites a ticket number or
 ///   a contract file a clone does not have.
-@Suite("README and docs examples, run")
+@Suite("README and docs examples, run", .ownThreads)
 struct ReadmeTests {
     /// A page of the documentation: its path from the package root, and its text.
     struct Page: CustomStringConvertible {

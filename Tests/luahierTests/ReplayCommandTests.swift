@@ -8,7 +8,7 @@ import FoundationXML
 /// `luahier replay`: a decision log run again against rules, the changed outcomes reported
 /// (docs/replay.md). The log is made here from `dispatch`'s own answers to scripts/alerts.jsonl,
 /// as tools/make-decision-log.sh makes one; the changed rules are in Fixtures/replay.
-@Suite("luahier replay")
+@Suite("luahier replay", .ownThreads)
 struct ReplayCommandTests {
     static let fixtures = "Tests/luahierTests/Fixtures/replay"
     /// The flags every replay of the log takes: dispatch read the requests from stdin, and

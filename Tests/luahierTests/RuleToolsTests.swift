@@ -8,7 +8,7 @@ import FoundationXML
 /// `luahier test` and `luahier explain` (contract §9), run as a user runs them. The fixtures are in
 /// Tests/luahierTests/Fixtures/ruletests: `routing.lua` (rules), `routing_test.lua` (passes),
 /// `failing_test.lua` (fails on purpose, one test per kind of failure).
-@Suite("Rule tests and explain (contract §9)")
+@Suite("Rule tests and explain (contract §9)", .ownThreads)
 struct RuleToolsTests {
     static let fixtures = Luahier.packageRoot.appendingPathComponent("Tests/luahierTests/Fixtures/ruletests")
     static let golden = Luahier.packageRoot.appendingPathComponent("Tests/luahierTests/Golden")

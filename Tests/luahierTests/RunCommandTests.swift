@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("luahier run (contract §8)")
+@Suite("luahier run (contract §8)", .ownThreads)
 struct RunCommandTests {
     @Test func helpExitsZeroAndDocumentsExitCodes() throws {
         let top = try Luahier.run(["--help"])

@@ -4,7 +4,7 @@ import Testing
 /// The attacks of the sandbox-and-limits issue, each class run through the built binary in a
 /// child process: the exit status and the exact error, a bounded time, a bounded peak RSS,
 /// and no crash (contract §7).
-@Suite("Sandbox and limits through luahier (contract §7)")
+@Suite("Sandbox and limits through luahier (contract §7)", .ownThreads)
 struct SandboxProcessTests {
     struct Case: Sendable, CustomTestStringConvertible {
         var name: String
@@ -114,7 +114,7 @@ struct SandboxProcessTests {
 
 /// Text the host prints on a script's behalf escapes control characters and is bounded
 /// (contract §7): an error message cannot drive the terminal or flood it.
-@Suite("Printed text is escaped and bounded")
+@Suite("Printed text is escaped and bounded", .ownThreads)
 struct PrintedTextTests {
     @Test func errorsEscapeControlCharactersAndAreBounded() throws {
         let script = try Luahier.script("error('bad\\27[31mred\\r\\nline2\\0nul\\u{202E}' .. ('x'):rep(1e6))", name: "ctl.lua")

@@ -4,7 +4,7 @@ import Testing
 
 /// What an attacker, given only the docs, found in `luahier serve`, each now held: against a
 /// real server on loopback.
-@Suite("luahier serve: what an attacker found", .serialized)
+@Suite("luahier serve: what an attacker found", .serialized, .ownThreads)
 struct ServeAttackTests {
     static let rules = """
         local app = hier.root:child("app")

@@ -5,7 +5,7 @@ import Testing
 /// `luahier serve` against clients and rules that would hold it without bounds: slow
 /// readers, long batches, an unread stderr, idle and surplus connections, a shutdown whose
 /// requests outlast the grace (contract §7: bounded time and memory; §9).
-@Suite("luahier serve, bounded", .serialized)
+@Suite("luahier serve, bounded", .serialized, .ownThreads)
 struct ServeBoundsTests {
     static let rules = """
         local app = hier.root:child("app")

@@ -4,7 +4,7 @@ import Testing
 
 /// `luahier serve` with signed bundles: a bundle as RULES, bundles pulled from a real HTTP
 /// server on loopback (`--bundle-url`), and `--require-revision` (docs/bundles.md).
-@Suite("luahier serve, bundles", .serialized)
+@Suite("luahier serve, bundles", .serialized, .ownThreads)
 struct ServeBundleTests {
     static func rules(_ version: Int) -> String {
         #"hier.root:child("app"):receiveEvent("Ask", function() return {type = "Answer", version = \#(version)} end)"# + "\n"

@@ -5,7 +5,7 @@ import Testing
 /// (`--config FILE`, `LUAHIER_CONFIG`), as well as its flags: every option reachable both
 /// ways, the precedence (command line > environment > file > default), and usage errors
 /// that name the variable or the file and key (docs/serve.md, Configuration).
-@Suite("luahier serve, configuration")
+@Suite("luahier serve, configuration", .ownThreads)
 struct ServeConfigurationTests {
     /// Runs `luahier arguments...` with `variables` added to the test's environment.
     static func run(_ arguments: [String], environment variables: [String: String] = [:]) throws -> (status: Int32?, stdout: String, stderr: String) {

@@ -4,7 +4,7 @@ import Testing
 
 /// `luahier serve` on an address it cannot listen on: one line saying why and what to change,
 /// exit 2 (the command line names the address, as it names a missing file).
-@Suite("luahier serve, an address it cannot listen on")
+@Suite("luahier serve, an address it cannot listen on", .ownThreads)
 struct ServeListenTests {
     /// A loopback socket listening on a free port, held by the test; closed by `close`.
     struct HeldPort {

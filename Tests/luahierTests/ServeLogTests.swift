@@ -5,7 +5,7 @@ import Testing
 /// What `luahier serve` says of each request, against a real server on loopback: its access
 /// log (text and JSON), request ids and traces, the rules' print tied to its request, and the
 /// refusals only a connection shows (a stalled body's 408, bytes that are not HTTP).
-@Suite("luahier serve: logs, request ids, refusals on the wire", .serialized)
+@Suite("luahier serve: logs, request ids, refusals on the wire", .serialized, .ownThreads)
 struct ServeLogTests {
     static let rules = """
         local app = hier.root:child("app")

@@ -6,7 +6,7 @@ import Testing
 /// Each case starts serve twice, once so and once with a `--` at the end, which only the
 /// parser reads, and asks both the same: the answers must be alike, and differ from those of
 /// a server started without the options.
-@Suite("luahier serve: command lines read without the parser", .serialized)
+@Suite("luahier serve: command lines read without the parser", .serialized, .ownThreads)
 struct ServePlainCommandLineTests {
     static let rules = """
         local app = hier.root:child("app")

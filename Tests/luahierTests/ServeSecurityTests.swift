@@ -6,7 +6,7 @@ import Testing
 /// (`--dispatch-token-file`, `--reload-token-file`, `LUAHIER_DISPATCH_TOKEN`,
 /// `LUAHIER_RELOAD_TOKEN`), against a real server on loopback; HTTPS through curl, trusting
 /// the test certificate of Fixtures/tls.
-@Suite("luahier serve, TLS and bearer tokens", .serialized)
+@Suite("luahier serve, TLS and bearer tokens", .serialized, .ownThreads)
 struct ServeSecurityTests {
     static let tls = Luahier.packageRoot.appendingPathComponent("Tests/luahierTests/Fixtures/tls")
     static let certificate = tls.appendingPathComponent("cert.pem").path

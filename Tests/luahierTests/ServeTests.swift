@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 
 /// `luahier serve` against a real server on loopback, through a plain HTTP client (contract §9).
-@Suite("luahier serve (contract §9)", .serialized)
+@Suite("luahier serve (contract §9)", .serialized, .ownThreads)
 struct ServeTests {
     /// Rules whose answers say which version of the file answered them.
     static func rules(version: Int) -> String {

@@ -4,7 +4,7 @@ import Testing
 
 /// `luahier serve --shadow`, as a user runs it: the built binary on loopback, the candidate
 /// beside the live rules (docs/shadow.md).
-@Suite("luahier serve --shadow", .serialized)
+@Suite("luahier serve --shadow", .serialized, .ownThreads)
 struct ShadowServeTests {
     static let ask = #"{"at": "/app", "event": "Ask"}"#
 

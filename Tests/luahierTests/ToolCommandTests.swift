@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("luahier check and luahier tree (contract §8)")
+@Suite("luahier check and luahier tree (contract §8)", .ownThreads)
 struct ToolCommandTests {
     @Test func checkExitsZeroWhenCleanOneWithFindingsTwoOnUsage() throws {
         let clean = try Luahier.run(["check", try Luahier.script("hier.root:receiveEvent(function() return 'handled' end)")])
@@ -176,7 +176,7 @@ struct ToolCommandTests {
 
 #if !Server
 /// Built without the Server trait (the default), `serve` says how to get it, exit 2.
-@Suite struct ServeWithoutTheServerTraitTests {
+@Suite(.ownThreads) struct ServeWithoutTheServerTraitTests {
     @Test func serveSaysHowToBuildIt() throws {
         let rules = try Luahier.script("hier.root:child('a')", name: "rules.lua")
         let run = try Luahier.run(["serve", rules])

@@ -5,7 +5,7 @@ import Testing
 /// waited to its own limit of 90 minutes); a bounded one fails its own test and lets the rest
 /// report. Every wait in every test target is enumerated here, not sampled: the calls that can
 /// block for ever are refused by their text.
-@Suite("Tests wait with a bound")
+@Suite("Tests wait with a bound", .ownThreads)
 struct UnboundedWaitTests {
     /// Calls that block until something else happens, with no bound of their own, and the
     /// bounded form to use instead.

@@ -4,7 +4,7 @@ import Testing
 /// `luahier` as a Unix tool (contract §8): arguments as lua5.4 takes them, stdin, shebang
 /// scripts, positional input, one error style, output flushed per line and never lost,
 /// signals, failed writes, `--version`, the man page and completions.
-@Suite("luahier as a Unix citizen (contract §8)")
+@Suite("luahier as a Unix citizen (contract §8)", .ownThreads)
 struct UnixCitizenTests {
     // MARK: Arguments
 
