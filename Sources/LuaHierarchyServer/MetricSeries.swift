@@ -29,6 +29,10 @@ final class MetricSeries: Sendable {
     private let ready: Gauge
     private let waits: Counter
     private let overloaded: Counter
+    private let bodies: BodyBudget
+    private let bodyBytes: Gauge
+    private let bodiesRefused: Counter
+    private let shownBodiesRefused = Mutex(0)
     private let printer: DetachedPrinter?
     private let printDropped: Counter
     private let process: ProcessGauges
@@ -44,9 +48,10 @@ final class MetricSeries: Sendable {
     let shadow: ShadowCounters
     private let shadowActive: Gauge
 
-    init(pool: RulesPool, printer: DetachedPrinter?) {
+    init(pool: RulesPool, printer: DetachedPrinter?, bodies: BodyBudget) {
         self.pool = pool
         self.printer = printer
+        self.bodies = bodies
         let registry = self.registry
         outcomes = LineStatus.allCases.map { status in
             registry.makeCounter(descriptor: .named("luahier_outcomes_total", "Request lines answered, by outcome status."), labels: [("status", status.rawValue)])
@@ -69,6 +74,10 @@ final class MetricSeries: Sendable {
         ready = registry.makeGauge(descriptor: .named("luahier_ready", "1 while /readyz answers 200: not draining, not overloaded."))
         waits = registry.makeCounter(descriptor: .named("luahier_pool_waits_total", "Requests that waited for a free state."))
         overloaded = registry.makeCounter(descriptor: .named("luahier_pool_overloaded_total", "Requests refused: no state was free in time."))
+        bodyBytes = registry.makeGauge(descriptor: .named(
+            "luahier_body_bytes_in_flight", "Bytes of request bodies held now, across connections (--max-bodies-in-flight)."))
+        bodiesRefused = registry.makeCounter(descriptor: .named(
+            "luahier_bodies_refused_total", "Requests answered 503: their body would have passed --max-bodies-in-flight."))
         printDropped = registry.makeCounter(descriptor: .named("luahier_print_dropped_total", "Lines the rules printed that were dropped: stderr was not being read."))
         registry.makeGauge(
             descriptor: .named("luahier_build_info", "The build: its version and Lua's (always 1)."),
@@ -267,6 +276,9 @@ final class MetricSeries: Sendable {
         printDropped.increment(by: Int64(dropped - droppedBefore))
         waits.increment(by: Int64(statistics.waits - before.waits))
         overloaded.increment(by: Int64(statistics.overloaded - before.overloaded))
+        let refusals = bodies.refusals
+        bodiesRefused.increment(by: Int64(refusals - shownBodiesRefused.withLock { shown in defer { shown = refusals }; return shown }))
+        bodyBytes.set(Double(bodies.heldBytes))
         revision.set(Double(pool.revision.number))
         failing.set(pool.lastReloadFailure == nil ? 0.0 : 1.0)
         workers.set(Double(pool.workers))

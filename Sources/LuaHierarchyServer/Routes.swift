@@ -196,12 +196,30 @@ extension RulesServer {
             return refusal(.contentTooLarge, type: "BodyTooLarge", close: true, message: tooLarge)
         }
         var collected = ByteBuffer()
+        // What the body's buffer took of the server's budget: its capacity, which grows by
+        // powers of two ahead of its bytes. Given back once the request is answered (a batch's,
+        // once its answers begin to stream).
+        var taken = 0
+        defer { bodies.give(taken) }
         do {
             for try await part in request.body {
-                if collected.readableBytes + part.readableBytes > options.maxBodyBytes {
+                let needed = collected.readableBytes + part.readableBytes
+                if needed > options.maxBodyBytes {
                     metrics.record(.invalid)
                     context.closeAfterAnswer()
                     return refusal(.contentTooLarge, type: "BodyTooLarge", close: true, message: tooLarge)
+                }
+                if needed > collected.capacity {
+                    let capacity = BodyBudget.capacity(for: needed)
+                    guard bodies.take(capacity - taken) else {
+                        context.closeAfterAnswer()
+                        return refusal(.serviceUnavailable, type: "Overloaded", close: true, message: """
+                            the bodies of the requests in flight hold the server's limit of \(bodies.limit) bytes \
+                            (--max-bodies-in-flight); try again
+                            """, retry: true)
+                    }
+                    taken = capacity
+                    collected.reserveCapacity(needed)
                 }
                 collected.writeImmutableBuffer(part)
             }

@@ -42,6 +42,12 @@ public final class RulesServer: Sendable {
         public var port = 8080
         /// Larger bodies are refused with 413 before any rule runs.
         public var maxBodyBytes = 1 << 20
+        /// The bytes of request bodies the server holds at once, summed across connections (as
+        /// they arrive, until each request is answered); a body whose next part would pass it is
+        /// answered 503 `Overloaded` at once and its connection closed. A body takes its buffer's
+        /// capacity: the power of two at or above its bytes. Taken as at least the capacity a
+        /// body of `maxBodyBytes` takes, or no body that size could come.
+        public var maxBodiesInFlightBytes = 64 << 20
         /// `POST /v1/reload` reloads the rules (off: 403), for anyone who reaches the port
         /// unless `reloadTokens` are set.
         public var reloadEndpoint = false
@@ -125,6 +131,8 @@ public final class RulesServer: Sendable {
     let options: Options
     let metrics: ServerMetrics
     let inFlight = InFlight()
+    /// The bytes of the bodies being read and answered, against `maxBodiesInFlightBytes`.
+    let bodies: BodyBudget
     /// Set when the service group `run` started has ended.
     private let ended = Mutex(false)
     /// Set once the socket listens: a failure before it is a `ListenFailure`.
@@ -159,7 +167,8 @@ public final class RulesServer: Sendable {
         self.options = options
         self.onReload = onReload
         self.logger = logger
-        let metrics = ServerMetrics(pool: pool, printer: printer)
+        bodies = BodyBudget(limit: max(options.maxBodiesInFlightBytes, BodyBudget.capacity(for: options.maxBodyBytes)))
+        let metrics = ServerMetrics(pool: pool, printer: printer, bodies: bodies)
         self.metrics = metrics
         requiredRevision = Mutex(options.requiredRevision?.lowercased())
         bundles = options.bundleSource.map { source in

@@ -23,6 +23,9 @@ import Synchronization
 /// - `luahier_batches_stopped_total{reason}`: batches stopped early because the client went
 ///   away (`client_gone`) or left the answers unread too long (`client_stalled`);
 /// - `luahier_reloads_total{result}`: `loaded`, `unchanged`, `failed`;
+/// - `luahier_bodies_refused_total`: requests answered 503 because their body would have
+///   passed `--max-bodies-in-flight`; gauge `luahier_body_bytes_in_flight`: what the bodies
+///   read and not yet answered hold (`BodyBudget`);
 /// - `luahier_pool_waits_total`, `luahier_pool_overloaded_total`: requests that waited for
 ///   a free state, and those refused because none came in time;
 /// - `luahier_print_dropped_total`: lines the rules printed that were dropped because
@@ -50,11 +53,13 @@ import Synchronization
 final class ServerMetrics: Sendable {
     private let pool: RulesPool
     private let printer: DetachedPrinter?
+    private let bodies: BodyBudget
     private let registered = Mutex<MetricSeries?>(nil)
 
-    init(pool: RulesPool, printer: DetachedPrinter?) {
+    init(pool: RulesPool, printer: DetachedPrinter?, bodies: BodyBudget) {
         self.pool = pool
         self.printer = printer
+        self.bodies = bodies
     }
 
     /// Registers the series now, if they were not yet.
@@ -67,7 +72,7 @@ final class ServerMetrics: Sendable {
     private var series: MetricSeries {
         registered.withLock { registered in
             if let registered { return registered }
-            let made = MetricSeries(pool: pool, printer: printer)
+            let made = MetricSeries(pool: pool, printer: printer, bodies: bodies)
             registered = made
             return made
         }

@@ -12,6 +12,7 @@ struct ServeRun {
     var port = 8080
     var workers = 1
     var maxBody = "1M"
+    var maxBodiesInFlight = "64M"
     var maxWait: Double = 10
     var idleTimeout: Double = 30
     var maxConnections = 1024
@@ -47,7 +48,7 @@ struct ServeRun {
     /// long name), all but `--config` and `--print-config`: the config file's settings and
     /// the report of them are the parser's (`ServeConfiguration`).
     static let plainOptions = PlainCommandLine.hostOptions.merging([
-        "host": .value, "port": .anyValue, "workers": .anyValue, "max-body": .anyValue, "max-wait": .anyValue,
+        "host": .value, "port": .anyValue, "workers": .anyValue, "max-body": .anyValue, "max-bodies-in-flight": .anyValue, "max-wait": .anyValue,
         "idle-timeout": .anyValue, "max-connections": .anyValue, "shutdown-grace": .anyValue, "shutdown-delay": .anyValue,
         "trace": .value, "log-format": .value, "log-level": .value, "watch": .flag, "reload-endpoint": .flag,
         "tls-cert": .value, "tls-key": .value, "dispatch-token-file": .value, "reload-token-file": .value,
@@ -111,6 +112,7 @@ struct ServeRun {
         // Text as given (`String.init(argument:)` takes every word).
         run.host = value("host") ?? run.host
         run.maxBody = value("max-body") ?? run.maxBody
+        run.maxBodiesInFlight = value("max-bodies-in-flight") ?? run.maxBodiesInFlight
         run.tlsCert = value("tls-cert")
         run.tlsKey = value("tls-key")
         run.dispatchTokenFile = value("dispatch-token-file")
@@ -160,6 +162,9 @@ struct ServeRun {
         }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard try maxBodyBytes() > 0 else { throw ValidationError("--max-body must be more than 0") }
+        guard try maxBodiesInFlightBytes() >= maxBodyBytes() else {
+            throw ValidationError("--max-bodies-in-flight (\(maxBodiesInFlight)) must be at least --max-body (\(maxBody)): no body that size could come")
+        }
         guard maxWait > 0, maxWait <= Self.longestWait else { throw ValidationError("--max-wait must be more than 0 seconds, and at most \(Int(Self.longestWait))") }
         guard idleTimeout > 0, idleTimeout <= Self.longestWait else {
             throw ValidationError("--idle-timeout must be more than 0 seconds, and at most \(Int(Self.longestWait))")
@@ -178,6 +183,14 @@ struct ServeRun {
 
     /// A value of the plain command line that its type does not read.
     private struct Unreadable: Error {}
+
+    /// `--max-bodies-in-flight` in bytes.
+    func maxBodiesInFlightBytes() throws -> Int {
+        guard let bytes = Size.bytes(maxBodiesInFlight) else {
+            throw ValidationError("--max-bodies-in-flight takes a size such as 16M or 1G, not '\(maxBodiesInFlight)'")
+        }
+        return bytes
+    }
 
     /// `--max-body` in bytes.
     func maxBodyBytes() throws -> Int {

@@ -27,6 +27,8 @@ struct MetricsExpositionTests {
     /// with the zero series of each rule error type and of each route's latency beside them.
     static let zeroState = #"""
         # HELP luahier_batches_stopped_total Batches stopped before their last line: the client went away, or left the answers unread too long.
+        # HELP luahier_bodies_refused_total Requests answered 503: their body would have passed --max-bodies-in-flight.
+        # HELP luahier_body_bytes_in_flight Bytes of request bodies held now, across connections (--max-bodies-in-flight).
         # HELP luahier_build_info The build: its version and Lua's (always 1).
         # HELP luahier_bundle_polls_total Polls of --bundle-url, by what became of them.
         # HELP luahier_evaluation_seconds Time on a state (the rules' work: read, run, written), per request or per batch.
@@ -56,6 +58,8 @@ struct MetricsExpositionTests {
         # HELP process_start_time_seconds Start time of the process since the epoch, in seconds.
         # HELP process_virtual_memory_bytes Virtual memory size in bytes.
         # TYPE luahier_batches_stopped_total counter
+        # TYPE luahier_bodies_refused_total counter
+        # TYPE luahier_body_bytes_in_flight gauge
         # TYPE luahier_build_info gauge
         # TYPE luahier_bundle_polls_total counter
         # TYPE luahier_evaluation_seconds histogram
@@ -86,6 +90,8 @@ struct MetricsExpositionTests {
         # TYPE process_virtual_memory_bytes gauge
         luahier_batches_stopped_total{reason="client_gone"} 0
         luahier_batches_stopped_total{reason="client_stalled"} 0
+        luahier_bodies_refused_total 0
+        luahier_body_bytes_in_flight 0.0
         luahier_build_info{VERSIONS} 1.0
         luahier_bundle_polls_total{result="failed"} 0
         luahier_bundle_polls_total{result="loaded"} 0

@@ -156,6 +156,49 @@ struct ServeBoundsTests {
         #expect(closed)
     }
 
+    /// Bodies still coming hold no more than `--max-bodies-in-flight` between them (an
+    /// attacker's find: 600 clients each sending all but the last byte of 1 MiB held 832 MB).
+    /// The request whose next part would pass it is answered 503 at once and its connection
+    /// closed; the others are answered in full, and what they held is given back.
+    @Test func bodiesStillComingAreBoundedAcrossConnections() throws {
+        let usage = try Luahier.run(["serve", try Luahier.script(Self.rules, name: "rules.lua"), "--max-bodies-in-flight", "512K"])
+        #expect(usage.status == 2)
+        #expect(usage.stderr.contains("--max-bodies-in-flight (512K) must be at least --max-body (1M)"), "\(usage.stderr)")
+
+        let server = try Self.server(["--max-body", "64K", "--max-bodies-in-flight", "128K", "--idle-timeout", "60"])
+        defer { server.stop() }
+        let ask = #"{"at": "/app", "event": "Ask"}"#
+        let body = Array((ask + String(repeating: " ", count: 60_000 - ask.utf8.count)).utf8)
+        // Closed after its answer, so that each answer is read to its end.
+        let request = Array("POST /v1/dispatch HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body
+        // Two requests but their last byte: bodies of 59,999 bytes, each in a buffer of 64 KiB,
+        // which is what a body takes: the whole budget of 128 KiB.
+        let waiting = try (0..<2).map { _ in
+            let client = try Connection(port: server.port)
+            client.send(Array(request.dropLast()))
+            return client
+        }
+        #expect(server.waitForMetric("luahier_body_bytes_in_flight", 131_072))
+        // A third body passes the budget: refused at once, its connection closed.
+        let third = try Connection(port: server.port)
+        third.send(Array(request.prefix(request.count - body.count + 20_000)))
+        let refused = third.receive(within: 30)
+        let text = String(decoding: refused.bytes, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 503"), "\(text)")
+        #expect(text.contains("\"Overloaded\"") && text.contains("--max-bodies-in-flight"), "\(text)")
+        #expect(text.lowercased().contains("retry-after: 1"))
+        #expect(refused.closed || third.receive(within: 30).closed)
+        // The two waiting ones end their bodies and are answered; what they held is given back.
+        for client in waiting {
+            client.send([body.last!])
+            let answer = String(decoding: client.receive(within: 30).bytes, as: UTF8.self)
+            #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer)")
+        }
+        #expect(server.waitForMetric("luahier_body_bytes_in_flight", 0))
+        #expect(server.metric("luahier_bodies_refused_total", in: try server.get("/metrics").text) == 1)
+        #expect(try server.post("/v1/dispatch", String(decoding: body, as: UTF8.self)).status == 200)
+    }
+
     @Test func aStalledBatchGivesItsStateUpWhenOthersWaitForIt() throws {
         let server = try Self.server(["--idle-timeout", "60", "--max-wait", "40"])
         defer { server.stop() }
