@@ -1,17 +1,18 @@
 #if Server
 import Synchronization
 
-/// The bytes of request bodies the server holds, summed across its connections, against the
-/// most it may hold (`RulesServer.Options.maxBodiesInFlightBytes`, `--max-bodies-in-flight`).
+/// Bytes the server holds for its clients, summed across connections, against the most it may
+/// hold: the request bodies being read (`--max-bodies-in-flight`) and the answers waiting for
+/// their clients to read them (`--max-answers-unsent`).
 ///
-/// `--max-body` bounds one body and `--idle-timeout` how long it may take to come; neither
-/// bounds their sum, which clients that each send all but a body's last byte can raise to
-/// `--max-connections` × `--max-body`. A body takes from the budget as its bytes arrive (not
-/// as its `Content-Length` promises: a promise costs a client nothing to make), as much as its
-/// buffer's capacity, and gives it back once its request is answered; a part that would pass
-/// the limit is refused, and its request answered 503 at once.
-final class BodyBudget: Sendable {
-    /// The most the bodies in flight may hold, in bytes.
+/// Each connection's share is bounded on its own (`--max-body`; `--idle-timeout` for a client
+/// that reads nothing), but not their sum, which `--max-connections` clients could raise to
+/// that many times the share. A body takes from its budget as its bytes arrive (never what its
+/// `Content-Length` promises: a promise costs a client nothing to make), as much as its
+/// buffer's capacity, and gives it back once its request is answered; an answer takes its
+/// bytes when made, and gives them back as they are handed to the connection.
+final class ByteBudget: Sendable {
+    /// The most the budget's holders may take, in bytes.
     let limit: Int
     private let held = Atomic<Int>(0)
     private let refusedCount = Atomic<Int>(0)
@@ -20,7 +21,8 @@ final class BodyBudget: Sendable {
         self.limit = limit
     }
 
-    /// Takes `bytes` more for a body; false, taking nothing, when that would pass the limit.
+    /// Takes `bytes` more; false, taking nothing and counting a refusal, when that would pass
+    /// the limit.
     func take(_ bytes: Int) -> Bool {
         var current = held.load(ordering: .relaxed)
         while true {
@@ -34,7 +36,20 @@ final class BodyBudget: Sendable {
         }
     }
 
-    /// Gives back `bytes` a body took.
+    /// Takes `bytes` whatever is held: what is already made (an answer) cannot be refused.
+    func add(_ bytes: Int) {
+        held.add(bytes, ordering: .relaxed)
+    }
+
+    /// Whether the holders hold the limit or more: a request that would add to them is
+    /// refused (and counted) before any rule runs.
+    func isSpent() -> Bool {
+        guard held.load(ordering: .relaxed) >= limit else { return false }
+        refusedCount.add(1, ordering: .relaxed)
+        return true
+    }
+
+    /// Gives back `bytes` taken.
     func give(_ bytes: Int) {
         guard bytes > 0 else { return }
         held.subtract(bytes, ordering: .relaxed)
@@ -49,7 +64,7 @@ final class BodyBudget: Sendable {
     /// The bytes taken now.
     var heldBytes: Int { held.load(ordering: .relaxed) }
 
-    /// Parts refused so far: one per request answered 503 for it.
+    /// Refusals so far: one per request answered 503 for this budget.
     var refusals: Int { refusedCount.load(ordering: .relaxed) }
 }
 #endif

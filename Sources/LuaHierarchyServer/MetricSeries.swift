@@ -29,10 +29,14 @@ final class MetricSeries: Sendable {
     private let ready: Gauge
     private let waits: Counter
     private let overloaded: Counter
-    private let bodies: BodyBudget
+    private let bodies: ByteBudget
     private let bodyBytes: Gauge
     private let bodiesRefused: Counter
     private let shownBodiesRefused = Mutex(0)
+    private let answers: ByteBudget
+    private let answerBytes: Gauge
+    private let answersRefused: Counter
+    private let shownAnswersRefused = Mutex(0)
     private let printer: DetachedPrinter?
     private let printDropped: Counter
     private let process: ProcessGauges
@@ -48,10 +52,11 @@ final class MetricSeries: Sendable {
     let shadow: ShadowCounters
     private let shadowActive: Gauge
 
-    init(pool: RulesPool, printer: DetachedPrinter?, bodies: BodyBudget) {
+    init(pool: RulesPool, printer: DetachedPrinter?, bodies: ByteBudget, answers: ByteBudget) {
         self.pool = pool
         self.printer = printer
         self.bodies = bodies
+        self.answers = answers
         let registry = self.registry
         outcomes = LineStatus.allCases.map { status in
             registry.makeCounter(descriptor: .named("luahier_outcomes_total", "Request lines answered, by outcome status."), labels: [("status", status.rawValue)])
@@ -78,6 +83,10 @@ final class MetricSeries: Sendable {
             "luahier_body_bytes_in_flight", "Bytes of request bodies held now, across connections (--max-bodies-in-flight)."))
         bodiesRefused = registry.makeCounter(descriptor: .named(
             "luahier_bodies_refused_total", "Requests answered 503: their body would have passed --max-bodies-in-flight."))
+        answerBytes = registry.makeGauge(descriptor: .named(
+            "luahier_answer_bytes_unsent", "Bytes of answers waiting for their clients to read them (--max-answers-unsent)."))
+        answersRefused = registry.makeCounter(descriptor: .named(
+            "luahier_answers_refused_total", "Requests answered 503: the answers waiting for their clients held --max-answers-unsent."))
         printDropped = registry.makeCounter(descriptor: .named("luahier_print_dropped_total", "Lines the rules printed that were dropped: stderr was not being read."))
         registry.makeGauge(
             descriptor: .named("luahier_build_info", "The build: its version and Lua's (always 1)."),
@@ -279,6 +288,9 @@ final class MetricSeries: Sendable {
         let refusals = bodies.refusals
         bodiesRefused.increment(by: Int64(refusals - shownBodiesRefused.withLock { shown in defer { shown = refusals }; return shown }))
         bodyBytes.set(Double(bodies.heldBytes))
+        let answerRefusals = answers.refusals
+        answersRefused.increment(by: Int64(answerRefusals - shownAnswersRefused.withLock { shown in defer { shown = answerRefusals }; return shown }))
+        answerBytes.set(Double(answers.heldBytes))
         revision.set(Double(pool.revision.number))
         failing.set(pool.lastReloadFailure == nil ? 0.0 : 1.0)
         workers.set(Double(pool.workers))

@@ -210,7 +210,7 @@ extension RulesServer {
                     return refusal(.contentTooLarge, type: "BodyTooLarge", close: true, message: tooLarge)
                 }
                 if needed > collected.capacity {
-                    let capacity = BodyBudget.capacity(for: needed)
+                    let capacity = ByteBudget.capacity(for: needed)
                     guard bodies.take(capacity - taken) else {
                         context.closeAfterAnswer()
                         return refusal(.serviceUnavailable, type: "Overloaded", close: true, message: """
@@ -244,10 +244,17 @@ extension RulesServer {
                                message: "the server is shutting down; the body had not arrived whole", retry: true)
             }
         }
+        // No new work while the answers left unread hold their budget: what they hold goes
+        // only as their clients read (or --idle-timeout closes their connections). Asked again
+        // on the state, before any rule runs: the request may have waited for it meanwhile.
+        let answers = self.answers
+        if answers.isSpent() { return answersSpent() }
         let body = collected.readBytes(length: collected.readableBytes) ?? []
         if fields.isBatch { return await batch(body, context: context) }
         do {
-            let answer = try await pool.dispatch(body, requestID: context.identity.id)
+            guard let answer = try await pool.dispatch(body, requestID: context.identity.id, admit: { !answers.isSpent() }) else {
+                return answersSpent()
+            }
             metrics.record(answer.status)
             metrics.recordEvaluation(answer.evaluation, batch: false)
             metrics.recordRuleFailures(answer.ruleFailures)
@@ -272,7 +279,7 @@ extension RulesServer {
                     .contentType: "application/json", .contentLength: String(json.readableBytes),
                     RequestIdentity.requestIDField: context.identity.id,
                 ],
-                body: .init(byteBuffer: json))
+                body: json.readableBytes <= Self.answerPart ? .init(byteBuffer: json) : UnsentAnswer(json, budget: answers).body(on: context.channel))
             return shadowed(response, body: body, requestID: context.identity.id, answer: answer)
         } catch {
             return refusal(error)
@@ -338,6 +345,14 @@ extension RulesServer {
         }
         notes.set { $0.streamed = true }
         return Response(status: .ok, headers: [.contentType: "application/x-ndjson"], body: .init(asyncSequence: pipe))
+    }
+
+    /// 503 `Overloaded`: the answers waiting for their clients hold `maxAnswersUnsentBytes`.
+    private func answersSpent() -> Response {
+        refusal(.serviceUnavailable, type: "Overloaded", message: """
+            the answers waiting for their clients to read them hold the server's limit of \(answers.limit) bytes \
+            (--max-answers-unsent); try again
+            """, retry: true)
     }
 
     private func refusal(_ refused: RulesPool.Refusal) -> Response {

@@ -48,6 +48,11 @@ public final class RulesServer: Sendable {
         /// capacity: the power of two at or above its bytes. Taken as at least the capacity a
         /// body of `maxBodyBytes` takes, or no body that size could come.
         public var maxBodiesInFlightBytes = 64 << 20
+        /// The bytes of answers waiting for their clients to read them, summed across
+        /// connections (an answer over `RulesServer.answerPart` bytes is held until handed to its
+        /// connection, which takes more as its client reads). While they reach it, a request is
+        /// answered 503 `Overloaded` before any rule runs.
+        public var maxAnswersUnsentBytes = 64 << 20
         /// `POST /v1/reload` reloads the rules (off: 403), for anyone who reaches the port
         /// unless `reloadTokens` are set.
         public var reloadEndpoint = false
@@ -132,7 +137,14 @@ public final class RulesServer: Sendable {
     let metrics: ServerMetrics
     let inFlight = InFlight()
     /// The bytes of the bodies being read and answered, against `maxBodiesInFlightBytes`.
-    let bodies: BodyBudget
+    let bodies: ByteBudget
+    /// The bytes of the answers not yet handed to their connections, against
+    /// `maxAnswersUnsentBytes` (`UnsentAnswer`).
+    let answers: ByteBudget
+    /// An answer over this many bytes is written a part of this size at a time, and held
+    /// against `answers` until handed over; a smaller one goes to its connection whole, where
+    /// `maxConnections` bounds what they hold.
+    static let answerPart = 64 << 10
     /// Set when the service group `run` started has ended.
     private let ended = Mutex(false)
     /// Set once the socket listens: a failure before it is a `ListenFailure`.
@@ -167,8 +179,9 @@ public final class RulesServer: Sendable {
         self.options = options
         self.onReload = onReload
         self.logger = logger
-        bodies = BodyBudget(limit: max(options.maxBodiesInFlightBytes, BodyBudget.capacity(for: options.maxBodyBytes)))
-        let metrics = ServerMetrics(pool: pool, printer: printer, bodies: bodies)
+        bodies = ByteBudget(limit: max(options.maxBodiesInFlightBytes, ByteBudget.capacity(for: options.maxBodyBytes)))
+        answers = ByteBudget(limit: options.maxAnswersUnsentBytes)
+        let metrics = ServerMetrics(pool: pool, printer: printer, bodies: bodies, answers: answers)
         self.metrics = metrics
         requiredRevision = Mutex(options.requiredRevision?.lowercased())
         bundles = options.bundleSource.map { source in

@@ -25,7 +25,10 @@ import Synchronization
 /// - `luahier_reloads_total{result}`: `loaded`, `unchanged`, `failed`;
 /// - `luahier_bodies_refused_total`: requests answered 503 because their body would have
 ///   passed `--max-bodies-in-flight`; gauge `luahier_body_bytes_in_flight`: what the bodies
-///   read and not yet answered hold (`BodyBudget`);
+///   read and not yet answered hold (`ByteBudget`);
+/// - `luahier_answers_refused_total`: requests answered 503 because the answers waiting for
+///   their clients held `--max-answers-unsent`; gauge `luahier_answer_bytes_unsent`: what
+///   they hold (`UnsentAnswer`);
 /// - `luahier_pool_waits_total`, `luahier_pool_overloaded_total`: requests that waited for
 ///   a free state, and those refused because none came in time;
 /// - `luahier_print_dropped_total`: lines the rules printed that were dropped because
@@ -53,13 +56,15 @@ import Synchronization
 final class ServerMetrics: Sendable {
     private let pool: RulesPool
     private let printer: DetachedPrinter?
-    private let bodies: BodyBudget
+    private let bodies: ByteBudget
+    private let answers: ByteBudget
     private let registered = Mutex<MetricSeries?>(nil)
 
-    init(pool: RulesPool, printer: DetachedPrinter?, bodies: BodyBudget) {
+    init(pool: RulesPool, printer: DetachedPrinter?, bodies: ByteBudget, answers: ByteBudget) {
         self.pool = pool
         self.printer = printer
         self.bodies = bodies
+        self.answers = answers
     }
 
     /// Registers the series now, if they were not yet.
@@ -72,7 +77,7 @@ final class ServerMetrics: Sendable {
     private var series: MetricSeries {
         registered.withLock { registered in
             if let registered { return registered }
-            let made = MetricSeries(pool: pool, printer: printer, bodies: bodies)
+            let made = MetricSeries(pool: pool, printer: printer, bodies: bodies, answers: answers)
             registered = made
             return made
         }

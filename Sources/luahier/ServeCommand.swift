@@ -60,6 +60,10 @@ struct Serve: ParsableCommand {
         "Bytes of request bodies held at once, across connections, e.g. 64M; past it a request gets 503.", valueName: "size"))
     var maxBodiesInFlight = ServeRun.defaults.maxBodiesInFlight
 
+    @Option(parsing: .unconditional, help: ArgumentHelp(
+        "Bytes of answers left unread by their clients, across connections, e.g. 64M; past it a request gets 503.", valueName: "size"))
+    var maxAnswersUnsent = ServeRun.defaults.maxAnswersUnsent
+
     @Option(parsing: .unconditional, help: ArgumentHelp("Seconds a request may wait for a free state before it gets 503.", valueName: "seconds"))
     var maxWait = ServeRun.defaults.maxWait
 
@@ -154,7 +158,7 @@ struct Serve: ParsableCommand {
         var run = ServeRun(rules: rules.script, arguments: arguments)
         (run.host, run.port, run.workers, run.maxBody, run.maxWait) = (host, port, workers, maxBody, maxWait)
         (run.idleTimeout, run.maxConnections, run.shutdownGrace, run.shutdownDelay) = (idleTimeout, maxConnections, shutdownGrace, shutdownDelay)
-        run.maxBodiesInFlight = maxBodiesInFlight
+        (run.maxBodiesInFlight, run.maxAnswersUnsent) = (maxBodiesInFlight, maxAnswersUnsent)
         (run.trace, run.logFormat, run.logLevel, run.watch, run.reloadEndpoint) = (trace, logFormat, logLevel, watch, reloadEndpoint)
         (run.tlsCert, run.tlsKey, run.dispatchTokenFile, run.reloadTokenFile) = (tlsCert, tlsKey, dispatchTokenFile, reloadTokenFile)
         (run.shadow, run.shadowSample, run.shadowWorkers) = (shadow, shadowSample, shadowWorkers)
@@ -234,6 +238,7 @@ extension ServeRun {
         serverOptions.port = port
         serverOptions.maxBodyBytes = try maxBodyBytes()
         serverOptions.maxBodiesInFlightBytes = try maxBodiesInFlightBytes()
+        serverOptions.maxAnswersUnsentBytes = try maxAnswersUnsentBytes()
         serverOptions.reloadEndpoint = reloadEndpoint
         serverOptions.idleTimeout = idleTimeout
         serverOptions.maxConnections = maxConnections

@@ -13,6 +13,7 @@ struct ServeRun {
     var workers = 1
     var maxBody = "1M"
     var maxBodiesInFlight = "64M"
+    var maxAnswersUnsent = "64M"
     var maxWait: Double = 10
     var idleTimeout: Double = 30
     var maxConnections = 1024
@@ -48,7 +49,7 @@ struct ServeRun {
     /// long name), all but `--config` and `--print-config`: the config file's settings and
     /// the report of them are the parser's (`ServeConfiguration`).
     static let plainOptions = PlainCommandLine.hostOptions.merging([
-        "host": .value, "port": .anyValue, "workers": .anyValue, "max-body": .anyValue, "max-bodies-in-flight": .anyValue, "max-wait": .anyValue,
+        "host": .value, "port": .anyValue, "workers": .anyValue, "max-body": .anyValue, "max-bodies-in-flight": .anyValue, "max-answers-unsent": .anyValue, "max-wait": .anyValue,
         "idle-timeout": .anyValue, "max-connections": .anyValue, "shutdown-grace": .anyValue, "shutdown-delay": .anyValue,
         "trace": .value, "log-format": .value, "log-level": .value, "watch": .flag, "reload-endpoint": .flag,
         "tls-cert": .value, "tls-key": .value, "dispatch-token-file": .value, "reload-token-file": .value,
@@ -113,6 +114,7 @@ struct ServeRun {
         run.host = value("host") ?? run.host
         run.maxBody = value("max-body") ?? run.maxBody
         run.maxBodiesInFlight = value("max-bodies-in-flight") ?? run.maxBodiesInFlight
+        run.maxAnswersUnsent = value("max-answers-unsent") ?? run.maxAnswersUnsent
         run.tlsCert = value("tls-cert")
         run.tlsKey = value("tls-key")
         run.dispatchTokenFile = value("dispatch-token-file")
@@ -165,6 +167,7 @@ struct ServeRun {
         guard try maxBodiesInFlightBytes() >= maxBodyBytes() else {
             throw ValidationError("--max-bodies-in-flight (\(maxBodiesInFlight)) must be at least --max-body (\(maxBody)): no body that size could come")
         }
+        guard try maxAnswersUnsentBytes() > 0 else { throw ValidationError("--max-answers-unsent must be more than 0") }
         guard maxWait > 0, maxWait <= Self.longestWait else { throw ValidationError("--max-wait must be more than 0 seconds, and at most \(Int(Self.longestWait))") }
         guard idleTimeout > 0, idleTimeout <= Self.longestWait else {
             throw ValidationError("--idle-timeout must be more than 0 seconds, and at most \(Int(Self.longestWait))")
@@ -186,8 +189,18 @@ struct ServeRun {
 
     /// `--max-bodies-in-flight` in bytes.
     func maxBodiesInFlightBytes() throws -> Int {
-        guard let bytes = Size.bytes(maxBodiesInFlight) else {
-            throw ValidationError("--max-bodies-in-flight takes a size such as 16M or 1G, not '\(maxBodiesInFlight)'")
+        try Self.size(maxBodiesInFlight, of: "max-bodies-in-flight")
+    }
+
+    /// `--max-answers-unsent` in bytes.
+    func maxAnswersUnsentBytes() throws -> Int {
+        try Self.size(maxAnswersUnsent, of: "max-answers-unsent")
+    }
+
+    /// A size option's value in bytes, or its usage error.
+    private static func size(_ text: String, of option: String) throws -> Int {
+        guard let bytes = Size.bytes(text) else {
+            throw ValidationError("--\(option) takes a size such as 16M or 1G, not '\(text)'")
         }
         return bytes
     }

@@ -5,12 +5,12 @@ import NIOCore
 import Synchronization
 import Testing
 
-/// The server-wide budget of bodies in flight (`BodyBudget`): what it takes never passes its
+/// The server-wide budget of bodies in flight (`ByteBudget`): what it takes never passes its
 /// limit, however many connections take and give at once, and all of it comes back.
 @Suite("The budget of bodies in flight")
-struct BodyBudgetTests {
+struct ByteBudgetTests {
     @Test func aTakeThatWouldPassTheLimitTakesNothing() {
-        let budget = BodyBudget(limit: 100)
+        let budget = ByteBudget(limit: 100)
         #expect(budget.take(60))
         #expect(!budget.take(41))
         #expect(budget.heldBytes == 60 && budget.refusals == 1)
@@ -23,18 +23,18 @@ struct BodyBudgetTests {
 
     /// A body takes its buffer's capacity: `ByteBuffer` allocates powers of two.
     @Test func aBodyTakesItsBuffersCapacity() {
-        #expect([0, 1, 2, 3, 1000, 65_536, 65_537].map(BodyBudget.capacity(for:)) == [0, 1, 2, 4, 1024, 65_536, 131_072])
+        #expect([0, 1, 2, 3, 1000, 65_536, 65_537].map(ByteBudget.capacity(for:)) == [0, 1, 2, 4, 1024, 65_536, 131_072])
         var buffer = ByteBuffer()
         for bytes in [1, 3, 1000, 65_537] {
             buffer.reserveCapacity(bytes)
-            #expect(buffer.capacity == BodyBudget.capacity(for: bytes), "\(bytes)")
+            #expect(buffer.capacity == ByteBudget.capacity(for: bytes), "\(bytes)")
         }
     }
 
     /// Eight threads take and give 20,000 times each: the total any of them sees after a take
     /// is within the limit, and it ends at 0.
     @Test func concurrentTakesNeverPassTheLimit() {
-        let budget = BodyBudget(limit: 10_000)
+        let budget = ByteBudget(limit: 10_000)
         let overLimit = Mutex(0)
         let group = DispatchGroup()
         for _ in 0..<8 {

@@ -26,6 +26,8 @@ struct MetricsExpositionTests {
     /// registered them at start, `serve --workers 1`, its first `GET /metrics`), normalized,
     /// with the zero series of each rule error type and of each route's latency beside them.
     static let zeroState = #"""
+        # HELP luahier_answer_bytes_unsent Bytes of answers waiting for their clients to read them (--max-answers-unsent).
+        # HELP luahier_answers_refused_total Requests answered 503: the answers waiting for their clients held --max-answers-unsent.
         # HELP luahier_batches_stopped_total Batches stopped before their last line: the client went away, or left the answers unread too long.
         # HELP luahier_bodies_refused_total Requests answered 503: their body would have passed --max-bodies-in-flight.
         # HELP luahier_body_bytes_in_flight Bytes of request bodies held now, across connections (--max-bodies-in-flight).
@@ -57,6 +59,8 @@ struct MetricsExpositionTests {
         # HELP process_resident_memory_bytes Resident memory size in bytes.
         # HELP process_start_time_seconds Start time of the process since the epoch, in seconds.
         # HELP process_virtual_memory_bytes Virtual memory size in bytes.
+        # TYPE luahier_answer_bytes_unsent gauge
+        # TYPE luahier_answers_refused_total counter
         # TYPE luahier_batches_stopped_total counter
         # TYPE luahier_bodies_refused_total counter
         # TYPE luahier_body_bytes_in_flight gauge
@@ -88,6 +92,8 @@ struct MetricsExpositionTests {
         # TYPE process_resident_memory_bytes gauge
         # TYPE process_start_time_seconds gauge
         # TYPE process_virtual_memory_bytes gauge
+        luahier_answer_bytes_unsent 0.0
+        luahier_answers_refused_total 0
         luahier_batches_stopped_total{reason="client_gone"} 0
         luahier_batches_stopped_total{reason="client_stalled"} 0
         luahier_bodies_refused_total 0

@@ -430,7 +430,7 @@ struct ShadowTestRegistry {
 
     init() throws {
         let pool = try RulesPool(options: .init(rulesSource: ""))
-        counters = ServerMetrics(pool: pool, printer: nil, bodies: BodyBudget(limit: 1 << 20)).shadow
+        counters = ServerMetrics(pool: pool, printer: nil, bodies: ByteBudget(limit: 1 << 20), answers: ByteBudget(limit: 1 << 20)).shadow
     }
 }
 #endif

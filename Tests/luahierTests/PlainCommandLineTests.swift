@@ -122,7 +122,7 @@ struct PlainCommandLineTests {
         let host = try table("PlainCommandLine.swift", "hostOptions: [String: Kind]")
         let run = try table("RunCommand.swift", "plainOptions = PlainCommandLine.hostOptions.merging(")
         let serve = try table("ServeRun.swift", "plainOptions = PlainCommandLine.hostOptions.merging(")
-        #expect(host.count == 6 && run.count == 4 && serve.count == 31, "the tables were not found where they are read: \(host), \(run), \(serve)")
+        #expect(host.count == 6 && run.count == 4 && serve.count == 32, "the tables were not found where they are read: \(host), \(run), \(serve)")
         let plain = [
             "run": host.merging(run) { $1 }, "check": host, "test": host, "dispatch": host, "serve": host.merging(serve) { $1 },
         ]

@@ -199,6 +199,35 @@ struct ServeBoundsTests {
         #expect(try server.post("/v1/dispatch", String(decoding: body, as: UTF8.self)).status == 200)
     }
 
+    /// Answers their clients leave unread hold no more than `--max-answers-unsent` between
+    /// them, past what the connections' own buffers take: once they reach it, a request is
+    /// answered 503 before any rule runs, and as the clients read, it is given back.
+    @Test func answersLeftUnreadAreBoundedAcrossConnections() throws {
+        let server = try Self.server(["--max-answers-unsent", "8M", "--idle-timeout", "120"])
+        defer { server.stop() }
+        let big = #"{"at": "/app", "event": {"type": "Big", "n": 16000000}}"#
+        let request = "POST /v1/dispatch HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: \(big.utf8.count)\r\n\r\n" + big
+        // A client that reads nothing of its 16 MB answer: the kernel's buffers take a few MB
+        // of it, the server holds the rest, past the budget.
+        let unread = try Connection(port: server.port, receiveBuffer: 4096)
+        unread.send(request)
+        func unsent() throws -> Double { server.metric("luahier_answer_bytes_unsent", in: try server.get("/metrics").text) ?? -1 }
+        #expect(try Luahier.eventually { try unsent() >= 8 * 1_048_576 })
+        let refused = try server.post("/v1/dispatch", #"{"at": "/app", "event": "Ask"}"#)
+        #expect(refused.status == 503)
+        #expect(refused.headers["retry-after"] == "1")
+        let error = refused.json["error"] as? [String: Any]
+        #expect(error?["type"] as? String == "Overloaded")
+        #expect((error?["message"] as? String)?.contains("--max-answers-unsent") == true, "\(refused.text)")
+        #expect(server.metric("luahier_answers_refused_total", in: try server.get("/metrics").text) == 1)
+        // Read, the answer comes whole, and what it held is given back.
+        let answer = unread.receive(limit: 17_000_000, within: 120)
+        #expect(answer.bytes.starts(with: Array("HTTP/1.1 200".utf8)))
+        #expect(answer.bytes.count > 16_000_000)
+        #expect(try Luahier.eventually { try unsent() == 0 })
+        #expect(try server.post("/v1/dispatch", #"{"at": "/app", "event": "Ask"}"#).status == 200)
+    }
+
     @Test func aStalledBatchGivesItsStateUpWhenOthersWaitForIt() throws {
         let server = try Self.server(["--idle-timeout", "60", "--max-wait", "40"])
         defer { server.stop() }

@@ -283,7 +283,18 @@ public final class RulesPool: @unchecked Sendable {
     /// this request.
     /// `requestID` names the request to the rules' `print` (`Options.printForRequest`).
     public func dispatch(_ request: [UInt8], requestID: String? = nil) async throws(Refusal) -> Answer {
+        // Admitted always: the answer is there.
+        try await dispatch(request, requestID: requestID, admit: nil)!
+    }
+
+    /// `dispatch`, asking `admit` on the state, before any rule runs, whether the request may
+    /// still run: nil when it may not (`serve` refuses requests while the answers its clients
+    /// left unread hold their budget, and a request may have waited for its state meanwhile).
+    package func dispatch(
+        _ request: [UInt8], requestID: String?, admit: (@Sendable () -> Bool)?
+    ) async throws(Refusal) -> Answer? {
         try await onFreeState { worker in
+            if let admit, !admit() { return nil }
             worker.request.id = requestID
             defer { worker.request.id = nil }
             let started = ContinuousClock.now
