@@ -5,9 +5,10 @@ import NIOCore
 import Synchronization
 import Testing
 
-/// The server-wide budget of bodies in flight (`ByteBudget`): what it takes never passes its
-/// limit, however many connections take and give at once, and all of it comes back.
-@Suite("The budget of bodies in flight")
+/// The server-wide budgets of bodies in flight and answers left unread (`ByteBudget`): what
+/// a take takes never passes the limit, however many connections take and give at once, and
+/// all of it comes back.
+@Suite("The budgets of bodies and answers")
 struct ByteBudgetTests {
     @Test func aTakeThatWouldPassTheLimitTakesNothing() {
         let budget = ByteBudget(limit: 100)
@@ -19,6 +20,32 @@ struct ByteBudgetTests {
         budget.give(100)
         #expect(budget.heldBytes == 0 && budget.refusals == 2)
         #expect(!budget.take(Int.max))
+    }
+
+    /// An answer is made before it could be refused: it is added whatever is held, and while
+    /// the holders hold the limit, each request asked about is refused and counted.
+    @Test func answersAreAddedAndSpendTheBudget() {
+        let budget = ByteBudget(limit: 100)
+        budget.add(60)
+        #expect(!budget.isSpent())
+        budget.add(60)
+        #expect(budget.heldBytes == 120)
+        #expect(budget.isSpent() && budget.isSpent())
+        #expect(budget.refusals == 2)
+        budget.give(30)
+        #expect(!budget.isSpent())
+    }
+
+    /// An answer never written (its connection closed first) gives back all it held when let
+    /// go; one over a part is held until then.
+    @Test func anUnsentAnswerGivesBackWhatItHeldWhenLetGo() {
+        let budget = ByteBudget(limit: 1 << 20)
+        do {
+            let answer = UnsentAnswer(ByteBuffer(repeating: 0x7A, count: 200_000), budget: budget)
+            #expect(budget.heldBytes == 200_000)
+            withExtendedLifetime(answer) {}
+        }
+        #expect(budget.heldBytes == 0)
     }
 
     /// A body takes its buffer's capacity: `ByteBuffer` allocates powers of two.
