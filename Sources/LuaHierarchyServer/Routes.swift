@@ -247,12 +247,11 @@ extension RulesServer {
         // No new work while the answers left unread hold their budget: what they hold goes
         // only as their clients read (or --idle-timeout closes their connections). Asked again
         // on the state, before any rule runs: the request may have waited for it meanwhile.
-        let answers = self.answers
         if answers.isSpent() { return answersSpent() }
         let body = collected.readBytes(length: collected.readableBytes) ?? []
         if fields.isBatch { return await batch(body, context: context) }
         do {
-            guard let answer = try await pool.dispatch(body, requestID: context.identity.id, admit: { !answers.isSpent() }) else {
+            guard let answer = try await pool.dispatch(body, requestID: context.identity.id, admit: admitsAnswers) else {
                 return answersSpent()
             }
             metrics.record(answer.status)

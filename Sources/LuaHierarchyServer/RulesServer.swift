@@ -145,6 +145,9 @@ public final class RulesServer: Sendable {
     /// against `answers` until handed over; a smaller one goes to its connection whole, where
     /// `maxConnections` bounds what they hold.
     static let answerPart = 64 << 10
+    /// Whether `answers` leave room for another (asked on the state before a request runs):
+    /// made once, so that a request does not allocate a closure for it.
+    let admitsAnswers: @Sendable () -> Bool
     /// Set when the service group `run` started has ended.
     private let ended = Mutex(false)
     /// Set once the socket listens: a failure before it is a `ListenFailure`.
@@ -180,7 +183,9 @@ public final class RulesServer: Sendable {
         self.onReload = onReload
         self.logger = logger
         bodies = ByteBudget(limit: max(options.maxBodiesInFlightBytes, ByteBudget.capacity(for: options.maxBodyBytes)))
-        answers = ByteBudget(limit: options.maxAnswersUnsentBytes)
+        let answers = ByteBudget(limit: options.maxAnswersUnsentBytes)
+        self.answers = answers
+        admitsAnswers = { !answers.isSpent() }
         let metrics = ServerMetrics(pool: pool, printer: printer, bodies: bodies, answers: answers)
         self.metrics = metrics
         requiredRevision = Mutex(options.requiredRevision?.lowercased())
