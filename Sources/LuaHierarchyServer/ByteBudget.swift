@@ -57,8 +57,10 @@ final class ByteBudget: Sendable {
 
     /// The capacity a body's buffer grows to when it must hold `bytes`: the next power of two,
     /// as `ByteBuffer` allocates. What a body takes is its buffer's capacity, not its bytes.
+    /// (Past 2⁶², which no buffer reaches, it is `Int.max`: the next power would not fit.)
     static func capacity(for bytes: Int) -> Int {
-        bytes <= 1 ? bytes : 1 << (Int.bitWidth - (bytes - 1).leadingZeroBitCount)
+        guard bytes <= 1 << 62 else { return .max }
+        return bytes <= 1 ? bytes : 1 << (Int.bitWidth - (bytes - 1).leadingZeroBitCount)
     }
 
     /// The bytes taken now.

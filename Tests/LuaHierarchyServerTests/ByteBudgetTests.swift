@@ -51,6 +51,7 @@ struct ByteBudgetTests {
     /// A body takes its buffer's capacity: `ByteBuffer` allocates powers of two.
     @Test func aBodyTakesItsBuffersCapacity() {
         #expect([0, 1, 2, 3, 1000, 65_536, 65_537].map(ByteBudget.capacity(for:)) == [0, 1, 2, 4, 1024, 65_536, 131_072])
+        #expect([1 << 62, (1 << 62) + 1, .max].map(ByteBudget.capacity(for:)) == [1 << 62, .max, .max])
         var buffer = ByteBuffer()
         for bytes in [1, 3, 1000, 65_537] {
             buffer.reserveCapacity(bytes)
