@@ -14,6 +14,10 @@ internal import NIOHTTP1
 /// - A graceful shutdown (Hummingbird's quiesce event) ends a body still coming in the same
 ///   way (`cut` is `.shutdown`, answered 503 `ShuttingDown`): a client that sent half a body
 ///   would otherwise hold the drain for all of `--shutdown-grace`.
+/// - A body's parts that arrive in one read are passed on as one part when the read ends: a
+///   chunked body sent a byte a chunk would otherwise cost the route a trip through the body's
+///   async stream per byte (an attacker's find: 10 s of a core for a body of 1 MB, on the
+///   debug build, where 64 KiB chunks cost 0.01 s).
 /// - Bytes the HTTP parser cannot read are counted (`onParserError`) when Hummingbird answers
 ///   them 400 before it closes: not when the parser failed because the input ended mid-request
 ///   (the client left, or the connection was closed after an answer such as a 413), where no
@@ -31,6 +35,8 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
     /// Why a body was ended here: the rest of this connection's input is then dropped.
     private(set) var cut: Cut?
     private var parserFailed = false
+    /// The body's bytes of the read under way, not yet passed on.
+    private var pending: ByteBuffer?
 
     init(bodyTimeout: TimeAmount, onParserError: @escaping @Sendable () -> Void) {
         self.bodyTimeout = bodyTimeout
@@ -41,15 +47,27 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
         guard cut == nil else { return }
         switch unwrapInboundIn(data) {
         case .head: reading = true
-        case .end: endReading()
-        case .body: break
+        case .end:
+            passOnPending(context: context)
+            endReading()
+        case .body(let part):
+            if pending == nil { pending = part } else { pending!.writeImmutableBuffer(part) }
+            return
         }
         context.fireChannelRead(data)
+    }
+
+    /// Passes on the body's bytes of this read as one part.
+    private func passOnPending(context: ChannelHandlerContext) {
+        guard let part = pending else { return }
+        pending = nil
+        context.fireChannelRead(wrapInboundOut(.body(part)))
     }
 
     /// A request still coming in when a read ends gets its deadline (most arrive whole in one
     /// read, and never need one).
     func channelReadComplete(context: ChannelHandlerContext) {
+        passOnPending(context: context)
         if reading && deadline == nil && cut == nil {
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             deadline = context.eventLoop.scheduleTask(in: bodyTimeout) {
@@ -67,6 +85,7 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
 
     private func endBody(_ why: Cut, context: ChannelHandlerContext) {
         guard reading else { return }
+        passOnPending(context: context)
         reading = false
         cut = why
         context.fireChannelRead(wrapInboundOut(.end(nil)))

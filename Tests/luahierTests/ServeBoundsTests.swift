@@ -228,6 +228,31 @@ struct ServeBoundsTests {
         #expect(try server.post("/v1/dispatch", #"{"at": "/app", "event": "Ask"}"#).status == 200)
     }
 
+    /// A chunked body sent a byte a chunk arrives whole: the chunks of one read reach the
+    /// route as one part (`ConnectionGuard`), the way an attacker's million one-byte chunks
+    /// cost half the CPU they did. A batch so sent is answered line by line, in order.
+    @Test func aBodySentAByteAChunkArrivesWhole() throws {
+        let server = try Self.server([])
+        defer { server.stop() }
+        func chunked(_ body: String, contentType: String) -> [UInt8] {
+            let framed = body.utf8.map { "1\r\n\(String(UnicodeScalar($0)))\r\n" }.joined()
+            return Array(("POST /v1/dispatch HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: \(contentType)\r\n"
+                + "Transfer-Encoding: chunked\r\n\r\n" + framed + "0\r\n\r\n").utf8)
+        }
+        let single = try Connection(port: server.port)
+        single.send(chunked(#"{"id": 7, "at": "/app", "event": "Ask"}"#, contentType: "application/json"))
+        let answer = String(decoding: single.receive(within: 60).bytes, as: UTF8.self)
+        #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer)")
+        #expect(answer.contains(#""id":7"#) && answer.contains(#""status":"unhandled""#), "\(answer)")
+        let lines = (1...20).map { #"{"id": \#($0), "at": "/app", "event": "Ask"}"# }.joined(separator: "\n") + "\n"
+        let batch = try Connection(port: server.port)
+        batch.send(chunked(lines, contentType: "application/x-ndjson"))
+        let answers = String(decoding: batch.receive(within: 60).bytes, as: UTF8.self)
+        #expect(answers.hasPrefix("HTTP/1.1 200"), "\(answers)")
+        let ids = answers.matches(of: /"id":(\d+)/).map { Int($0.1) ?? 0 }
+        #expect(ids == Array(1...20), "\(answers)")
+    }
+
     @Test func aStalledBatchGivesItsStateUpWhenOthersWaitForIt() throws {
         let server = try Self.server(["--idle-timeout", "60", "--max-wait", "40"])
         defer { server.stop() }
