@@ -216,10 +216,7 @@ struct DispatchRun {
     }
 
     func maxLineBytes() throws -> Int {
-        guard let bytes = Size.bytes(maxLine) else {
-            throw ValidationError("--max-line takes a size such as 64K or 1M, not '\(maxLine)'")
-        }
-        return bytes
+        try Size.bytes(maxLine, of: "max-line", example: "64K or 1M")
     }
 }
 

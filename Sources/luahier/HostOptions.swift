@@ -27,10 +27,7 @@ struct HostSettings {
 
     /// `--max-memory` in bytes.
     func memoryBytes() throws -> Int {
-        guard let bytes = Size.bytes(maxMemory) else {
-            throw ValidationError("--max-memory takes a size such as 64M or 1G, not '\(maxMemory)'")
-        }
-        return bytes
+        try Size.bytes(maxMemory, of: "max-memory", example: "64M or 1G")
     }
 
     /// The hierarchy options these settings describe.
@@ -104,6 +101,13 @@ enum Size {
         let digits = scale == 1 ? upper : String(upper.dropLast())
         guard let number = Int(digits), number >= 0, number <= Int.max / scale else { return nil }
         return number * scale
+    }
+
+    /// `text` in bytes, or the usage error of the option `name` (its long name) that shows
+    /// `example` of what it takes.
+    static func bytes(_ text: String, of name: String, example: String) throws -> Int {
+        guard let bytes = bytes(text) else { throw ValidationError("--\(name) takes a size such as \(example), not '\(text)'") }
+        return bytes
     }
 }
 

@@ -60,10 +60,7 @@ struct Replay: ParsableCommand {
     }
 
     private func maxRecordBytes() throws -> Int {
-        guard let bytes = Size.bytes(maxRecord) else {
-            throw ValidationError("--max-record takes a size such as 1M or 16M, not '\(maxRecord)'")
-        }
-        return bytes
+        try Size.bytes(maxRecord, of: "max-record", example: "1M or 16M")
     }
 
     func run() throws {

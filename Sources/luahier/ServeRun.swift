@@ -189,27 +189,16 @@ struct ServeRun {
 
     /// `--max-bodies-in-flight` in bytes.
     func maxBodiesInFlightBytes() throws -> Int {
-        try Self.size(maxBodiesInFlight, of: "max-bodies-in-flight")
+        try Size.bytes(maxBodiesInFlight, of: "max-bodies-in-flight", example: "16M or 1G")
     }
 
     /// `--max-answers-unsent` in bytes.
     func maxAnswersUnsentBytes() throws -> Int {
-        try Self.size(maxAnswersUnsent, of: "max-answers-unsent")
-    }
-
-    /// A size option's value in bytes, or its usage error.
-    private static func size(_ text: String, of option: String) throws -> Int {
-        guard let bytes = Size.bytes(text) else {
-            throw ValidationError("--\(option) takes a size such as 16M or 1G, not '\(text)'")
-        }
-        return bytes
+        try Size.bytes(maxAnswersUnsent, of: "max-answers-unsent", example: "16M or 1G")
     }
 
     /// `--max-body` in bytes.
     func maxBodyBytes() throws -> Int {
-        guard let bytes = Size.bytes(maxBody) else {
-            throw ValidationError("--max-body takes a size such as 64K or 1M, not '\(maxBody)'")
-        }
-        return bytes
+        try Size.bytes(maxBody, of: "max-body", example: "64K or 1M")
     }
 }
