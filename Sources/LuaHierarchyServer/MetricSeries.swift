@@ -29,14 +29,8 @@ final class MetricSeries: Sendable {
     private let ready: Gauge
     private let waits: Counter
     private let overloaded: Counter
-    private let bodies: ByteBudget
-    private let bodyBytes: Gauge
-    private let bodiesRefused: Counter
-    private let shownBodiesRefused = Mutex(0)
-    private let answers: ByteBudget
-    private let answerBytes: Gauge
-    private let answersRefused: Counter
-    private let shownAnswersRefused = Mutex(0)
+    private let bodies: BudgetSeries
+    private let answers: BudgetSeries
     private let printer: DetachedPrinter?
     private let printDropped: Counter
     private let process: ProcessGauges
@@ -55,8 +49,6 @@ final class MetricSeries: Sendable {
     init(pool: RulesPool, printer: DetachedPrinter?, bodies: ByteBudget, answers: ByteBudget) {
         self.pool = pool
         self.printer = printer
-        self.bodies = bodies
-        self.answers = answers
         let registry = self.registry
         outcomes = LineStatus.allCases.map { status in
             registry.makeCounter(descriptor: .named("luahier_outcomes_total", "Request lines answered, by outcome status."), labels: [("status", status.rawValue)])
@@ -79,14 +71,14 @@ final class MetricSeries: Sendable {
         ready = registry.makeGauge(descriptor: .named("luahier_ready", "1 while /readyz answers 200: not draining, not overloaded."))
         waits = registry.makeCounter(descriptor: .named("luahier_pool_waits_total", "Requests that waited for a free state."))
         overloaded = registry.makeCounter(descriptor: .named("luahier_pool_overloaded_total", "Requests refused: no state was free in time."))
-        bodyBytes = registry.makeGauge(descriptor: .named(
-            "luahier_body_bytes_in_flight", "Bytes of request bodies held now, across connections (--max-bodies-in-flight)."))
-        bodiesRefused = registry.makeCounter(descriptor: .named(
-            "luahier_bodies_refused_total", "Requests answered 503: their body would have passed --max-bodies-in-flight."))
-        answerBytes = registry.makeGauge(descriptor: .named(
-            "luahier_answer_bytes_unsent", "Bytes of answers waiting for their clients to read them (--max-answers-unsent)."))
-        answersRefused = registry.makeCounter(descriptor: .named(
-            "luahier_answers_refused_total", "Requests answered 503: the answers waiting for their clients held --max-answers-unsent."))
+        self.bodies = BudgetSeries(
+            bodies, registry: registry,
+            held: .named("luahier_body_bytes_in_flight", "Bytes of request bodies held now, across connections (--max-bodies-in-flight)."),
+            refused: .named("luahier_bodies_refused_total", "Requests answered 503: their body would have passed --max-bodies-in-flight."))
+        self.answers = BudgetSeries(
+            answers, registry: registry,
+            held: .named("luahier_answer_bytes_unsent", "Bytes of answers waiting for their clients to read them (--max-answers-unsent)."),
+            refused: .named("luahier_answers_refused_total", "Requests answered 503: the answers waiting for their clients held --max-answers-unsent."))
         printDropped = registry.makeCounter(descriptor: .named("luahier_print_dropped_total", "Lines the rules printed that were dropped: stderr was not being read."))
         registry.makeGauge(
             descriptor: .named("luahier_build_info", "The build: its version and Lua's (always 1)."),
@@ -285,12 +277,8 @@ final class MetricSeries: Sendable {
         printDropped.increment(by: Int64(dropped - droppedBefore))
         waits.increment(by: Int64(statistics.waits - before.waits))
         overloaded.increment(by: Int64(statistics.overloaded - before.overloaded))
-        let refusals = bodies.refusals
-        bodiesRefused.increment(by: Int64(refusals - shownBodiesRefused.withLock { shown in defer { shown = refusals }; return shown }))
-        bodyBytes.set(Double(bodies.heldBytes))
-        let answerRefusals = answers.refusals
-        answersRefused.increment(by: Int64(answerRefusals - shownAnswersRefused.withLock { shown in defer { shown = answerRefusals }; return shown }))
-        answerBytes.set(Double(answers.heldBytes))
+        bodies.update()
+        answers.update()
         revision.set(Double(pool.revision.number))
         failing.set(pool.lastReloadFailure == nil ? 0.0 : 1.0)
         workers.set(Double(pool.workers))
@@ -304,6 +292,27 @@ final class MetricSeries: Sendable {
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)
         return String(decoding: buffer, as: UTF8.self)
+    }
+}
+
+/// A `ByteBudget`'s series: what it holds (a gauge) and the requests refused for it (a
+/// counter, grown by the refusals since it was last shown).
+final class BudgetSeries: Sendable {
+    private let budget: ByteBudget
+    private let held: Gauge
+    private let refused: Counter
+    private let shownRefusals = Mutex(0)
+
+    init(_ budget: ByteBudget, registry: PrometheusCollectorRegistry, held: MetricNameDescriptor, refused: MetricNameDescriptor) {
+        self.budget = budget
+        self.held = registry.makeGauge(descriptor: held)
+        self.refused = registry.makeCounter(descriptor: refused)
+    }
+
+    func update() {
+        let refusals = budget.refusals
+        refused.increment(by: Int64(refusals - shownRefusals.withLock { shown in defer { shown = refusals }; return shown }))
+        held.set(Double(budget.heldBytes))
     }
 }
 
