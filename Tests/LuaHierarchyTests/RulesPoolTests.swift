@@ -142,8 +142,20 @@ struct RulesPoolTests {
         #expect(refusal.wait(timeout: .now() + 60) == .success)
         let refused = try #require(refusedAt.value)
         #expect(refused.timeIntervalSince(asked) >= 0.19)
+        // Overloaded (what /readyz reports) while the one state stays busy past the wait...
+        #expect(pool.isOverloaded)
         release.signal()
         #expect(freed.wait(timeout: .now() + 60) == .success)
+        // ...and no longer once it is back: the next job runs on it, and it comes back after.
+        let ran = DispatchSemaphore(value: 0)
+        #expect(pool.submit(PoolJob(work: { _ in ran.signal() })) == nil)
+        #expect(ran.wait(timeout: .now() + 60) == .success)
+        var looks = 0
+        while pool.isOverloaded && looks < 60_000 {   // a bound against hangs only
+            looks += 1
+            usleep(1000)
+        }
+        #expect(!pool.isOverloaded)
         pool.shutDownBlocking()
         // Never run after: the state it waited for came free, and the pool has finished.
         #expect(ranAt.value == nil)

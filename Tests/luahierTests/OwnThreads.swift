@@ -18,7 +18,15 @@ struct OwnThreads: SuiteTrait, TestTrait, TestScoping {
     ) async throws {
         // Each test's scope, not the suite's: the suite's own scope runs no test body.
         guard !test.isSuite else { return try await function() }
-        try await withTaskExecutorPreference(TestThreads.shared) { try await function() }
+        // A child task, so that the body starts on a test thread: the preference alone takes
+        // effect at the task's next suspension, and a test that is not `async` may reach
+        // its body with none (CI saw one run on the pool). A child task is enqueued on the
+        // executor it prefers, and inherits the task's locals (the current test) and its
+        // cancellation.
+        try await withTaskExecutorPreference(TestThreads.shared) {
+            async let body: Void = function()
+            try await body
+        }
     }
 }
 
