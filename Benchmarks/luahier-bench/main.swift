@@ -204,6 +204,34 @@ func specFloor(depth: Int) -> Double {
     return measureInBareLua(script, depth: depth)
 }
 
+/// The spec floor and what contract §5 asks of every dispatch beyond it, in plain Lua: the
+/// responders called under a protected call (a responder's error must not end its caller) and
+/// the outcome's fourth field, `at`, with the outcome's metatable. No check of the value, no
+/// plan, no limits: the least a conforming host adds to `specFloor`, written where it costs
+/// least (Benchmarks/profile/floor.lua's `conforming`).
+func conformingFloor(depth: Int) -> Double {
+    let script = """
+        local depth, n = ...
+        local responders = {}
+        for level = 1, depth do responders[level] = function(e) return 'notHandled' end end
+        local methods = {}
+        local node = setmetatable({}, {__index = methods})
+        local outcomeMeta = {}
+        local function walk(event)
+          for i = 1, #responders do
+            if responders[i](event) ~= 'notHandled' then break end
+          end
+        end
+        function methods.triggerEvent(self, event)
+          pcall(walk, event)
+          return setmetatable({status = 'unhandled', kind = 'event', value = event, at = self}, outcomeMeta)
+        end
+        local event = { type = 'Tap' }
+        for i = 1, n do node:triggerEvent(event) end
+        """
+    return measureInBareLua(script, depth: depth)
+}
+
 // MARK: The engine
 
 func engineOptions() -> Hierarchy.Options {
@@ -348,6 +376,10 @@ row("spec floor: method + 10 Lua calls + outcome table", spec10, against: ("of p
 row("engine from Lua, depth 10", lua10, against: ("of the spec floor", spec10))
 let fixedOverFloor = lua10 - spec10
 print(String(format: "%@%10.1f ns   %@", "fixed cost over the spec floor (engine minus floor)".padding(toLength: 58, withPad: " ", startingAt: 0), fixedOverFloor, verdict(fixedOverFloor <= 120)))
+let conforming10 = conformingFloor(depth: 10)
+row("conforming floor: spec floor + pcall + `at` + metatable", conforming10, against: ("of the spec floor", spec10))
+let fixedOverConforming = lua10 - conforming10
+print(String(format: "%@%10.1f ns   %@", "fixed cost over the conforming floor (proposed <= 120 ns)".padding(toLength: 58, withPad: " ", startingAt: 0), fixedOverConforming, verdict(fixedOverConforming <= 120)))
 let engineHop = (lua50 - lua10) / 40, plainHop = (plain50 - plain10) / 40
 row("per hop, engine (depths 10 and 50)", engineHop, against: ("of plain Lua's: " + verdict(engineHop <= plainHop), plainHop))
 
