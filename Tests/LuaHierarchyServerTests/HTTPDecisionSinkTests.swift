@@ -62,7 +62,7 @@ struct HTTPDecisionSinkTests {
     /// The sink's timeout where the test is not about it: a bound against hangs only. At the
     /// default 10 s, an exchange that a loaded machine kept waiting that long was sent again,
     /// and the receiver counted its records twice (sending again is what the sink is for).
-    static let exchangeBound = 300.0
+    static let exchangeBound = 600.0
 
     @Test func recordsArriveInGzippedBatches() async throws {
         let receiver = Receiver()
@@ -142,6 +142,27 @@ struct HTTPDecisionSinkTests {
         }
     }
 
+    /// A sink whose first write waits for `release` (600 s at most: a bound against hangs
+    /// only), then hands over to `inner`, as every write after it.
+    final class HeldSink: DecisionSink, @unchecked Sendable {
+        let inner: any DecisionSink
+        let release = DispatchSemaphore(value: 0)
+        private let first = Mutex(true)
+
+        init(_ inner: any DecisionSink) { self.inner = inner }
+
+        var batching: DecisionBatching { inner.batching }
+
+        func write(_ records: [[UInt8]]) throws {
+            if first.withLock({ let was = $0; $0 = false; return was }) {
+                _ = release.wait(timeout: .now() + 600)
+            }
+            try inner.write(records)
+        }
+
+        func close() { inner.close() }
+    }
+
     @Test func aReceiverThatIsGoneCostsRecordsNotAnswers() async throws {
         // A port nothing listens on: every send is refused at once.
         let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -158,12 +179,16 @@ struct HTTPDecisionSinkTests {
         options.timeout = 0.5
         options.initialBackoff = 0.05
         let sink = try HTTPDecisionSink(options: options, logger: Self.logger)
-        let log = DecisionLog(sink: sink, bufferBytes: 2048)
+        // The sink's first hand-over is held until every request is answered: the buffer fills
+        // behind it whatever the pace of the sink's failures.
+        let held = HeldSink(sink)
+        let log = DecisionLog(sink: held, bufferBytes: 2048)
         let pool = try Self.pool(log)
         for number in 1...300 {
             let answer = try await pool.dispatch(#"{"id":\#(number),"at":"/app","event":{"type":"Ask"}}"#)
             #expect(answer.status == .unhandled)   // answered: the rules replace the event, no one handles it
         }
+        held.release.signal()
         #expect(await log.drained())
         let counts = log.statistics
         #expect(counts.logged == 0)
@@ -179,7 +204,7 @@ struct HTTPDecisionSinkTests {
 private extension DecisionLog {
     /// Whether every record made so far was handed to the sink or dropped, within `timeout`
     /// seconds (`RouteTests.eventually` polls).
-    func drained(timeout: Double = 30) async -> Bool {
+    func drained(timeout: Double = 600) async -> Bool {
         await RouteTests.eventually(within: timeout) { self.backlog == 0 }
     }
 }

@@ -30,7 +30,7 @@ struct PoolHandOffTests {
         for (mine, other) in [(started.0, started.1), (started.1, started.0)] {
             #expect(pool.submit(PoolJob(work: { _ in
                 mine.signal()
-                if other.wait(timeout: .now() + 60) == .success {
+                if other.wait(timeout: .now() + 600) == .success {
                     other.signal()
                     together.withLock { $0 += 1 }
                 }
@@ -53,7 +53,9 @@ struct PoolHandOffTests {
             busy.signal()
             _ = release.wait(timeout: .now() + 600)   // a bound against hangs only
         })) == nil)
-        #expect(busy.wait(timeout: .now() + 60) == .success)
+        #expect(busy.wait(timeout: .now() + 600) == .success)
+        // (The busy job itself waited if it came before the state was idle.)
+        let waitsBefore = pool.statistics.waits
         // Bounds a tenth of a second apart, set by the jobs themselves, not by pauses between
         // their submissions.
         let bounds = [0.3, 0.4, 0.5]
@@ -66,8 +68,10 @@ struct PoolHandOffTests {
             })) == nil)
         }
         #expect(pool.submit(PoolJob(work: { _ in ranUnbounded.signal() })) == nil)
-        #expect(pool.waiting == 4)
-        for _ in 0..<3 { #expect(refusals.wait(timeout: .now() + 60) == .success) }
+        // All four wait: counted as each was queued (the gauge, read now, would race the first
+        // bound; it is read once the three are refused, and stays).
+        #expect(pool.statistics.waits - waitsBefore == 4)
+        for _ in 0..<3 { #expect(refusals.wait(timeout: .now() + 600) == .success) }
         let order = refused.withLock { $0 }
         #expect(order.map(\.0) == [0, 1, 2])
         for (number, at) in order {
@@ -75,7 +79,7 @@ struct PoolHandOffTests {
         }
         #expect(pool.waiting == 1)
         release.signal()
-        #expect(ranUnbounded.wait(timeout: .now() + 60) == .success)
+        #expect(ranUnbounded.wait(timeout: .now() + 600) == .success)
         pool.shutDownBlocking()
         #expect(!ranBounded.withLock { $0 })
         #expect(pool.waiting == 0)

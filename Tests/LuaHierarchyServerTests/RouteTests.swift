@@ -441,13 +441,26 @@ struct RouteTests {
             #expect(Self.object(reply)["status"] as? String == "unhandled")
             let expected = limit == "time" ? "TimeLimitExceeded" : "MemoryLimitExceeded"
             #expect((Self.object(reply)["value"] as? [String: Any])?["type"] as? String == expected, "\(String(buffer: reply.body))")
+            // An Ask is under the same 0.5 s: one that ran out of it is asked again, and counted,
+            // if the wall clock, read here around it, shows that much passed (a loaded machine,
+            // not a trip the runaway left behind). Sooner, it is a failure.
+            var slowTrips = 0
             for _ in 0..<3 {
-                let next = try await client.execute(uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: #"{"at": "/app", "event": "Ask"}"#))
-                #expect((Self.object(next)["value"] as? [String: Any])?["version"] as? Int == 1)
+                while true {
+                    let asked = ContinuousClock.now
+                    let next = try await client.execute(uri: "/v1/dispatch", method: .post, body: ByteBuffer(string: #"{"at": "/app", "event": "Ask"}"#))
+                    let value = Self.object(next)["value"] as? [String: Any]
+                    if limit == "time", value?["type"] as? String == expected, ContinuousClock.now - asked >= .seconds(0.45), slowTrips < 100 {
+                        slowTrips += 1
+                        continue
+                    }
+                    #expect(value?["version"] as? Int == 1, "\(String(buffer: next.body))")
+                    break
+                }
             }
             let metrics = try await Self.metrics(client)
-            #expect(metrics.contains(#"luahier_limit_trips_total{limit="\#(limit)"} 1"#))
-            #expect(metrics.contains(#"luahier_rule_errors_total{type="\#(expected)"} 1"#), "\(metrics)")
+            #expect(metrics.contains(#"luahier_limit_trips_total{limit="\#(limit)"} \#(1 + slowTrips)"#), "\(metrics)")
+            #expect(metrics.contains(#"luahier_rule_errors_total{type="\#(expected)"} \#(1 + slowTrips)"#), "\(metrics)")
         }
     }
 

@@ -50,7 +50,7 @@ struct WatchdogTests {
         var sleeper = 0
         var state: Int32 = -1
         // Until it has reached the wait (a bound against hangs only).
-        for _ in 0..<60_000 {
+        for _ in 0..<600_000 {
             sleeper = asleep.withLock { $0 }
             if sleeper != 0 {
                 state = luahier_thread_runnable(sleeper)
@@ -68,6 +68,11 @@ struct WatchdogTests {
     /// find, with a rehash of colliding keys). Here the call is a blocking open of a FIFO no one
     /// writes (the full libraries); once the watchdog has found it stuck and spared the
     /// process, the FIFO is written, the call returns, and the dispatch ends at its limit.
+    ///
+    /// The state runs under SCHED_IDLE: on a loaded machine its 0.1 s can pass before it
+    /// reaches the open, and the dispatch ends there, never stuck. Such a dispatch answers
+    /// with no sparing counted (nothing opened the FIFO to write, so the open cannot have
+    /// returned), and is sent again: only one that reached the open can be stuck.
     @Test func aCandidatesStateStuckInOneCCallDoesNotEndTheProcess() async throws {
         let fifo = "/tmp/lh-stuck-\(UUID().uuidString.prefix(8))"
         #expect(mkfifo(fifo, 0o600) == 0)
@@ -80,17 +85,36 @@ struct WatchdogTests {
         options.background = true
         options.hierarchy.libraries = .full
         options.hierarchy.limits.dispatchTime = 0.1
+        options.hierarchy.limits.time = nil   // the rules' load, on a SCHED_IDLE thread: no clock
         let pool = try RulesPool(options: options)
         let spared = luahier_watchdog_spared()
-        let answer = Task { try await pool.dispatch(#"{"at": "/app", "event": "Wait"}"#) }
+        let answer = Task {
+            while true {
+                let reply = try await pool.dispatch(#"{"at": "/app", "event": "Wait"}"#)
+                // Ended before the open (at its limit, with nothing spared): again. Any other
+                // answer is the test's to judge; a cancelled test stops sending.
+                let early = luahier_watchdog_spared() == spared && reply.value["value"]?["type"]?.stringValue == "TimeLimitExceeded"
+                if !early || Task.isCancelled { return reply }
+            }
+        }
+        defer { answer.cancel() }
         // Until the watchdog has judged it stuck (past its 5 s) and let the process go on: an
         // event the watchdog counts; the bound only ends a hang.
-        for _ in 0..<6_000 where luahier_watchdog_spared() == spared {
+        for _ in 0..<60_000 where luahier_watchdog_spared() == spared {
             try await Task.sleep(for: .milliseconds(10))
         }
         #expect(luahier_watchdog_spared() > spared)
-        let writer = open(fifo, O_WRONLY)
-        #expect(writer >= 0)
+        // The reader is in its open (that is what was stuck): a write end that does not wait
+        // opens now; with no reader, it fails at once (ENXIO) instead of blocking the test.
+        // The bound ends a hang only.
+        var writer: Int32 = -1
+        for _ in 0..<60_000 {
+            writer = open(fifo, O_WRONLY | O_NONBLOCK)
+            if writer >= 0 { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(writer >= 0, "no reader on the FIFO")
+        guard writer >= 0 else { return }
         _ = "go\n".withCString { write(writer, $0, 3) }
         close(writer)
         let outcome = try await answer.value.value
