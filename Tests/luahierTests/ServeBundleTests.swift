@@ -40,7 +40,7 @@ struct ServeBundleTests {
             executable: URL(fileURLWithPath: "/usr/bin/env"), stdin: false)
         defer { _ = files.stop(by: SIGKILL) }
         let portPattern = #/port (\d+)/#
-        #expect(files.waitForStdout { $0.firstMatch(of: portPattern) != nil }, "\(files.stderr)")
+        #expect(files.waitForStdout(timeout: 600) { $0.firstMatch(of: portPattern) != nil }, "\(files.stderr)")
         let port = try #require(files.stdout.firstMatch(of: portPattern).map { String($0.1) }, "\(files.stdout)")
 
         let server = try ServerProcess(
@@ -54,15 +54,16 @@ struct ServeBundleTests {
         // The rollout: the new bundle is published; the replica takes it and becomes ready.
         try FileManager.default.removeItem(atPath: published)
         try FileManager.default.copyItem(atPath: folder.appendingPathComponent("v2.bundle").path, toPath: published)
-        #expect(Luahier.eventually(timeout: 60) { ready() })
+        #expect(Luahier.eventually(timeout: 600) { ready() })
         let answer = try server.post("/v1/dispatch", #"{"at": "/app", "event": "Ask"}"#).json
         #expect((answer["value"] as? [String: Any])?["version"] as? Int == 2)
         #expect((answer["revision"] as? [String: Any])?["hash"] as? String == String(second.prefix(16)))
         #expect(try server.get("/metrics").text.contains(#"luahier_revision_info{hash="\#(second)"} 1"#))
 
-        // An unsigned bundle is refused: revision 2 goes on, the refusal shown.
+        // An unsigned bundle is refused: revision 2 goes on, the refusal shown. Refused again at
+        // every poll (0.1 s), so the count goes on rising: at least 1, not exactly.
         _ = try Self.bundle(3, at: published, in: folder, signed: false)
-        #expect(server.waitForMetric(#"luahier_bundle_polls_total{result="refused"}"#, 1))
+        #expect(server.waitForMetric(#"luahier_bundle_polls_total{result="refused"}"#, atLeast: 1))
         #expect(ready())
         let readiness = try server.get("/readyz").json
         #expect(((readiness["bundle"] as? [String: Any])?["lastRefusal"] as? String)?.contains("unsigned") == true, "\(readiness)")

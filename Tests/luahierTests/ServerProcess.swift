@@ -11,9 +11,10 @@ final class ServerProcess: @unchecked Sendable {
     let scheme: String
 
     /// Starts `luahier serve ARGS --port 0 AFTER` in `folder` and waits until it listens. The
-    /// variables of `environment` are set beside the test's own.
+    /// variables of `environment` are set beside the test's own. Every wait here is bounded
+    /// against hangs only (600 s by default), far above what a loaded machine takes.
     init(
-        _ arguments: [String], in folder: URL = Luahier.packageRoot, environment: [String: String] = [:], timeout: Double = 60,
+        _ arguments: [String], in folder: URL = Luahier.packageRoot, environment: [String: String] = [:], timeout: Double = 600,
         after: [String] = []
     ) throws {
         let variables = environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -51,7 +52,7 @@ final class ServerProcess: @unchecked Sendable {
     /// Waits for the process to exit (killing it past `timeout`) and for its last words on
     /// stderr; its exit status (-1: ended by a signal).
     @discardableResult
-    func waitForExit(timeout: Double = 60) -> Int32 {
+    func waitForExit(timeout: Double = 600) -> Int32 {
         child.waitForExit(timeout: timeout).status ?? -1
     }
 
@@ -64,13 +65,33 @@ final class ServerProcess: @unchecked Sendable {
     }
 
     /// Waits until `condition` holds of stderr.
-    func waitForStderr(timeout: Double = 60, _ condition: (String) -> Bool) -> Bool {
+    func waitForStderr(timeout: Double = 600, _ condition: (String) -> Bool) -> Bool {
         child.waitForStderr(timeout: timeout, condition)
     }
 
-    /// Waits until the metric `name` (its whole name, labels included) reads `value`.
-    func waitForMetric(_ name: String, _ value: Double, timeout: Double = 60) -> Bool {
+    /// Waits until the metric `name` (its whole name, labels included) reads `value`: for a
+    /// value that stays once reached (a gauge held steady, a counter nothing more can raise).
+    func waitForMetric(_ name: String, _ value: Double, timeout: Double = 600) -> Bool {
         (try? Luahier.eventually(timeout: timeout) { metric(name, in: try get("/metrics").text) == value }) ?? false
+    }
+
+    /// Waits until the metric `name` reads `value` or more: for a counter that goes on rising,
+    /// whose exact value at a look is a matter of time.
+    func waitForMetric(_ name: String, atLeast value: Double, timeout: Double = 600) -> Bool {
+        (try? Luahier.eventually(timeout: timeout) { (metric(name, in: try get("/metrics").text) ?? -.infinity) >= value }) ?? false
+    }
+
+    /// The kernel inode of the socket it listens on (/proc/net/tcp: in state 0A, LISTEN, on its
+    /// port), if it is there.
+    var listeningSocketInode: String? {
+        TCPTable.inode { local, _, state in local == port && state == "0A" }
+    }
+
+    /// Whether it still holds open the socket of kernel inode `inode` (/proc/PID/fd).
+    func holdsSocket(_ inode: String) -> Bool {
+        let folder = "/proc/\(child.process.processIdentifier)/fd"
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return descriptors.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(folder)/\($0)")) == "socket:[\(inode)]" }
     }
 
     /// The value of the metric `name` in Prometheus text.
@@ -81,11 +102,11 @@ final class ServerProcess: @unchecked Sendable {
         return nil
     }
 
-    func request(_ method: String, _ path: String, body: [UInt8] = [], headers: [String: String] = [:], timeout: Int = 60) throws -> HTTPReply {
+    func request(_ method: String, _ path: String, body: [UInt8] = [], headers: [String: String] = [:], timeout: Int = 600) throws -> HTTPReply {
         try HTTPClient.request(port: port, method: method, path: path, body: body, headers: headers, timeout: timeout)
     }
 
-    func post(_ path: String, _ body: String, headers: [String: String] = [:], timeout: Int = 60) throws -> HTTPReply {
+    func post(_ path: String, _ body: String, headers: [String: String] = [:], timeout: Int = 600) throws -> HTTPReply {
         try request("POST", path, body: Array(body.utf8), headers: headers, timeout: timeout)
     }
 
@@ -123,7 +144,7 @@ struct HTTPReply {
 /// client would, without a client library.
 enum HTTPClient {
     static func request(
-        port: UInt16, method: String, path: String, body: [UInt8], headers: [String: String], timeout: Int = 30
+        port: UInt16, method: String, path: String, body: [UInt8], headers: [String: String], timeout: Int = 600
     ) throws -> HTTPReply {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw ServerFailure(message: "socket: \(errno)") }
@@ -149,27 +170,6 @@ enum HTTPClient {
             received += buffer[..<count]
         }
         return try parse(received)
-    }
-
-    /// Sends a POST and closes the connection once the answer's head has come (the batch is
-    /// under way), whatever else came: a client that went away.
-    static func abandon(port: UInt16, path: String, body: [UInt8], headers: [String: String]) throws {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(socket) }
-        _ = connectLoopback(socket, port: port)
-        var head = "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.count)\r\n"
-        for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        try sendAll(socket, Array((head + "\r\n").utf8) + body)
-        var time = timeval(tv_sec: 60, tv_usec: 0)
-        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while received.firstRange(of: Array("\r\n\r\n".utf8)) == nil {
-            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { throw ServerFailure(message: "no answer's head before the connection ended") }
-            received += buffer[..<count]
-        }
     }
 
     /// Connects `socket` to 127.0.0.1:`port`; `connect`'s result.
@@ -227,10 +227,29 @@ enum HTTPClient {
     }
 }
 
+/// The kernel's table of IPv4 TCP sockets (/proc/net/tcp).
+enum TCPTable {
+    /// The inode of the first socket `matching` its local port, remote port and state (two hex
+    /// digits: `0A` is LISTEN), if any.
+    static func inode(_ matching: (_ local: UInt16, _ remote: UInt16, _ state: Substring) -> Bool) -> String? {
+        // Read to its end: a /proc file's size reads as 0, and a read by that size stops short.
+        guard let file = FileHandle(forReadingAtPath: "/proc/net/tcp"), let bytes = try? file.readToEnd() else { return nil }
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n").dropFirst() {
+            // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+            let fields = line.split(separator: " ")
+            guard fields.count > 9, let local = fields[1].split(separator: ":").last.flatMap({ UInt16($0, radix: 16) }),
+                let remote = fields[2].split(separator: ":").last.flatMap({ UInt16($0, radix: 16) })
+            else { continue }
+            if matching(local, remote, fields[3]) { return String(fields[9]) }
+        }
+        return nil
+    }
+}
+
 /// A raw TCP connection to the server, for clients that misbehave on purpose: slow readers,
 /// idle or half-sent requests, too many connections.
 final class Connection {
-    let socket: Int32
+    private(set) var socket: Int32
 
     /// Connects to loopback `port`; `receiveBuffer` shrinks the socket's receive buffer (set
     /// before connecting, so the window the server sees is small too).
@@ -246,7 +265,29 @@ final class Connection {
         }
     }
 
-    deinit { close(socket) }
+    deinit { if socket >= 0 { close(socket) } }
+
+    /// Closes the connection with a reset (SO_LINGER 0), as a client that went away at once:
+    /// from then on the server's writes to it fail, whenever it makes them.
+    func reset() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(socket, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        close(socket)
+        socket = -1
+    }
+
+    /// The kernel inode of the server's end of this connection (/proc/net/tcp: the socket whose
+    /// local port is `port` and whose remote port is this one's), if it is there.
+    func serverSocketInode(port: UInt16) -> String? {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+        }
+        guard named == 0 else { return nil }
+        let mine = UInt16(bigEndian: address.sin_port)
+        return TCPTable.inode { local, remote, _ in local == port && remote == mine }
+    }
 
     func send(_ text: String) {
         send(Array(text.utf8))
