@@ -46,7 +46,8 @@ echo "== 4. shadow: the change beside the live rules, under generated traffic"
     --log-level notice 2>"$work/serve.log" &
 server=$!
 address=
-for _ in $(seq 600); do
+# Up to 10 minutes: a busy machine may be slow to start it.
+for _ in $(seq 12000); do
     address=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/serve.log" | head -n 1 || true)
     [ -n "$address" ] && break
     kill -0 "$server" 2>/dev/null || { cat "$work/serve.log" >&2; exit 1; }
@@ -59,8 +60,9 @@ for batch in "$work"/batch-*; do
     curl -sS --fail -o /dev/null -H 'Content-Type: application/x-ndjson' --data-binary "@$batch" "$address/v1/dispatch"
     batches=$((batches + 1))
 done
-# The candidate compares each batch after its answers went out: wait until it has them all.
-for _ in $(seq 600); do
+# The candidate compares each batch after its answers went out: wait until it has them all
+# (up to 10 minutes: it runs at the lowest CPU priority, so a busy machine holds it back).
+for _ in $(seq 12000); do
     report=$(curl -sS "$address/v1/shadow")
     python3 -c 'import json,sys; r=json.loads(sys.argv[1])["requests"]; sys.exit(0 if r["compared"] + r["skipped"] == int(sys.argv[2]) else 1)' \
         "$report" "$batches" && break

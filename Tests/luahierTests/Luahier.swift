@@ -77,30 +77,42 @@ extension Luahier {
         var stderr: String
         var stdout: String
         var peakKiB: Int
+        /// Wall-clock seconds from the start to the exit: it depends on the machine's load.
         var seconds: Double
+        /// The child's CPU time (user plus system, all its threads), in seconds: the work it
+        /// did, whatever the load; for checks that the work stays bounded.
+        var cpuSeconds: Double
     }
 
-    /// Runs `luahier arguments...` with stdin empty and follows its peak resident memory.
-    /// Killed (SIGKILL) after `timeout` seconds.
+    /// Clock ticks per second, the unit of `/proc/PID/stat`'s times.
+    static let clockTicksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+
+    /// Runs `luahier arguments...` with stdin empty and follows its peak resident memory and
+    /// its CPU time. Killed (SIGKILL) after `timeout` seconds: a guard against hangs only, far
+    /// above any test's work (bound the work by `cpuSeconds`, which the load does not stretch).
     ///
-    /// The peak is `VmHWM` from `/proc/PID/status`, sampled while the child runs (the last
-    /// sample comes before it is reaped): wait4's `ru_maxrss` is no use here, because
-    /// posix_spawn uses vfork and Linux carries the parent's high-water mark (the whole test
-    /// process) into the child at exec.
-    static func measure(_ arguments: [String], timeout: Double = 60) throws -> Measured {
+    /// The peak is `VmHWM` from `/proc/PID/status`, and the CPU time utime plus stime from
+    /// `/proc/PID/stat`, sampled while the child runs (the last sample comes before it is
+    /// reaped, so up to 2 ms of CPU time may be missed): wait4's `ru_maxrss` is no use here,
+    /// because posix_spawn uses vfork and Linux carries the parent's high-water mark (the
+    /// whole test process) into the child at exec; and Foundation reaps the child itself.
+    static func measure(_ arguments: [String], timeout: Double = 600) throws -> Measured {
         let started = Date()
         let child = try LuahierProcess(arguments)
         child.closeInput()
         var peakKiB = 0
+        var cpuTicks = 0
         let deadline = started.addingTimeInterval(timeout)
         // Sampled every 2 ms until the exit; the sampling, not a wait for it.
         repeat {
             peakKiB = max(peakKiB, child.peakKiB)
+            cpuTicks = max(cpuTicks, child.cpuTicks)
         } while !child.exits(within: 0.002) && Date() < deadline
         let ended = child.waitForExit(timeout: 0)
         return Measured(
             status: ended.status, signal: ended.signal, stderr: ended.stderr, stdout: child.stdout,
-            peakKiB: peakKiB, seconds: Date().timeIntervalSince(started))
+            peakKiB: peakKiB, seconds: Date().timeIntervalSince(started),
+            cpuSeconds: Double(cpuTicks) / clockTicksPerSecond)
     }
 
     /// Runs `luahier arguments...` with stdout going to the file at `stdout` (`/dev/full`),

@@ -12,10 +12,13 @@ import FoundationXML
 struct RuleToolsTests {
     static let fixtures = Luahier.packageRoot.appendingPathComponent("Tests/luahierTests/Fixtures/ruletests")
     static let golden = Luahier.packageRoot.appendingPathComponent("Tests/luahierTests/Golden")
-    /// Limits that end the looping tests, and that the others never reach: a test passed
-    /// under `--timeout 1` took longer than that on a loaded machine (the suite beside two
-    /// busy loops) and was counted an error.
-    static let quick = ["--timeout", "10", "--dispatch-timeout", "3"]
+    /// Limits that end the looping tests by count, not by the clock: a test that passed under
+    /// `--timeout 1` took longer than that on a loaded machine and was counted an error, and
+    /// clock limits far above the work made each run spin for 90 s in its two looping tests.
+    /// Instruction budgets end both loops in milliseconds, whatever the load.
+    static let loopLimits = [
+        "--timeout", "0", "--dispatch-timeout", "0", "--max-instructions", "50000000", "--dispatch-max-instructions", "5000000",
+    ]
 
     @Test func theShippedExampleTestsPass() throws {
         let result = try Luahier.run(["test", "scripts"])
@@ -37,7 +40,7 @@ struct RuleToolsTests {
     }
 
     @Test func aFailingFileSaysWhereWhatAndHowTheValueWent() throws {
-        let result = try Luahier.run(["test", "failing_test.lua"] + Self.quick, in: Self.fixtures)
+        let result = try Luahier.run(["test", "failing_test.lua"] + Self.loopLimits, timeout: 600, in: Self.fixtures)
         #expect(result.status == 1)
         #expect(!result.signaled)
         let out = result.stdout
@@ -58,7 +61,7 @@ struct RuleToolsTests {
             "         failing_test.lua:15: attempt to index a nil value (local 'missing')",
             "  ok     a rule that loops forever is stopped by the dispatch limit (",
             "  ERROR  a test that loops forever (failing_test.lua:22)",
-            "         failing_test.lua:23: TimeLimitExceeded: time limit exceeded",
+            "         failing_test.lua:23: InstructionLimitExceeded: instruction limit exceeded",
             "  ok     state does not leak between tests (",
             "  FAIL   a payment error that nobody presents (failing_test.lua:32)",
             "         failing_test.lua:34: expected an error of type \"PaymentDeclined\" to reach the presenter, 0 did",
@@ -77,7 +80,7 @@ struct RuleToolsTests {
     }
 
     @Test func junitXMLParsesAndCountsEachKind() throws {
-        let result = try Luahier.run(["test", "failing_test.lua", "--format", "junit"] + Self.quick, in: Self.fixtures)
+        let result = try Luahier.run(["test", "failing_test.lua", "--format", "junit"] + Self.loopLimits, timeout: 600, in: Self.fixtures)
         #expect(result.status == 1)
         let collector = XMLCollector()
         let parser = XMLParser(data: Data(result.stdout.utf8))
@@ -97,7 +100,7 @@ struct RuleToolsTests {
     }
 
     @Test func jsonHasEveryTestAndItsFailure() throws {
-        let result = try Luahier.run(["test", "failing_test.lua", "--format", "json"] + Self.quick, in: Self.fixtures)
+        let result = try Luahier.run(["test", "failing_test.lua", "--format", "json"] + Self.loopLimits, timeout: 600, in: Self.fixtures)
         #expect(result.status == 1)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         #expect(object["passed"] as? Int == 3)

@@ -16,7 +16,7 @@ test("a runtime error in the test", function()
 end)
 
 test("a rule that loops forever is stopped by the dispatch limit", function()
-  expect(trigger("/shop", "Spin")):unhandled():type("TimeLimitExceeded")
+  expect(trigger("/shop", "Spin")):unhandled():type("InstructionLimitExceeded")
 end)
 
 test("a test that loops forever", function()
