@@ -67,6 +67,7 @@ struct RouteTests {
     static func holdUntil(_ release: DispatchSemaphore, _ holds: Holds, _ pool: inout RulesPool.Options) {
         pool.maxWait = 0.2
         pool.hierarchy.limits.dispatchTime = nil
+        pool.hierarchy.limits.time = nil   // (else a request's dispatch takes the chunk's)
         pool.setup = { hierarchy in
             hierarchy.register(function: "hold") { _ in
                 holds.begun.withLock { $0 += 1 }
@@ -419,6 +420,8 @@ struct RouteTests {
             if limit == "time" {
                 pool.hierarchy.limits.dispatchTime = 0.5
             } else {
+                // (A request's dispatch with no time limit of its own would take the chunk's.)
+                pool.hierarchy.limits.time = nil
                 pool.hierarchy.limits.dispatchTime = nil
                 pool.hierarchy.limits.memory = 64 << 20
             }
