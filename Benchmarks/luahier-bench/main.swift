@@ -186,22 +186,14 @@ func measureInBareLua(_ script: String, depth: Int, flag: Bool = false) -> Doubl
 /// Lua" needs the engine below 0.67x of plain Lua; where this floor is above that, no host
 /// that calls each responder and returns an outcome table can meet it.
 func specFloor(depth: Int) -> Double {
-    let script = """
-        local depth, n = ...
-        local responders = {}
-        for level = 1, depth do responders[level] = function(e) return 'notHandled' end end
-        local methods = {}
-        local node = setmetatable({}, {__index = methods})
+    measureInBareLua(floorScript(trigger: """
         function methods.triggerEvent(self, event)
           for i = 1, #responders do
             if responders[i](event) ~= 'notHandled' then break end
           end
           return {status = 'unhandled', kind = 'event', value = event}
         end
-        local event = { type = 'Tap' }
-        for i = 1, n do node:triggerEvent(event) end
-        """
-    return measureInBareLua(script, depth: depth)
+        """), depth: depth)
 }
 
 /// The spec floor and what contract §5 asks of every dispatch beyond it, in plain Lua: the
@@ -210,12 +202,7 @@ func specFloor(depth: Int) -> Double {
 /// plan, no limits: the least a conforming host adds to `specFloor`, written where it costs
 /// least (Benchmarks/profile/floor.lua's `conforming`).
 func conformingFloor(depth: Int) -> Double {
-    let script = """
-        local depth, n = ...
-        local responders = {}
-        for level = 1, depth do responders[level] = function(e) return 'notHandled' end end
-        local methods = {}
-        local node = setmetatable({}, {__index = methods})
+    measureInBareLua(floorScript(trigger: """
         local outcomeMeta = {}
         local function walk(event)
           for i = 1, #responders do
@@ -226,10 +213,22 @@ func conformingFloor(depth: Int) -> Double {
           pcall(walk, event)
           return setmetatable({status = 'unhandled', kind = 'event', value = event, at = self}, outcomeMeta)
         end
-        local event = { type = 'Tap' }
-        for i = 1, n do node:triggerEvent(event) end
-        """
-    return measureInBareLua(script, depth: depth)
+        """), depth: depth)
+}
+
+/// A floor's script: `depth` responders and a node whose `triggerEvent` is `trigger`'s, called
+/// `n` times (the two floors differ only in that method).
+func floorScript(trigger: String) -> String {
+    """
+    local depth, n = ...
+    local responders = {}
+    for level = 1, depth do responders[level] = function(e) return 'notHandled' end end
+    local methods = {}
+    local node = setmetatable({}, {__index = methods})
+    \(trigger)
+    local event = { type = 'Tap' }
+    for i = 1, n do node:triggerEvent(event) end
+    """
 }
 
 // MARK: The engine
